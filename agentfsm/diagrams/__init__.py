@@ -1,0 +1,1 @@
+"""Diagrams of the machines (Graphviz DOT, SVG and PNG with `dot`)."""

@@ -1,0 +1,299 @@
+"""The fast path: a machine class compiled once into a dispatch table shared by every run.
+
+`compile_machine` reads a declared python-statemachine class (its states, transitions,
+guards, effects and enter actions) and builds plain dicts and tuples from it. A `Machine`
+is then only three references: the shared table, the run's data and the run's emitter.
+Dispatching an event is a dict lookup, the guards, the effects and one `Event`; the
+differential test in ``tests/properties`` proves it agrees with python-statemachine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from agentfsm.errors import GuardFailedError, IllegalTransitionError, MachineDefinitionError
+from agentfsm.fsm.emitter import Emitter
+from agentfsm.states.events import Event
+from agentfsm.states.json import JSONValue
+from agentfsm.states.names import MachineName
+from agentfsm.states.tables import GUARDS, TransitionRow
+
+Callback = Callable[..., Any]
+
+RESERVED_ARGS = frozenset(
+    {"model", "source", "target", "state", "event", "machine", "transition", "event_data"}
+)
+"""Argument names python-statemachine injects itself, so an event may not carry them."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledTransition:
+    """One edge, with its callables resolved."""
+
+    event: str
+    source: str
+    target: str
+    guards: tuple[tuple[Callback, bool], ...]
+    """Each guard with the value it must return (True for ``cond``, False for ``unless``)."""
+    effects: tuple[Callback, ...]
+    """The transition's ``on`` actions, in order."""
+    enters: tuple[Callback, ...]
+    """The target's enter actions; empty for an internal transition."""
+    internal: bool
+
+    @property
+    def guard_names(self) -> tuple[str, ...]:
+        """The guards' names (``not name`` for an ``unless`` guard)."""
+        return tuple(
+            fn.__name__ if expected else f"not {fn.__name__}" for fn, expected in self.guards
+        )
+
+    def row(self) -> TransitionRow:
+        """This edge as a row of `agentfsm.states.tables` (at most one guard per row)."""
+        names = self.guard_names
+        if len(names) > 1:
+            raise MachineDefinitionError(
+                f"{self.event!r} from {self.source!r} has guards {names!r}; a table row "
+                "names one guard"
+            )
+        guard = names[0] if names else None
+        return TransitionRow(self.event, self.source, self.target, guard, self.internal)
+
+
+def _callables(specs: Any, where: str, *, allow_convention: bool = True) -> list[Any]:
+    found = []
+    for spec in specs:
+        if spec.is_convention:
+            continue  # names like on_enter_<state> that nobody defined: never called
+        if not callable(spec.func):
+            raise MachineDefinitionError(
+                f"{where} uses {spec.func!r} by name; the compiled machine needs callables "
+                "of the form fn(model, **event_args)"
+            )
+        found.append(spec)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledMachine:
+    """A machine class as plain data, shared by every run of that class."""
+
+    name: MachineName
+    chart: type[Any]
+    """The declared python-statemachine class it was compiled from."""
+    state_field: str
+    """The field of the run's data that holds this machine's state."""
+    states: tuple[str, ...]
+    initial: str
+    final: frozenset[str]
+    initial_enters: tuple[Callback, ...]
+    dispatch: dict[str, dict[str, tuple[CompiledTransition, ...]]]
+    """state → event → the candidate transitions, in priority order."""
+    allowed: dict[str, tuple[str, ...]]
+    """state → the events with a transition out of it."""
+
+    def rows(self) -> tuple[TransitionRow, ...]:
+        """Every edge as table rows, in declaration order of states then transitions."""
+        return tuple(
+            transition.row()
+            for by_event in self.dispatch.values()
+            for transitions in by_event.values()
+            for transition in transitions
+        )
+
+
+def _unsupported(chart: type[Any]) -> None:
+    for state in chart.states_map.values():
+        if state.states or state.parallel:
+            raise MachineDefinitionError(
+                f"{chart.__name__}.{state.id} is compound; the compiled machine is flat"
+            )
+        if _callables(state.exit, f"{chart.__name__}.{state.id} exit"):
+            raise MachineDefinitionError(f"{chart.__name__}.{state.id} has exit actions")
+
+
+def _compile_transition(chart: type[Any], transition: Any) -> list[CompiledTransition]:
+    where = f"{chart.__name__} {transition.source.id}→{transition.target.id}"
+    guards = tuple(
+        (spec.func, bool(spec.expected_value)) for spec in _callables(transition.cond, where)
+    )
+    for group in (transition.before, transition.after):
+        if _callables(group, where):
+            raise MachineDefinitionError(f"{where} has before/after actions; use on=")
+    effects = tuple(spec.func for spec in _callables(transition.on, where))
+    enters = (
+        ()
+        if transition.internal
+        else tuple(spec.func for spec in _callables(transition.target.enter, where))
+    )
+    return [
+        CompiledTransition(
+            event=event.id,
+            source=transition.source.value,
+            target=transition.target.value,
+            guards=guards,
+            effects=effects,
+            enters=enters,
+            internal=bool(transition.internal),
+        )
+        for event in transition.events
+    ]
+
+
+@cache
+def compile_machine(chart: type[Any], name: MachineName, state_field: str) -> CompiledMachine:
+    """Compile a declared python-statemachine class into a shared `CompiledMachine`.
+
+    Args:
+        chart: A flat `statemachine.StateChart` subclass whose guards, ``on`` actions and
+            enter actions are callables of the form ``fn(model, **event_args)``.
+        name: Which machine of the run this is (it names the emitted events' machine).
+        state_field: The field of the run's data that holds the state.
+
+    Raises:
+        MachineDefinitionError: The class uses a feature the table cannot reproduce
+            (compound or parallel states, exit/before/after actions, callbacks by name).
+    """
+    _unsupported(chart)
+    dispatch: dict[str, dict[str, tuple[CompiledTransition, ...]]] = {}
+    for state in chart.states_map.values():
+        by_event: dict[str, list[CompiledTransition]] = {}
+        for transition in state.transitions:
+            for compiled in _compile_transition(chart, transition):
+                by_event.setdefault(compiled.event, []).append(compiled)
+        dispatch[state.value] = {event: tuple(ts) for event, ts in by_event.items()}
+    initial = chart.initial_state
+    return CompiledMachine(
+        name=name,
+        chart=chart,
+        state_field=state_field,
+        states=tuple(state.value for state in chart.states_map.values()),
+        initial=initial.value,
+        final=frozenset(state.value for state in chart.states_map.values() if state.final),
+        initial_enters=tuple(
+            spec.func for spec in _callables(initial.enter, f"{chart.__name__} initial")
+        ),
+        dispatch=dispatch,
+        allowed={state: tuple(by_event) for state, by_event in dispatch.items()},
+    )
+
+
+def describe_guard(name: str) -> str:
+    """A guard's name with what it checks, for error messages."""
+    bare = name.removeprefix("not ")
+    return f"{name}: {GUARDS[bare]}" if bare in GUARDS else name
+
+
+def refusal(
+    compiled: CompiledMachine, run_id: str, state: str, event: str
+) -> IllegalTransitionError:
+    """The error for ``event`` refused in ``state``: no transition, or no guard held."""
+    allowed = compiled.allowed[state]
+    candidates = compiled.dispatch[state].get(event)
+    if candidates is None:
+        return IllegalTransitionError(
+            run_id=run_id, machine=compiled.name, state=state, event=event, allowed=allowed
+        )
+    return GuardFailedError(
+        run_id=run_id,
+        machine=compiled.name,
+        state=state,
+        event=event,
+        allowed=allowed,
+        failed_guards=tuple(describe_guard(name) for t in candidates for name in t.guard_names),
+    )
+
+
+class Machine:
+    """One run's instance of a compiled machine: its table, its data and its emitter.
+
+    A machine whose state field is still None is activated: it enters the initial state
+    and runs that state's enter actions, as python-statemachine does. A machine built on
+    data that already holds a state is restored there, and nothing is re-entered.
+
+    Args:
+        compiled: The shared table, from `compile_machine`.
+        model: The run's data, read by the guards and written by the effects.
+        emitter: The run's emitter, shared with the run's other machine.
+    """
+
+    __slots__ = ("compiled", "emitter", "model")
+
+    def __init__(self, compiled: CompiledMachine, model: Any, emitter: Emitter) -> None:
+        self.compiled = compiled
+        self.model = model
+        self.emitter = emitter
+        if getattr(model, compiled.state_field) is None:
+            setattr(model, compiled.state_field, compiled.initial)
+            for enter in compiled.initial_enters:
+                enter(model)
+
+    @property
+    def state(self) -> str:
+        """The current state's name."""
+        state: str = getattr(self.model, self.compiled.state_field)
+        return state
+
+    @property
+    def is_final(self) -> bool:
+        """True in a final state, which no event leaves."""
+        return self.state in self.compiled.final
+
+    def allowed_events(self) -> tuple[str, ...]:
+        """The events that have a transition out of the current state (guards aside)."""
+        return self.compiled.allowed.get(self.state, ())
+
+    def _select(self, event: str, args: dict[str, JSONValue]) -> CompiledTransition:
+        compiled, model = self.compiled, self.model
+        state = getattr(model, compiled.state_field)
+        candidates = compiled.dispatch[state].get(event)
+        if candidates is not None:
+            for transition in candidates:
+                for guard, expected in transition.guards:
+                    if bool(guard(model, **args)) is not expected:
+                        break
+                else:
+                    return transition
+        raise refusal(compiled, self.emitter.run_id, state, event)
+
+    def can_send(self, event: str, /, **args: JSONValue) -> bool:
+        """Whether `send` with these arguments would be accepted (guards included)."""
+        try:
+            self._select(event, args)
+        except IllegalTransitionError:
+            return False
+        return True
+
+    def send(self, event: str, /, **args: JSONValue) -> Event:
+        """Take the transition ``event`` selects, or raise and change nothing.
+
+        Args:
+            event: The event's name.
+            **args: The event's arguments, read by guards and effects and recorded as the
+                emitted event's ``data``; they must be JSON values.
+
+        Returns:
+            The emitted `Event`, after every listener has seen it.
+
+        Raises:
+            IllegalTransitionError: No transition of ``event`` leaves the current state; or
+                (as `GuardFailedError`) some do, but none of their guards held. The state,
+                the data and the event log are unchanged.
+        """
+        if args and not RESERVED_ARGS.isdisjoint(args):
+            raise TypeError(
+                f"event arguments may not be named {sorted(RESERVED_ARGS & args.keys())!r}"
+            )
+        transition = self._select(event, args)
+        model = self.model
+        for effect in transition.effects:
+            effect(model, source=transition.source, **args)
+        setattr(model, self.compiled.state_field, transition.target)
+        for enter in transition.enters:
+            enter(model, **args)
+        return self.emitter.emit(
+            self.compiled.name, event, transition.source, transition.target, args
+        )

@@ -1,0 +1,63 @@
+"""`Emitter`: numbers a run's transitions and delivers them, as `Event`s, to its listeners."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from agentfsm.states.events import Event
+from agentfsm.states.json import JSONObject
+from agentfsm.states.names import MachineName
+
+Listener = Callable[[Event], object]
+"""Something told of every transition: ``listener(event)``; its return value is ignored."""
+
+Clock = Callable[[], float]
+"""The time in seconds since the Unix epoch; inject a fake one in tests."""
+
+
+class Emitter:
+    """One per run, shared by both of its machines, so ``seq`` is contiguous run-wide.
+
+    Args:
+        run_id: The run whose events these are.
+        listeners: Called in order with each event. A listener's exception propagates to
+            whoever sent the event, after the transition has taken place.
+        clock: Where ``Event.at`` comes from; `time.time` by default.
+        seq: The last sequence number already used (0 for a new run).
+    """
+
+    __slots__ = ("clock", "listeners", "run_id", "seq")
+
+    def __init__(
+        self,
+        run_id: str,
+        listeners: list[Listener] | None = None,
+        clock: Clock = time.time,
+        seq: int = 0,
+    ) -> None:
+        self.run_id = run_id
+        self.listeners: list[Listener] = listeners if listeners is not None else []
+        self.clock = clock
+        self.seq = seq
+
+    def emit(
+        self, machine: MachineName, event: str, source: str, target: str, data: JSONObject
+    ) -> Event:
+        """Number one accepted transition, deliver it to every listener and return it."""
+        self.seq += 1
+        # Every field is built here from checked values, so validation would only re-check
+        # them; skipping it keeps a transition close to a hand-written machine's cost.
+        record = Event.model_construct(
+            seq=self.seq,
+            run_id=self.run_id,
+            machine=machine,
+            event=event,
+            source=source,
+            target=target,
+            at=self.clock(),
+            data=data,
+        )
+        for listener in self.listeners:
+            listener(record)
+        return record

@@ -1,0 +1,90 @@
+"""`ReferenceMachine`: the `Machine` interface, dispatching through python-statemachine.
+
+It runs the declared class itself, so it is the reference the compiled fast path is tested
+against. It is slow (about 150 µs and 48 KB per machine) and meant for tests and debugging.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from statemachine.exceptions import TransitionNotAllowed
+
+from agentfsm.fsm.compiled import RESERVED_ARGS, CompiledMachine, refusal
+from agentfsm.fsm.emitter import Emitter
+from agentfsm.states.events import Event
+from agentfsm.states.json import JSONValue
+
+
+class _Relay:
+    """A python-statemachine listener that forwards each transition to the run's emitter."""
+
+    def __init__(self, owner: ReferenceMachine) -> None:
+        self.owner = owner
+
+    def after_transition(self, event: Any, source: Any, target: Any, event_data: Any) -> None:
+        owner = self.owner
+        owner.emitted.append(
+            owner.emitter.emit(
+                owner.compiled.name,
+                str(event.id),
+                str(source.value),
+                str(target.value),
+                dict(event_data.trigger_data.kwargs),
+            )
+        )
+
+
+class ReferenceMachine:
+    """One run's machine, run by python-statemachine's own engine.
+
+    Args:
+        compiled: The compiled form of the same class, used for its names and allowed events.
+        model: The run's data.
+        emitter: The run's emitter.
+    """
+
+    def __init__(self, compiled: CompiledMachine, model: Any, emitter: Emitter) -> None:
+        self.compiled = compiled
+        self.model = model
+        self.emitter = emitter
+        self.emitted: list[Event] = []
+        """The events emitted by the last `send` (exactly one when it succeeded)."""
+        self.chart = compiled.chart(
+            model=model, state_field=compiled.state_field, listeners=[_Relay(self)]
+        )
+
+    @property
+    def state(self) -> str:
+        """The current state's name."""
+        state: str = getattr(self.model, self.compiled.state_field)
+        return state
+
+    @property
+    def is_final(self) -> bool:
+        """True in a final state, which no event leaves."""
+        return self.state in self.compiled.final
+
+    def allowed_events(self) -> tuple[str, ...]:
+        """The events that have a transition out of the current state (guards aside)."""
+        return self.compiled.allowed.get(self.state, ())
+
+    def can_send(self, event: str, /, **args: JSONValue) -> bool:
+        """Whether `send` with these arguments would be accepted (guards included)."""
+        return event in {str(e.id) for e in self.chart.enabled_events(**args)}
+
+    def send(self, event: str, /, **args: JSONValue) -> Event:
+        """Send ``event`` to python-statemachine; refusals raise as `Machine.send` does."""
+        if args and not RESERVED_ARGS.isdisjoint(args):
+            raise TypeError(
+                f"event arguments may not be named {sorted(RESERVED_ARGS & args.keys())!r}"
+            )
+        state = self.state
+        self.emitted.clear()
+        try:
+            self.chart.send(event, **args)
+        except TransitionNotAllowed:
+            raise refusal(self.compiled, self.emitter.run_id, state, event) from None
+        if len(self.emitted) != 1:
+            raise AssertionError(f"python-statemachine took {len(self.emitted)} transitions")
+        return self.emitted[0]

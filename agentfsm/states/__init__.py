@@ -1,0 +1,64 @@
+"""The formal vocabulary of agentfsm as data: names, transition tables and the data models.
+
+Everything here is plain data with no behaviour beyond validation, so the machines, the
+diagrams, the verifier and the tests all read the same definitions.
+"""
+
+from __future__ import annotations
+
+from agentfsm.states.events import Event
+from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.states.messages import Message, Role, ToolCall
+from agentfsm.states.names import (
+    LOOP_FINAL,
+    LOOP_INITIAL,
+    RUN_FINAL,
+    RUN_INITIAL,
+    RUN_WAITING,
+    CompletedReason,
+    FailedReason,
+    InputPolicy,
+    LoopEvent,
+    LoopState,
+    MachineName,
+    RunEvent,
+    RunState,
+)
+from agentfsm.states.tables import (
+    GUARDS,
+    LOOP_TABLE,
+    PAUSABLE,
+    RUN_TABLE,
+    TABLES,
+    MachineTable,
+    TransitionRow,
+)
+
+__all__ = [
+    "GUARDS",
+    "LOOP_FINAL",
+    "LOOP_INITIAL",
+    "LOOP_TABLE",
+    "PAUSABLE",
+    "RUN_FINAL",
+    "RUN_INITIAL",
+    "RUN_TABLE",
+    "RUN_WAITING",
+    "TABLES",
+    "CompletedReason",
+    "Event",
+    "FailedReason",
+    "InputPolicy",
+    "JSONObject",
+    "JSONValue",
+    "LoopEvent",
+    "LoopState",
+    "MachineName",
+    "MachineTable",
+    "Message",
+    "Role",
+    "RunEvent",
+    "RunState",
+    "ToolCall",
+    "TransitionRow",
+]

@@ -1,0 +1,106 @@
+"""Conversation messages in the OpenAI chat format, and the tool calls they carry."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentfsm.states.json import JSONObject
+
+Role = Literal["system", "user", "assistant", "tool"]
+"""Who a message is from: the system prompt, the user, the model, or a tool's result."""
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(BaseModel):
+    """A function call the model asked for, exactly as it sent it."""
+
+    model_config = _FROZEN
+
+    id: str = Field(min_length=1)
+    """The call's id, unique within its assistant message; its tool message answers it."""
+    name: str
+    """The name of the tool the model asked for (it may not exist: that is checked later)."""
+    arguments: str = "{}"
+    """The arguments as the JSON text the model produced (it may be malformed)."""
+
+    def to_openai(self) -> JSONObject:
+        """This call in the form of the chat completions API."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+class Message(BaseModel):
+    """One message of a conversation: system, user, assistant (maybe with tool calls) or tool.
+
+    Build them with the constructors `system`, `user`, `assistant` and `tool`; a message whose
+    fields do not fit its role (tool calls on a user message, a tool message without the id
+    of the call it answers) is refused with a `pydantic.ValidationError`.
+    """
+
+    model_config = _FROZEN
+
+    role: Role
+    """Who the message is from."""
+    content: str | None = None
+    """The text; None only for an assistant message that carries tool calls instead."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The calls an assistant message asks for, in order (empty for other roles)."""
+    tool_call_id: str | None = None
+    """For a tool message: the id of the call it answers."""
+    name: str | None = None
+    """For a tool message: the tool's name (optional, for readability of logs)."""
+
+    @model_validator(mode="after")
+    def _fits_its_role(self) -> Message:
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(f"only assistant messages carry tool_calls, not {self.role!r}")
+        if (self.tool_call_id is None) != (self.role != "tool"):
+            raise ValueError("a tool message, and only a tool message, has a tool_call_id")
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError(
+                f"a {self.role!r} message needs content (only an assistant message with "
+                "tool calls may omit it)"
+            )
+        ids = [call.id for call in self.tool_calls]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"tool call ids must be unique within a message, got {ids!r}")
+        return self
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        """A system prompt."""
+        return cls(role="system", content=content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        """A user's input."""
+        return cls(role="user", content=content)
+
+    @classmethod
+    def assistant(
+        cls, content: str | None = None, tool_calls: tuple[ToolCall, ...] = ()
+    ) -> Message:
+        """A model response: text, tool calls, or both."""
+        return cls(role="assistant", content=content, tool_calls=tool_calls)
+
+    @classmethod
+    def tool(cls, tool_call_id: str, content: str, name: str | None = None) -> Message:
+        """The result of one tool call, answering ``tool_call_id``."""
+        return cls(role="tool", tool_call_id=tool_call_id, content=content, name=name)
+
+    def to_openai(self) -> JSONObject:
+        """This message in the form of the chat completions API."""
+        out: JSONObject = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        return out

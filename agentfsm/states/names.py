@@ -1,0 +1,152 @@
+"""The fixed vocabularies of lifecycle.md: states, events, reasons, policies.
+
+Each is a `StrEnum`, so a member *is* its string value: ``RunState.BUSY == "busy"``.
+"""
+
+from __future__ import annotations
+
+from agentfsm._compat import StrEnum
+
+
+class MachineName(StrEnum):
+    """Which of a run's two machines a transition belongs to."""
+
+    RUN = "run"
+    """RunLifecycle, the run's formal states (lifecycle.md §1)."""
+    LOOP = "loop"
+    """TurnLoop, the inner iteration loop of one turn (lifecycle.md §2)."""
+
+
+class RunState(StrEnum):
+    """States of RunLifecycle."""
+
+    CREATED = "created"
+    """Initial: the run exists, its stores are not yet open."""
+    READY = "ready"
+    """Started and idle: waiting for the first input."""
+    BUSY = "busy"
+    """A turn is running (its TurnLoop is thinking or acting)."""
+    REQUIRES_ACTION = "requires_action"
+    """Waiting for the application to approve, deny or answer tool calls."""
+    INPUT_REQUIRED = "input_required"
+    """Waiting for the user to answer a question the agent asked."""
+    COMPLETED = "completed"
+    """The last turn ended with an answer (or at its iteration cap)."""
+    FAILED = "failed"
+    """The last turn ended with an error, a cancel or an expired wait."""
+    PAUSED = "paused"
+    """Suspended from outside; `resume` returns to the state it was paused in."""
+    SHUTDOWN = "shutdown"
+    """Final and absorbing: no event leaves it."""
+
+
+class RunEvent(StrEnum):
+    """Events of RunLifecycle (imperative verbs)."""
+
+    START = "start"
+    """Open the stores; created → ready."""
+    SUBMIT = "submit"
+    """Give the run a user input (argument ``text``)."""
+    NEED_ACTION = "need_action"
+    """Tool calls await approval or a client-side result (argument ``calls``: their ids)."""
+    RESOLVE_ACTION = "resolve_action"
+    """Decide every pending call (argument ``decisions``: call id → decision)."""
+    NEED_INPUT = "need_input"
+    """The agent asked the user (arguments ``question`` and ``calls``)."""
+    PROVIDE_INPUT = "provide_input"
+    """The user's answer to the pending question (argument ``text``)."""
+    COMPLETE = "complete"
+    """The turn ended with an answer or at its iteration cap."""
+    FAIL = "fail"
+    """The turn ended with an error (arguments ``error_type``, ``message``)."""
+    CANCEL = "cancel"
+    """Stop the turn at a step boundary, or abandon a wait."""
+    EXPIRE = "expire"
+    """A wait's deadline passed (argument ``now``)."""
+    PAUSE = "pause"
+    """Suspend the run from outside, at a safe boundary."""
+    RESUME = "resume"
+    """Return to the state the run was paused in."""
+    SHUTDOWN = "shutdown"
+    """Close the run for good."""
+
+
+class LoopState(StrEnum):
+    """States of TurnLoop."""
+
+    THINKING = "thinking"
+    """Initial: a model call is in flight. Entering it counts an iteration."""
+    ACTING = "acting"
+    """A tool round is running, its calls one after another."""
+    AWAITING_ACTION = "awaiting_action"
+    """The round waits for approvals or client-side results."""
+    AWAITING_INPUT = "awaiting_input"
+    """The round waits for the user's answer to ``ask_user``."""
+    ANSWERED = "answered"
+    """Final: the model answered without tool calls."""
+    EXHAUSTED = "exhausted"
+    """Final: the iteration cap was reached."""
+    ERRORED = "errored"
+    """Final: the model call failed after its retries."""
+    ABORTED = "aborted"
+    """Final: the turn was cancelled, expired or a hook failed."""
+
+
+class LoopEvent(StrEnum):
+    """Events of TurnLoop."""
+
+    MODEL_REPLIED = "model_replied"
+    """A model response arrived (arguments ``tool_calls``, ``needing_action``, ``asking_user``)."""
+    MODEL_FAILED = "model_failed"
+    """The model call failed for good (transient errors were already retried)."""
+    RESOLVED = "resolved"
+    """Every pending call got its decision or answer (argument ``decisions``)."""
+    TOOLS_FINISHED = "tools_finished"
+    """Every call of the round has its tool message."""
+    ABORT = "abort"
+    """End the turn from outside (argument ``reason``)."""
+
+
+class CompletedReason(StrEnum):
+    """Why a turn is `completed`."""
+
+    ANSWERED = "answered"
+    """The model gave a final answer."""
+    MAX_ITERATIONS = "max_iterations"
+    """The turn stopped at its iteration cap and its final message says so."""
+
+
+class FailedReason(StrEnum):
+    """Why a turn is `failed`."""
+
+    ERROR = "error"
+    """A model, tool or hook error ended the turn."""
+    CANCELLED = "cancelled"
+    """The application cancelled the turn."""
+    EXPIRED = "expired"
+    """A wait for approval or input passed its deadline."""
+
+
+class InputPolicy(StrEnum):
+    """What a `submit` does while the run is `busy`."""
+
+    REJECT = "reject"
+    """No transition: the submit raises `IllegalTransitionError` (the default)."""
+    QUEUE = "queue"
+    """Keep the input; it is submitted when the current turn ends."""
+    INTERRUPT = "interrupt"
+    """Cancel the turn at the next boundary, then submit the input."""
+
+
+RUN_INITIAL = RunState.CREATED
+"""Where every run starts."""
+RUN_FINAL = frozenset({RunState.SHUTDOWN})
+"""The final states of RunLifecycle."""
+RUN_WAITING = frozenset({RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED})
+"""States in which the run waits for the application or the user."""
+LOOP_INITIAL = LoopState.THINKING
+"""Where every turn starts."""
+LOOP_FINAL = frozenset(
+    {LoopState.ANSWERED, LoopState.EXHAUSTED, LoopState.ERRORED, LoopState.ABORTED}
+)
+"""The final states of TurnLoop."""

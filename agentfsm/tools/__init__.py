@@ -1,0 +1,1 @@
+"""Tools: declaring them, registering them and running a round of calls."""
