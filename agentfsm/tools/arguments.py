@@ -1,0 +1,159 @@
+"""From a call's argument text to the keyword arguments of its body, or a clear refusal.
+
+The checks run cheapest first: size, JSON syntax, object-ness, nesting depth, the tool's
+compiled JSON Schema validator, and (for a generated schema) the pydantic model that turns
+the JSON into the values the body's annotations ask for. Each failure raises
+`ToolArgumentsError` with the JSON pointer of the offending value.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import NoReturn
+
+from pydantic import ValidationError
+
+from agentfsm.errors import ToolArgumentsError
+from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.tools.schema import Signature, compile_validator, first_schema_error, json_pointer
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentLimits:
+    """Bounds on a call's arguments, checked before they are parsed any further.
+
+    They protect the process from a model (or an attacker steering it) that sends huge or
+    pathologically nested JSON: such arguments are refused, not crashed on.
+    """
+
+    max_chars: int = 100_000
+    """The longest argument text accepted, in characters."""
+    max_depth: int = 32
+    """The deepest nesting of objects and arrays accepted (the arguments object is 1)."""
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+# Python's json accepts NaN and Infinity, which are not JSON; refuse them while parsing.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _depth_exceeds(value: JSONValue, limit: int) -> bool:
+    # Iterative, so that the check itself cannot hit the recursion limit.
+    stack: list[tuple[JSONValue, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: list[JSONValue] = list(item.values())
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+class ArgumentParser:
+    """The argument checks of one tool, with its JSON Schema validator compiled once.
+
+    Args:
+        tool_name: The tool's name, for error messages.
+        signature: The tool's schema and, for a generated one, its arguments model.
+    """
+
+    __slots__ = ("_expected", "_signature", "_tool_name", "_validator")
+
+    def __init__(self, tool_name: str, signature: Signature) -> None:
+        self._tool_name = tool_name
+        self._signature = signature
+        self._validator = compile_validator(signature.schema)
+        self._expected = _expected_properties(signature.schema)
+
+    def parse(self, call_id: str, text: str, limits: ArgumentLimits) -> dict[str, object]:
+        """The keyword arguments for the body (without the context), or raise.
+
+        An empty or blank text counts as ``{}``: some model servers send it for a call
+        without arguments.
+
+        Raises:
+            ToolArgumentsError: Why the arguments were refused, and what is expected.
+        """
+        if len(text) > limits.max_chars:
+            self._refuse(
+                call_id,
+                "",
+                f"they are {len(text)} characters long; at most {limits.max_chars} are accepted",
+            )
+        arguments = self._decode(call_id, text or "{}", limits)
+        if not isinstance(arguments, dict):
+            self._refuse(
+                call_id,
+                "",
+                f"they must be a JSON object, not a JSON {_json_type(arguments)}; "
+                f"{self._expected}",
+            )
+        problem = first_schema_error(self._validator, arguments)
+        if problem is not None:
+            pointer, message = problem
+            self._refuse(call_id, pointer, f"{message}; {self._expected}")
+        return self._convert(call_id, arguments)
+
+    def _decode(self, call_id: str, text: str, limits: ArgumentLimits) -> JSONValue:
+        try:
+            value: JSONValue = _DECODER.decode(text.strip())
+        except RecursionError:
+            self._refuse(call_id, "", f"they are nested deeper than {limits.max_depth} levels")
+        except ValueError as exc:
+            self._refuse(call_id, "", f"they are not valid JSON ({exc}); send a JSON object")
+        # Counting brackets is far cheaper than walking the value, and bounds its depth.
+        if text.count("{") + text.count("[") > limits.max_depth and _depth_exceeds(
+            value, limits.max_depth
+        ):
+            self._refuse(call_id, "", f"they are nested deeper than {limits.max_depth} levels")
+        return value
+
+    def _convert(self, call_id: str, arguments: JSONObject) -> dict[str, object]:
+        model = self._signature.model
+        if model is None:
+            return dict(arguments)
+        try:
+            instance = model.model_validate(arguments)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            self._refuse(call_id, json_pointer(error["loc"]), f"{error['msg']}; {self._expected}")
+        return {name: getattr(instance, attribute) for attribute, name in self._signature.fields}
+
+    def _refuse(self, call_id: str, pointer: str, detail: str) -> NoReturn:
+        raise ToolArgumentsError(self._tool_name, call_id, pointer, detail)
+
+
+def _json_type(value: JSONValue) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return "number"
+
+
+def _expected_properties(schema: JSONObject) -> str:
+    properties = schema.get("properties")
+    names = list(properties) if isinstance(properties, dict) else []
+    required = schema.get("required")
+    required_names = (
+        {n for n in required if isinstance(n, str)} if isinstance(required, list) else set()
+    )
+    if not names:
+        return "the tool takes an object with no declared properties"
+    described = ", ".join(
+        f"{name!r} (required)" if name in required_names else repr(name) for name in names
+    )
+    return f"the tool takes an object with properties {described}"

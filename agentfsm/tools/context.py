@@ -1,0 +1,44 @@
+"""`ToolContext`: what a tool body may know about the run and the call it serves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """The run, turn and call a tool body is executing for.
+
+    A tool receives it by declaring a parameter annotated ``ToolContext`` (any name); that
+    parameter is not part of the tool's JSON Schema, so the model never sees or fills it.
+    `ToolSystem.run_round` takes one without a ``call_id`` for the whole round and gives
+    each body a copy bound to its call.
+
+    Example:
+        >>> ToolContext(run_id="run-1", turn=2).for_call("call-7").idempotency_key
+        'run-1:call-7'
+    """
+
+    run_id: str
+    """The run the call belongs to."""
+    turn: int = 0
+    """The run's turn number (1 for the first user input)."""
+    iteration: int = 0
+    """The iteration of the turn whose model response asked for the call."""
+    call_id: str = ""
+    """The id of the call being executed ('' in a round's context, before it is bound)."""
+    user_id: str | None = None
+    """The application's user the run acts for, if it said so."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """``"<run_id>:<call_id>"``: the same for every attempt and re-run of one call.
+
+        Pass it to external services that deduplicate requests, so that a retried or
+        resumed call has its effect at most once.
+        """
+        return f"{self.run_id}:{self.call_id}"
+
+    def for_call(self, call_id: str) -> ToolContext:
+        """This context, bound to the call ``call_id``."""
+        return replace(self, call_id=call_id)

@@ -1,0 +1,162 @@
+"""Running one tool body: awaited or called, under its timeout, retried when that is safe.
+
+A body's `Exception` is returned as data (`Attempted.error`), never raised; a
+`BaseException` that is not an `Exception` (cancellation, KeyboardInterrupt, SystemExit)
+always propagates. A sync body with a timeout runs in a daemon thread of its own: Python
+cannot stop a thread, so after its timeout the body runs on and its outcome is dropped, but
+the round, the event loop and interpreter exit do not wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import WaitBaseT
+
+from agentfsm.errors import ToolTimeoutError
+from agentfsm.tools.spec import Tool
+
+Sleep = Callable[[float], Awaitable[None]]
+"""How retries wait: ``await sleep(seconds)``; inject a fake one in tests."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySettings:
+    """How an idempotent tool's retryable failures are retried (shared by all tools)."""
+
+    max_attempts: int
+    """Tries in all, the first included."""
+    wait: WaitBaseT
+    """Tenacity's wait strategy between tries."""
+    sleep: Sleep
+    """Where the waiting happens."""
+    cancel_grace: float
+    """Seconds a timed-out async body is given to finish cancelling."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempted:
+    """What running a body produced: its value or its exception, and how many tries."""
+
+    value: object
+    """What the body returned (None if it raised)."""
+    error: Exception | None
+    """What the last try raised, or None."""
+    attempts: int
+    """How many times the body was started."""
+
+
+async def execute(
+    tool: Tool[..., object], kwargs: dict[str, object], call_id: str, retry: RetrySettings
+) -> Attempted:
+    """Run ``tool``'s body with ``kwargs``, retrying only when the tool allows it."""
+    if not (tool.idempotent and tool.retry_on and retry.max_attempts > 1):
+        try:
+            return Attempted(await _once(tool, kwargs, call_id, retry), None, 1)
+        except Exception as exc:  # the body's failure: data for the model, not a crash
+            return Attempted(None, exc, 1)
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(retry.max_attempts),
+        wait=retry.wait,
+        retry=retry_if_exception_type(tool.retry_on),
+        sleep=retry.sleep,
+        reraise=True,
+    )
+    attempts = 0
+    try:
+        async for attempt in retrying:
+            with attempt:
+                attempts += 1
+                value = await _once(tool, kwargs, call_id, retry)
+    except Exception as exc:  # the last try's failure, or a failure that is not retryable
+        return Attempted(None, exc, attempts)
+    return Attempted(value, None, attempts)
+
+
+async def _once(
+    tool: Tool[..., object], kwargs: dict[str, object], call_id: str, retry: RetrySettings
+) -> object:
+    function = tool.function
+    if function is None:  # pragma: no cover - client-side tools never reach execution
+        raise TypeError(f"tool {tool.name!r} has no body")
+    if tool.timeout is None:
+        value = function(**kwargs)
+        return await value if inspect.isawaitable(value) else value
+    if tool.is_async:
+        return await _async_with_timeout(tool, function, kwargs, call_id, retry.cancel_grace)
+    return await _thread_with_timeout(tool, function, kwargs, call_id)
+
+
+async def _async_with_timeout(
+    tool: Tool[..., object],
+    function: Callable[..., object],
+    kwargs: dict[str, object],
+    call_id: str,
+    grace: float,
+) -> object:
+    timeout = tool.timeout
+    task = asyncio.ensure_future(_awaited(function, kwargs))
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    finally:
+        # Also when the round itself is cancelled: the body must not outlive it.
+        if not task.done():
+            task.cancel()
+    if task in done:
+        return task.result()
+    # Give the body a moment to run its cleanup; a body that ignores cancellation is left
+    # to the event loop, which cancels it again when it closes.
+    await asyncio.wait({task}, timeout=grace)
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved
+    raise ToolTimeoutError(tool.name, call_id, timeout or 0.0)
+
+
+async def _awaited(function: Callable[..., object], kwargs: dict[str, object]) -> object:
+    value = function(**kwargs)
+    return await value if inspect.isawaitable(value) else value
+
+
+async def _thread_with_timeout(
+    tool: Tool[..., object],
+    function: Callable[..., object],
+    kwargs: dict[str, object],
+    call_id: str,
+) -> object:
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[object] = loop.create_future()
+
+    def settle(value: object, error: BaseException | None) -> None:
+        if future.done():  # timed out (and cancelled) before the body finished
+            return
+        if error is None:
+            future.set_result(value)
+        elif isinstance(error, StopIteration):  # a future refuses it, as a coroutine would
+            future.set_exception(RuntimeError(f"tool body raised {error!r}"))
+        else:
+            future.set_exception(error)
+
+    def work() -> None:
+        try:
+            value, error = function(**kwargs), None
+        except BaseException as exc:  # handed over and re-raised in the round, not swallowed
+            value, error = None, exc
+        # RuntimeError: the loop has closed, so nobody waits for this outcome any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"agentfsm-tool-{tool.name}", daemon=True).start()
+    try:
+        done, _ = await asyncio.wait({future}, timeout=tool.timeout)
+    finally:
+        if not future.done():
+            future.cancel()
+    if future in done:
+        return future.result()
+    raise ToolTimeoutError(tool.name, call_id, tool.timeout or 0.0)

@@ -1,0 +1,185 @@
+"""What a tool round produces: a `ToolResult` per call, observations, and the round's outcome."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentfsm._compat import StrEnum
+from agentfsm.states.json import JSONValue
+from agentfsm.states.messages import Message
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolStatus(StrEnum):
+    """How one tool call ended.
+
+    The refusals (``not_found``, ``disabled``, ``denied``, ``invalid_arguments``) guarantee
+    that the body did not run (lifecycle.md I9); `ToolResult.attempts` says how many times
+    it did run otherwise.
+    """
+
+    SUCCESS = "success"
+    """The body returned a JSON value (or the application gave a client-side output)."""
+    ERROR = "error"
+    """The body raised, or returned something that is not JSON."""
+    TIMEOUT = "timeout"
+    """The body did not finish within the tool's timeout."""
+    NOT_FOUND = "not_found"
+    """No tool of the called name is registered."""
+    DISABLED = "disabled"
+    """The tool is registered but not enabled for this run."""
+    DENIED = "denied"
+    """The tool's policy or the application's decision did not permit the call."""
+    INVALID_ARGUMENTS = "invalid_arguments"
+    """The arguments were too big, too deep, not a JSON object, or did not match the schema."""
+
+
+class ToolErrorInfo(BaseModel):
+    """Why a call did not succeed, as the model and the trace see it."""
+
+    model_config = _FROZEN
+
+    type: str
+    """The exception's class name: the tool's own (``ValueError``) or agentfsm's
+    (``ToolArgumentsError``, ``ToolDeniedError``…)."""
+    message: str
+    """The exception's message: what went wrong and, for a refusal, what is allowed."""
+
+
+class ToolResult(BaseModel):
+    """The outcome of one tool call; its tool message answers exactly that call."""
+
+    model_config = _FROZEN
+
+    call_id: str
+    """The id of the call this answers."""
+    tool_name: str
+    """The tool name the call asked for (even when no such tool exists)."""
+    status: ToolStatus
+    """How the call ended."""
+    output: JSONValue = None
+    """What the body returned, as JSON (None unless ``status`` is ``success``)."""
+    error: ToolErrorInfo | None = None
+    """Why it did not succeed (None exactly when ``status`` is ``success``)."""
+    duration: float = Field(default=0.0, ge=0.0)
+    """Seconds spent on the call, checks and retries included."""
+    attempts: int = Field(default=0, ge=0)
+    """How many times the body was started: 0 when it never ran (a refusal or a
+    client-side output), more than 1 when an idempotent tool was retried."""
+
+    @model_validator(mode="after")
+    def _error_iff_not_success(self) -> ToolResult:
+        if (self.error is None) != (self.status is ToolStatus.SUCCESS):
+            raise ValueError("a result has an error exactly when its status is not 'success'")
+        return self
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call succeeded."""
+        return self.status is ToolStatus.SUCCESS
+
+    def content(self) -> str:
+        """The text of the call's tool message, as the model will read it.
+
+        A string output is sent as it is, any other output as JSON; a failure as
+        ``"[<status>] <error type>: <error message>"``.
+        """
+        if self.error is not None:
+            return failure_content(self.status, self.error)
+        if isinstance(self.output, str):
+            return self.output
+        return json.dumps(self.output, ensure_ascii=False)
+
+    def to_message(self) -> Message:
+        """The tool message answering the call."""
+        return Message.tool(self.call_id, self.content(), name=self.tool_name)
+
+
+_SCALARS = (int, float, bool)
+
+
+def json_output(value: object) -> tuple[JSONValue, str]:
+    """A body's return value as JSON, and the text of its tool message.
+
+    A pydantic model is dumped in JSON mode; tuples become lists. A string is sent as it
+    is, anything else as JSON text.
+
+    Raises:
+        TypeError: The value (or something inside it) is not JSON-serialisable.
+        ValueError: It holds NaN or an infinity, or refers to itself.
+        RecursionError: It is nested too deeply to serialise.
+    """
+    if type(value) is str:
+        return value, value
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    if value is None:
+        return None, text
+    if isinstance(value, (int, float)) and type(value) in _SCALARS:
+        return value, text  # exactly int, float or bool: already JSON
+    output: JSONValue = json.loads(text)
+    return output, output if isinstance(output, str) else text
+
+
+def failure_content(status: ToolStatus, error: ToolErrorInfo) -> str:
+    """The tool-message text of a failed call."""
+    return f"[{status}] {error.type}: {error.message}"
+
+
+class ObservationType(StrEnum):
+    """The kinds of trace entry a tool round produces."""
+
+    STARTED = "tool.call.started"
+    """A body is about to run (all checks passed). With no matching ``finished`` entry in a
+    crashed run's trace, the call's outcome is unknown (lifecycle.md I11)."""
+    FINISHED = "tool.call.finished"
+    """A call has its result and tool message (whether or not its body ran)."""
+
+
+class ToolObservation(BaseModel):
+    """One trace entry of a tool round, given to the `ToolSystem`'s observer as it happens.
+
+    The Agent turns these into its trace and its event stream.
+    """
+
+    model_config = _FROZEN
+
+    type: ObservationType
+    """What happened."""
+    run_id: str
+    """The run the round belongs to."""
+    turn: int
+    """The run's turn."""
+    iteration: int
+    """The iteration of the turn whose model response asked for the call."""
+    index: int = Field(ge=0)
+    """The call's position in the round (0 for the first call)."""
+    call_id: str
+    """The call's id."""
+    tool_name: str
+    """The tool name the call asked for."""
+    at: float
+    """When it happened, in seconds since the Unix epoch, from the system's clock."""
+    result: ToolResult | None = None
+    """For ``tool.call.finished``: the call's result."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoundResult:
+    """Everything a tool round adds to the conversation, in order."""
+
+    results: tuple[ToolResult, ...]
+    """One result per call, in call order."""
+    messages: tuple[Message, ...]
+    """The messages to append: one tool message per call, in call order (lifecycle.md I7),
+    then the messages that ``before_tools`` and ``after_tools`` hooks added."""
+
+    @property
+    def tool_messages(self) -> tuple[Message, ...]:
+        """Only the tool messages, one per call, in call order."""
+        return self.messages[: len(self.results)]

@@ -1,0 +1,216 @@
+"""A tool's arguments schema: generated once from its type hints, or given and checked.
+
+A generated schema comes from a pydantic model built from the function's signature, so
+`Annotated[..., Field(description=...)]`, pydantic model parameters, enums and defaults all
+show in it, and the same model turns the validated JSON into the Python values the body
+expects (an enum member, a model instance). An explicit schema is checked against the
+draft 2020-12 metaschema when the tool is built, and its arguments reach the body as JSON.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, cast
+
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
+from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]  # no stubs
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model
+from pydantic.errors import PydanticSchemaGenerationError
+
+from agentfsm.errors import ToolDefinitionError, ToolSchemaError
+from agentfsm.states.json import JSONObject
+from agentfsm.tools.context import ToolContext
+
+_SECTION = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Examples?|Notes?):\s*$",
+    re.MULTILINE,
+)
+_EMPTY_OBJECT: JSONObject = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What a tool's schema step learned from its function (or its explicit schema)."""
+
+    schema: JSONObject
+    """The JSON Schema of the arguments object."""
+    model: type[BaseModel] | None
+    """Converts validated arguments to the body's values; None for an explicit schema."""
+    fields: tuple[tuple[str, str], ...]
+    """``(model attribute, parameter name)`` pairs, in signature order."""
+    context_parameter: str | None
+    """The parameter that receives the `ToolContext`, if the function declares one."""
+
+
+def json_pointer(path: typing.Iterable[str | int]) -> str:
+    """The RFC 6901 pointer of a path of keys and indexes (``''`` for the root)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def is_context(hint: object) -> bool:
+    """Whether a parameter annotated ``hint`` receives the `ToolContext`.
+
+    ``ToolContext`` and ``ToolContext | None`` do (the latter so the function can still be
+    called without one).
+    """
+    if hint is ToolContext:
+        return True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return set(typing.get_args(hint)) == {ToolContext, type(None)}
+    return False
+
+
+def description_of(function: Callable[..., object]) -> str:
+    """The docstring of ``function`` up to its first Google-style section (``Args:`` …)."""
+    doc = inspect.getdoc(function) or ""
+    return _SECTION.split(doc, maxsplit=1)[0].strip()
+
+
+def compile_validator(schema: JSONObject) -> Draft202012Validator:
+    """A validator for ``schema``, built once and reused for every call of the tool."""
+    return Draft202012Validator(copy.deepcopy(schema))
+
+
+def first_schema_error(
+    validator: Draft202012Validator, instance: JSONObject
+) -> tuple[str, str] | None:
+    """``(JSON pointer, message)`` of the first error of ``instance``; None if it is valid.
+
+    One pass over the instance that stops at the first error, as ``is_valid`` would.
+    """
+    error = next(iter(validator.iter_errors(instance)), None)
+    if error is None:
+        return None
+    return json_pointer(error.absolute_path), cast(str, error.message)
+
+
+def explicit_signature(
+    tool_name: str, schema: JSONObject, function: Callable[..., object] | None
+) -> Signature:
+    """Check a user-given schema against the metaschema and against the function."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        raise ToolSchemaError(
+            tool_name, json_pointer(error.absolute_path), cast(str, error.message)
+        ) from None
+    if schema.get("type") != "object":
+        raise ToolSchemaError(
+            tool_name,
+            "/type",
+            f"the arguments are an object, so 'type' must be 'object', not {schema.get('type')!r}",
+        )
+    context_parameter = None
+    if function is not None:
+        context_parameter = _check_parameters_match(tool_name, schema, function)
+    return Signature(copy.deepcopy(schema), None, (), context_parameter)
+
+
+def _check_parameters_match(
+    tool_name: str, schema: JSONObject, function: Callable[..., object]
+) -> str | None:
+    parameters = inspect.signature(function).parameters
+    hints = _hints(tool_name, function)
+    context = next((name for name in parameters if is_context(hints.get(name))), None)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return context
+    properties = schema.get("properties")
+    names = sorted(properties) if isinstance(properties, dict) else []
+    missing = [name for name in names if name not in parameters or name == context]
+    if missing:
+        raise ToolDefinitionError(
+            tool_name,
+            f"its schema has properties {missing!r} that the function does not accept; "
+            f"its parameters are {[n for n in parameters if n != context]!r}",
+        )
+    return context
+
+
+def empty_signature() -> Signature:
+    """The signature of a client-side tool declared without a function or a schema."""
+    return Signature(copy.deepcopy(_EMPTY_OBJECT), None, (), None)
+
+
+def generated_signature(tool_name: str, function: Callable[..., object]) -> Signature:
+    """Build the arguments model and schema of ``function`` from its type hints."""
+    hints = _hints(tool_name, function)
+    definitions: dict[str, object] = {}
+    fields: list[tuple[str, str]] = []
+    context_parameter = None
+    for index, parameter in enumerate(inspect.signature(function).parameters.values()):
+        name = parameter.name
+        hint = hints.get(name, parameter.annotation)
+        if is_context(hint):
+            context_parameter = name
+            continue
+        _check_parameter(tool_name, parameter)
+        if hint is inspect.Parameter.empty:
+            raise ToolDefinitionError(
+                tool_name, f"parameter {name!r} has no type annotation; annotate it"
+            )
+        # The model's attributes are positional names and the parameter names are aliases,
+        # so a parameter may be called ``json`` or ``model_x`` without clashing with
+        # BaseModel's own attributes.
+        attribute = f"p{index}"
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        definitions[attribute] = (Annotated[hint, Field(alias=name)], default)
+        fields.append((attribute, name))
+    model = _build_model(tool_name, definitions)
+    return Signature(_schema_of(tool_name, model), model, tuple(fields), context_parameter)
+
+
+def _check_parameter(tool_name: str, parameter: inspect.Parameter) -> None:
+    if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        raise ToolDefinitionError(
+            tool_name,
+            f"parameter {parameter.name!r} is variadic; without an explicit schema a tool's "
+            "parameters must be named (give parameters=... to accept **kwargs)",
+        )
+    if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+        raise ToolDefinitionError(
+            tool_name,
+            f"parameter {parameter.name!r} is positional-only; arguments arrive by name",
+        )
+
+
+def _hints(tool_name: str, function: Callable[..., object]) -> dict[str, object]:
+    target = function if inspect.isroutine(function) else type(function).__call__
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except (NameError, TypeError) as exc:
+        raise ToolDefinitionError(
+            tool_name,
+            f"its type hints cannot be resolved ({exc}); define the types they name at "
+            "module level",
+        ) from exc
+
+
+def _build_model(tool_name: str, definitions: dict[str, object]) -> type[BaseModel]:
+    try:
+        return create_model(  # type: ignore[call-overload, no-any-return]  # dynamic fields
+            f"{tool_name}_arguments",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **definitions,
+        )
+    except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
+        raise ToolDefinitionError(
+            tool_name, f"its parameters cannot be described as JSON: {exc}"
+        ) from exc
+
+
+def _schema_of(tool_name: str, model: type[BaseModel]) -> JSONObject:
+    try:
+        schema = cast(JSONObject, model.model_json_schema(by_alias=True))
+    except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
+        raise ToolDefinitionError(
+            tool_name, f"its parameters cannot be described as JSON Schema: {exc}"
+        ) from exc
+    schema.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema

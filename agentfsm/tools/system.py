@@ -1,0 +1,350 @@
+"""`ToolSystem`: runs a round of tool calls so that a body runs only when it may (I9).
+
+For each call, in call order: enabled for the run? → registered? → permitted by policy and
+decision? → arguments within limits and a JSON object? → valid against the schema? → run
+(timeout, retries if idempotent) → `ToolResult` → tool message → observation. The first
+check that fails answers the call with a refusal result saying why and what is allowed, and
+the body does not run. A body's exception becomes an error result; a `BaseException` that
+is not an `Exception` propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from tenacity import wait_exponential_jitter
+from tenacity.wait import WaitBaseT
+
+from agentfsm.errors import (
+    ToolArgumentsError,
+    ToolCallError,
+    ToolDeniedError,
+    ToolDisabledError,
+    ToolOutputError,
+    ToolRoundError,
+    ToolTimeoutError,
+    UnknownToolError,
+)
+from agentfsm.states.json import JSONObject
+from agentfsm.states.messages import Message, ToolCall
+from agentfsm.tools.arguments import ArgumentLimits
+from agentfsm.tools.context import ToolContext
+from agentfsm.tools.execution import Attempted, RetrySettings, Sleep, execute
+from agentfsm.tools.hooks import HookContext, HookKind, Hooks
+from agentfsm.tools.policy import Decision, ToolPolicy, refusal
+from agentfsm.tools.registry import AnyTool, ToolRegistry
+from agentfsm.tools.results import (
+    ObservationType,
+    RoundResult,
+    ToolErrorInfo,
+    ToolObservation,
+    ToolResult,
+    ToolStatus,
+    failure_content,
+    json_output,
+)
+
+Observer = Callable[[ToolObservation], object]
+"""Told of each observation as it happens; its return value is ignored and its exceptions
+propagate (like an event listener's)."""
+Timer = Callable[[], float]
+"""A monotonic clock in seconds, for durations (`time.perf_counter` by default)."""
+Clock = Callable[[], float]
+"""Wall-clock seconds since the Unix epoch, for observations (`time.time` by default)."""
+
+_REFUSALS: dict[type[ToolCallError], ToolStatus] = {
+    UnknownToolError: ToolStatus.NOT_FOUND,
+    ToolDisabledError: ToolStatus.DISABLED,
+    ToolDeniedError: ToolStatus.DENIED,
+    ToolArgumentsError: ToolStatus.INVALID_ARGUMENTS,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Round:
+    """The inputs of one round, shared by its calls."""
+
+    context: ToolContext
+    decisions: Mapping[str, Decision]
+    enabled: frozenset[str] | None
+    available: tuple[str, ...]
+
+
+class ToolSystem:
+    """Runs rounds of tool calls from a registry, with hooks, an observer and injected effects.
+
+    Args:
+        tools: A `ToolRegistry` to use (shared, not copied), or tools and plain functions
+            to register in a new one.
+        hooks: Handlers for the tool hooks of lifecycle.md §3.
+        observer: Told of each call's start (when its body is about to run) and finish.
+        limits: Bounds on argument size and nesting.
+        max_attempts: Tries in all for an idempotent tool's retryable failures.
+        retry_wait: Tenacity's wait strategy between tries (exponential with jitter).
+        sleep: How the waits between tries happen; inject a fake one in tests.
+        cancel_grace: Seconds a timed-out async body gets to finish cancelling.
+        timer: Monotonic clock for durations.
+        clock: Wall clock for observations.
+    """
+
+    __slots__ = ("_clock", "_hooks", "_limits", "_observer", "_retry", "_timer", "registry")
+
+    def __init__(
+        self,
+        tools: ToolRegistry | Iterable[AnyTool | Callable[..., object]] = (),
+        *,
+        hooks: Hooks | None = None,
+        observer: Observer | None = None,
+        limits: ArgumentLimits | None = None,
+        max_attempts: int = 3,
+        retry_wait: WaitBaseT | None = None,
+        sleep: Sleep = asyncio.sleep,
+        cancel_grace: float = 0.1,
+        timer: Timer = time.perf_counter,
+        clock: Clock = time.time,
+    ) -> None:
+        self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        """The tools this system can run."""
+        self._hooks = hooks if hooks is not None else Hooks()
+        self._observer = observer
+        self._limits = limits if limits is not None else ArgumentLimits()
+        self._retry = RetrySettings(
+            max_attempts=max_attempts,
+            wait=retry_wait if retry_wait is not None else wait_exponential_jitter(0.1, 5.0),
+            sleep=sleep,
+            cancel_grace=cancel_grace,
+        )
+        self._timer = timer
+        self._clock = clock
+
+    def openai_tools(self, enabled: Collection[str] | None = None) -> list[JSONObject]:
+        """The ``tools=[...]`` for a run's model call: the enabled tools only."""
+        return self.registry.openai_tools(enabled)
+
+    def awaiting_decision(
+        self, calls: Sequence[ToolCall], enabled: Collection[str] | None = None
+    ) -> tuple[str, ...]:
+        """The ids of the calls that need the application before the round can run.
+
+        Those are the calls to registered, enabled tools that are client-side or require
+        approval; the others are run or refused without asking.
+        """
+        pending = []
+        for call in calls:
+            found = self.registry.find(call.name)
+            if found is None or (enabled is not None and call.name not in enabled):
+                continue
+            if found.client_side or found.policy is ToolPolicy.REQUIRE_APPROVAL:
+                pending.append(call.id)
+        return tuple(pending)
+
+    def run_round_sync(
+        self,
+        calls: Sequence[ToolCall],
+        context: ToolContext,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        enabled: Collection[str] | None = None,
+        messages: Sequence[Message] = (),
+    ) -> RoundResult:
+        """`run_round` for synchronous code: runs it in a new event loop.
+
+        Raises:
+            ToolRoundError: Called from a running event loop (await `run_round` there).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(
+                self.run_round(
+                    calls, context, decisions=decisions, enabled=enabled, messages=messages
+                )
+            )
+        raise ToolRoundError(
+            "run_round_sync was called inside a running event loop; await run_round(...) "
+            "there instead"
+        )
+
+    async def run_round(
+        self,
+        calls: Sequence[ToolCall],
+        context: ToolContext,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        enabled: Collection[str] | None = None,
+        messages: Sequence[Message] = (),
+    ) -> RoundResult:
+        """Answer every call of one round, sequentially, in call order.
+
+        Args:
+            calls: The tool calls of one assistant message, in order.
+            context: The run, turn and iteration (and user); each body gets it bound to its
+                call.
+            decisions: The application's decision per call id, for the calls that need
+                one (see `awaiting_decision`).
+            enabled: The tools enabled for the run; None for every registered tool.
+            messages: The conversation so far, as hooks see it.
+
+        Returns:
+            One result and one tool message per call, in call order, then the messages
+            that ``before_tools`` / ``after_tools`` handlers added.
+
+        Raises:
+            ToolRoundError: Two calls share an id, or a decision names no call of the
+                round; nothing ran.
+            HookMessageError: A per-call hook handler added a message.
+            HookFailedError: A hook handler raised.
+        """
+        calls = tuple(calls)
+        round_ = self._start(calls, context, decisions or {}, enabled)
+        conversation = list(messages)
+        added = await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
+        results: list[ToolResult] = []
+        for index, call in enumerate(calls):
+            await self._fire(HookKind.BEFORE_EACH_TOOL, round_, conversation, call)
+            result, text = await self._answer(index, call, round_)
+            conversation.append(Message.tool(call.id, text, name=call.name))
+            results.append(result)
+            self._observe(ObservationType.FINISHED, round_, index, call, result)
+            await self._fire(HookKind.AFTER_EACH_TOOL, round_, conversation, call, result)
+            if result.status is not ToolStatus.SUCCESS:
+                await self._fire(HookKind.ON_ERROR, round_, conversation, call, result)
+        added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation + list(added))
+        return RoundResult(tuple(results), tuple(conversation[len(messages) :]) + added)
+
+    def _start(
+        self,
+        calls: tuple[ToolCall, ...],
+        context: ToolContext,
+        decisions: Mapping[str, Decision],
+        enabled: Collection[str] | None,
+    ) -> _Round:
+        ids = Counter(call.id for call in calls)
+        duplicates = tuple(sorted(i for i, count in ids.items() if count > 1))
+        if duplicates:
+            raise ToolRoundError("call ids must be unique within a round", duplicates)
+        strays = tuple(sorted(set(decisions) - set(ids)))
+        if strays:
+            raise ToolRoundError("decisions name calls that are not in the round", strays)
+        allowed = None if enabled is None else frozenset(enabled)
+        available = tuple(n for n in self.registry.names if allowed is None or n in allowed)
+        return _Round(context, decisions, allowed, available)
+
+    async def _answer(self, index: int, call: ToolCall, round_: _Round) -> tuple[ToolResult, str]:
+        started = self._timer()
+        try:
+            found, kwargs = self._admit(call, round_)
+        except ToolCallError as refused:
+            return self._failed(call, refused, _REFUSALS[type(refused)], started, 0)
+        if found.client_side:
+            decision = round_.decisions[call.id]  # an output decision: `refusal` checked it
+            attempted = Attempted(decision.value, None, 0)
+        else:
+            if found.context_parameter is not None:
+                kwargs[found.context_parameter] = round_.context.for_call(call.id)
+            self._observe(ObservationType.STARTED, round_, index, call, None)
+            attempted = await execute(found, kwargs, call.id, self._retry)
+        if attempted.error is not None:
+            status = _execution_status(attempted.error, call)
+            return self._failed(call, attempted.error, status, started, attempted.attempts)
+        try:
+            output, text = json_output(attempted.value)
+        except (TypeError, ValueError, RecursionError) as exc:
+            bad = ToolOutputError(call.name, call.id, type(attempted.value).__name__, str(exc))
+            return self._failed(call, bad, ToolStatus.ERROR, started, attempted.attempts)
+        result = ToolResult.model_construct(
+            call_id=call.id,
+            tool_name=call.name,
+            status=ToolStatus.SUCCESS,
+            output=output,
+            error=None,
+            duration=self._timer() - started,
+            attempts=attempted.attempts,
+        )
+        return result, text
+
+    def _admit(self, call: ToolCall, round_: _Round) -> tuple[AnyTool, dict[str, object]]:
+        if round_.enabled is not None and call.name not in round_.enabled:
+            raise ToolDisabledError(call.name, call.id, round_.available)
+        found = self.registry.find(call.name)
+        if found is None:
+            raise UnknownToolError(call.name, round_.available, call_id=call.id)
+        reason = refusal(found.policy, found.client_side, round_.decisions.get(call.id))
+        if reason is not None:
+            raise ToolDeniedError(call.name, call.id, reason)
+        return found, found.arguments.parse(call.id, call.arguments, self._limits)
+
+    def _failed(
+        self, call: ToolCall, error: Exception, status: ToolStatus, started: float, attempts: int
+    ) -> tuple[ToolResult, str]:
+        info = ToolErrorInfo(type=type(error).__name__, message=str(error))
+        result = ToolResult.model_construct(
+            call_id=call.id,
+            tool_name=call.name,
+            status=status,
+            output=None,
+            error=info,
+            duration=self._timer() - started,
+            attempts=attempts,
+        )
+        return result, failure_content(status, info)
+
+    def _observe(
+        self,
+        kind: ObservationType,
+        round_: _Round,
+        index: int,
+        call: ToolCall,
+        result: ToolResult | None,
+    ) -> None:
+        if self._observer is None:
+            return
+        context = round_.context
+        self._observer(
+            ToolObservation.model_construct(
+                type=kind,
+                run_id=context.run_id,
+                turn=context.turn,
+                iteration=context.iteration,
+                index=index,
+                call_id=call.id,
+                tool_name=call.name,
+                at=self._clock(),
+                result=result,
+            )
+        )
+
+    async def _fire(
+        self,
+        kind: HookKind,
+        round_: _Round,
+        conversation: list[Message],
+        call: ToolCall | None = None,
+        result: ToolResult | None = None,
+    ) -> tuple[Message, ...]:
+        if kind not in self._hooks:
+            return ()
+        context = round_.context
+        return await self._hooks.fire(
+            HookContext(
+                kind,
+                context.run_id,
+                conversation,
+                turn=context.turn,
+                iteration=context.iteration,
+                pending_tool=call,
+                result=result,
+            )
+        )
+
+
+def _execution_status(error: Exception, call: ToolCall) -> ToolStatus:
+    # Only the timeout the executor raised for this very call is a ``timeout``; whatever
+    # the body raised itself (even a ToolTimeoutError of its own) is an ``error``.
+    if isinstance(error, ToolTimeoutError) and error.call_id == call.id:
+        return ToolStatus.TIMEOUT
+    return ToolStatus.ERROR
