@@ -181,6 +181,9 @@ def compile_machine(chart: type[Any], name: MachineName, state_field: str) -> Co
     )
 
 
+_NOTHING: dict[str, tuple[CompiledTransition, ...]] = {}
+
+
 def describe_guard(name: str) -> str:
     """A guard's name with what it checks, for error messages."""
     bare = name.removeprefix("not ")
@@ -190,9 +193,13 @@ def describe_guard(name: str) -> str:
 def refusal(
     compiled: CompiledMachine, run_id: str, state: str, event: str
 ) -> IllegalTransitionError:
-    """The error for ``event`` refused in ``state``: no transition, or no guard held."""
-    allowed = compiled.allowed[state]
-    candidates = compiled.dispatch[state].get(event)
+    """The error for ``event`` refused in ``state``: no transition, or no guard held.
+
+    A state that is not one of the machine's (a loop left over from an earlier turn, whose
+    state field a new turn reset) allows no event.
+    """
+    allowed = compiled.allowed.get(state, ())
+    candidates = compiled.dispatch.get(state, _NOTHING).get(event)
     if candidates is None:
         return IllegalTransitionError(
             run_id=run_id, machine=compiled.name, state=state, event=event, allowed=allowed
@@ -249,7 +256,7 @@ class Machine:
     def _select(self, event: str, args: dict[str, JSONValue]) -> CompiledTransition:
         compiled, model = self.compiled, self.model
         state = getattr(model, compiled.state_field)
-        candidates = compiled.dispatch[state].get(event)
+        candidates = compiled.dispatch.get(state, _NOTHING).get(event)
         if candidates is not None:
             for transition in candidates:
                 for guard, expected in transition.guards:

@@ -80,6 +80,8 @@ class ReferenceMachine:
                 f"event arguments may not be named {sorted(RESERVED_ARGS & args.keys())!r}"
             )
         state = self.state
+        if state not in self.compiled.dispatch:
+            raise refusal(self.compiled, self.emitter.run_id, state, event)
         self.emitted.clear()
         try:
             self.chart.send(event, **args)
