@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from agentfsm.errors import ToolArgumentsError
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.tools.schema import Signature, compile_validator, first_schema_error, json_pointer
+from agentfsm.tools.schema import Signature, compile_validator, json_pointer, schema_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +89,8 @@ class ArgumentParser:
                 "",
                 f"they are {len(text)} characters long; at most {limits.max_chars} are accepted",
             )
-        arguments = self._decode(call_id, text or "{}", limits)
+        blank = not text or text.isspace()
+        arguments = self._decode(call_id, "{}" if blank else text, limits)
         if not isinstance(arguments, dict):
             self._refuse(
                 call_id,
@@ -97,7 +98,7 @@ class ArgumentParser:
                 f"they must be a JSON object, not a JSON {_json_type(arguments)}; "
                 f"{self._expected}",
             )
-        problem = first_schema_error(self._validator, arguments)
+        problem = schema_error(self._validator, arguments)
         if problem is not None:
             pointer, message = problem
             self._refuse(call_id, pointer, f"{message}; {self._expected}")
@@ -105,7 +106,7 @@ class ArgumentParser:
 
     def _decode(self, call_id: str, text: str, limits: ArgumentLimits) -> JSONValue:
         try:
-            value: JSONValue = _DECODER.decode(text.strip())
+            value: JSONValue = _DECODER.decode(text)
         except RecursionError:
             self._refuse(call_id, "", f"they are nested deeper than {limits.max_depth} levels")
         except ValueError as exc:

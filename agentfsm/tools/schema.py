@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from typing import Annotated, cast
 
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
-from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]  # no stubs
+from jsonschema.exceptions import (  # type: ignore[import-untyped]  # no stubs
+    SchemaError,
+    best_match,
+)
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model
 from pydantic.errors import PydanticSchemaGenerationError
 
@@ -77,16 +80,16 @@ def compile_validator(schema: JSONObject) -> Draft202012Validator:
     return Draft202012Validator(copy.deepcopy(schema))
 
 
-def first_schema_error(
-    validator: Draft202012Validator, instance: JSONObject
-) -> tuple[str, str] | None:
-    """``(JSON pointer, message)`` of the first error of ``instance``; None if it is valid.
+def schema_error(validator: Draft202012Validator, instance: JSONObject) -> tuple[str, str] | None:
+    """``(JSON pointer, message)`` of the error to report for ``instance``; None if valid.
 
-    One pass over the instance that stops at the first error, as ``is_valid`` would.
+    A valid instance costs one pass, as ``is_valid`` would. For an invalid one the error
+    reported is jsonschema's `best_match`: the most specific one, so that a value failing
+    an ``anyOf`` is pointed at inside it (``/tags/1``, not ``/tags``).
     """
-    error = next(iter(validator.iter_errors(instance)), None)
-    if error is None:
+    if next(iter(validator.iter_errors(instance)), None) is None:
         return None
+    error = best_match(validator.iter_errors(instance))
     return json_pointer(error.absolute_path), cast(str, error.message)
 
 

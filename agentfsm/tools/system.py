@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tenacity import wait_exponential_jitter
+from tenacity import wait_random_exponential
 from tenacity.wait import WaitBaseT
 
 from agentfsm.errors import (
@@ -114,7 +114,9 @@ class ToolSystem:
         self._limits = limits if limits is not None else ArgumentLimits()
         self._retry = RetrySettings(
             max_attempts=max_attempts,
-            wait=retry_wait if retry_wait is not None else wait_exponential_jitter(0.1, 5.0),
+            wait=retry_wait
+            if retry_wait is not None
+            else wait_random_exponential(multiplier=0.1, max=5.0),
             sleep=sleep,
             cancel_grace=cancel_grace,
         )

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, field_validator
+
+from agentfsm.errors import ToolArgumentsError
+from agentfsm.tools import ArgumentLimits, Tool
+from agentfsm.tools.schema import json_pointer
+
+
+class Window(BaseModel):
+    start: int
+    end: int
+
+    @field_validator("end")
+    @classmethod
+    def _after_start(cls, end: int) -> int:
+        if end > 100:
+            raise ValueError("end must be at most 100")
+        return end
+
+
+def plan(window: Window, tags: list[str] | None = None) -> str:
+    """Plan within a window."""
+    return f"{window.start}-{window.end}"
+
+
+PARSER = Tool(plan).arguments
+LIMITS = ArgumentLimits()
+
+
+def refusal(text: str, limits: ArgumentLimits = LIMITS) -> ToolArgumentsError:
+    with pytest.raises(ToolArgumentsError) as raised:
+        PARSER.parse("c1", text, limits)
+    return raised.value
+
+
+def test_valid_arguments_become_the_bodys_keyword_arguments() -> None:
+    assert PARSER.parse("c1", '{"window": {"start": 1, "end": 5}}', LIMITS) == {
+        "window": Window(start=1, end=5),
+        "tags": None,
+    }
+
+
+def test_a_check_the_schema_cannot_express_is_still_applied_with_its_pointer() -> None:
+    error = refusal('{"window": {"start": 1, "end": 500}}')
+
+    assert (error.pointer, error.tool_name, error.call_id) == ("/window/end", "plan", "c1")
+    assert error.detail.startswith("Value error, end must be at most 100; the tool takes")
+
+
+def test_the_pointer_of_a_nested_schema_error_names_the_array_index() -> None:
+    error = refusal('{"window": {"start": 1, "end": 2}, "tags": ["a", 3]}')
+
+    assert error.pointer == "/tags/1"
+    assert error.detail == (
+        "3 is not of type 'string'; the tool takes an object with properties "
+        "'window' (required), 'tags'"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n"], ids=["empty", "spaces", "newline"])
+def test_blank_arguments_count_as_an_empty_object(text: str) -> None:
+    assert refusal(text).detail.startswith("'window' is a required property")
+
+
+def test_nesting_exactly_at_the_limit_is_accepted() -> None:
+    limits = ArgumentLimits(max_depth=2)
+
+    accepted = PARSER.parse("c1", '{"window": {"start": 1, "end": 2}, "tags": []}', limits)
+
+    assert accepted["tags"] == []
+    assert refusal('{"window": {"start": 1, "end": 2}, "tags": [[]]}', limits).detail == (
+        "they are nested deeper than 2 levels"
+    )
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
+    text = '{"window": {"start": 1, "end": 2}, "tags": ["[[[[{{{{"]}'
+
+    assert PARSER.parse("c1", text, ArgumentLimits(max_depth=2))["tags"] == ["[[[[{{{{"]
+
+
+def test_an_integer_too_long_to_parse_is_refused_not_crashed_on() -> None:
+    error = refusal('{"window": {"start": ' + "9" * 5000 + ', "end": 1}}')
+
+    assert error.detail.startswith("they are not valid JSON (")
+
+
+@pytest.mark.parametrize(
+    ("path", "pointer"),
+    [((), ""), (("a", 0, "b"), "/a/0/b"), (("x/y", "m~n"), "/x~1y/m~0n")],
+    ids=["root", "nested", "escaped"],
+)
+def test_json_pointers_follow_rfc_6901(path: tuple[str | int, ...], pointer: str) -> None:
+    assert json_pointer(path) == pointer

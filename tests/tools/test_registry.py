@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import pytest
+
+from agentfsm.errors import DuplicateToolError, UnknownToolError
+from agentfsm.tools import Tool, ToolRegistry
+
+
+def clock() -> str:
+    """The time."""
+    return "noon"
+
+
+def echo(text: str) -> str:
+    """Repeat the text."""
+    return text
+
+
+def test_a_registry_registers_and_looks_up_tools() -> None:
+    registry = ToolRegistry([clock])
+    declared = registry.register(Tool(echo))
+
+    assert registry.get("echo") is declared
+    assert registry.find("missing") is None
+    assert registry.names == ("clock", "echo")
+    assert [t.name for t in registry] == ["clock", "echo"]
+    assert ("echo" in registry, "missing" in registry, len(registry)) == (True, False, 2)
+    assert repr(registry) == "ToolRegistry(['clock', 'echo'])"
+
+
+def test_a_duplicate_name_is_refused_and_the_registry_is_unchanged() -> None:
+    registry = ToolRegistry([clock, echo])
+
+    with pytest.raises(DuplicateToolError) as raised:
+        registry.register(Tool(echo, name="clock"))
+
+    assert str(raised.value) == (
+        "a tool named 'clock' is already registered; give the new one another name (with "
+        "@tool(name=...)); registered: 'clock', 'echo'"
+    )
+    assert raised.value.tool_name == "clock"
+    assert registry.get("clock").function is clock
+
+
+def test_looking_up_an_unknown_name_lists_the_registered_ones() -> None:
+    with pytest.raises(UnknownToolError) as raised:
+        ToolRegistry([clock, echo]).get("ecko")
+
+    assert str(raised.value) == (
+        "no tool named 'ecko' is registered; available tools: 'clock', 'echo'"
+    )
+    assert (raised.value.tool_name, raised.value.call_id) == ("ecko", None)
+
+
+def test_only_enabled_tools_are_offered_in_the_openai_form() -> None:
+    registry = ToolRegistry([clock, echo])
+
+    assert registry.openai_tools(enabled={"echo"}) == [
+        {
+            "type": "function",
+            "function": {
+                "name": "echo",
+                "description": "Repeat the text.",
+                "parameters": {
+                    "additionalProperties": False,
+                    "properties": {"text": {"title": "Text", "type": "string"}},
+                    "required": ["text"],
+                    "type": "object",
+                },
+            },
+        }
+    ]
+    assert [t["function"]["name"] for t in registry.openai_tools()] == ["clock", "echo"]  # type: ignore[index, call-overload]
+    assert registry.openai_tools(enabled=()) == []
+
+
+def test_enabling_an_unregistered_tool_is_refused() -> None:
+    with pytest.raises(UnknownToolError, match="no tool named 'time' is registered"):
+        ToolRegistry([clock]).openai_tools(enabled={"clock", "time"})
+
+
+def test_changing_an_offered_schema_changes_nothing() -> None:
+    registry = ToolRegistry([echo])
+    offered = registry.openai_tools()
+    offered[0]["function"]["parameters"]["required"] = []  # type: ignore[index, call-overload]
+
+    assert registry.get("echo").parameters["required"] == ["text"]
