@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import ToolCall
 from agentfsm.tools import Tool, ToolContext, ToolPolicy
 
@@ -41,8 +42,12 @@ def spy_tool(
     idempotent: bool = False,
     timeout: float | None = None,
     retry_on: tuple[type[Exception], ...] = (),
+    parameters: JSONObject | None = None,
 ) -> tuple[Tool[..., object], Spy]:
-    """A ``forecast(city: str, days: Days = 1)`` tool whose body records its calls."""
+    """A ``forecast(city: str, days: Days = 1)`` tool whose body records its calls.
+
+    With ``parameters``, the schema is that explicit one and the body gets plain JSON.
+    """
     spy = Spy()
     if flavour == "sync":
 
@@ -69,6 +74,7 @@ def spy_tool(
         idempotent=idempotent,
         timeout=timeout,
         retry_on=retry_on,
+        parameters=parameters,
     )
     return made, spy
 
