@@ -36,20 +36,15 @@ class CompiledTransition:
     event: str
     source: str
     target: str
-    guards: tuple[tuple[Callback, bool], ...]
-    """Each guard with the value it must return (True for ``cond``, False for ``unless``)."""
+    guards: tuple[Callback, ...]
+    """The predicates that must all hold (an ``unless`` guard compiled to its negation)."""
+    guard_names: tuple[str, ...]
+    """The guards' names (``not name`` for an ``unless`` guard)."""
     effects: tuple[Callback, ...]
-    """The transition's ``on`` actions, in order."""
+    """The transition's ``on`` actions, in order: ``effect(model, source, **args)``."""
     enters: tuple[Callback, ...]
     """The target's enter actions; empty for an internal transition."""
     internal: bool
-
-    @property
-    def guard_names(self) -> tuple[str, ...]:
-        """The guards' names (``not name`` for an ``unless`` guard)."""
-        return tuple(
-            fn.__name__ if expected else f"not {fn.__name__}" for fn, expected in self.guards
-        )
 
     def row(self) -> TransitionRow:
         """This edge as a row of `agentfsm.states.tables` (at most one guard per row)."""
@@ -115,10 +110,20 @@ def _unsupported(chart: type[Any]) -> None:
             raise MachineDefinitionError(f"{chart.__name__}.{state.id} has exit actions")
 
 
+def _negate(guard: Callback) -> Callback:
+    def unless(model: Any, **args: Any) -> bool:
+        return not guard(model, **args)
+
+    return unless
+
+
 def _compile_transition(chart: type[Any], transition: Any) -> list[CompiledTransition]:
     where = f"{chart.__name__} {transition.source.id}→{transition.target.id}"
-    guards = tuple(
-        (spec.func, bool(spec.expected_value)) for spec in _callables(transition.cond, where)
+    specs = _callables(transition.cond, where)
+    guards = tuple(spec.func if spec.expected_value else _negate(spec.func) for spec in specs)
+    names = tuple(
+        spec.func.__name__ if spec.expected_value else f"not {spec.func.__name__}"
+        for spec in specs
     )
     for group in (transition.before, transition.after):
         if _callables(group, where):
@@ -135,6 +140,7 @@ def _compile_transition(chart: type[Any], transition: Any) -> list[CompiledTrans
             source=transition.source.value,
             target=transition.target.value,
             guards=guards,
+            guard_names=names,
             effects=effects,
             enters=enters,
             internal=bool(transition.internal),
@@ -259,8 +265,8 @@ class Machine:
         candidates = compiled.dispatch.get(state, _NOTHING).get(event)
         if candidates is not None:
             for transition in candidates:
-                for guard, expected in transition.guards:
-                    if bool(guard(model, **args)) is not expected:
+                for guard in transition.guards:
+                    if not guard(model, **args):
                         break
                 else:
                     return transition
@@ -294,13 +300,25 @@ class Machine:
             raise TypeError(
                 f"event arguments may not be named {sorted(RESERVED_ARGS & args.keys())!r}"
             )
-        transition = self._select(event, args)
-        model = self.model
-        for effect in transition.effects:
-            effect(model, source=transition.source, **args)
-        setattr(model, self.compiled.state_field, transition.target)
-        for enter in transition.enters:
-            enter(model, **args)
-        return self.emitter.emit(
-            self.compiled.name, event, transition.source, transition.target, args
-        )
+        # `_select`, inlined: this is the hot path of every transition. Calls spell out the
+        # no-argument case because f(x, **{}) costs twice what f(x) does.
+        compiled, model = self.compiled, self.model
+        state = getattr(model, compiled.state_field)
+        candidates = compiled.dispatch.get(state, _NOTHING).get(event)
+        if candidates is not None:
+            for transition in candidates:
+                for guard in transition.guards:
+                    if not (guard(model, **args) if args else guard(model)):
+                        break
+                else:
+                    for effect in transition.effects:
+                        if args:
+                            effect(model, state, **args)
+                        else:
+                            effect(model, state)
+                    target = transition.target
+                    setattr(model, compiled.state_field, target)
+                    for enter in transition.enters:
+                        enter(model, **args)
+                    return self.emitter.emit(compiled.name, event, state, target, args)
+        raise refusal(compiled, self.emitter.run_id, state, event)

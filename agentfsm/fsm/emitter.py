@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from agentfsm.states.events import Event
+from agentfsm.states.events import Event, unchecked_event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.names import MachineName
 
@@ -46,17 +46,10 @@ class Emitter:
     ) -> Event:
         """Number one accepted transition, deliver it to every listener and return it."""
         self.seq += 1
-        # Every field is built here from checked values, so validation would only re-check
-        # them; skipping it keeps a transition close to a hand-written machine's cost.
-        record = Event.model_construct(
-            seq=self.seq,
-            run_id=self.run_id,
-            machine=machine,
-            event=event,
-            source=source,
-            target=target,
-            at=self.clock(),
-            data=data,
+        # The machine built every field from checked values; validating them again would
+        # cost more than the whole rest of the transition.
+        record = unchecked_event(
+            self.seq, self.run_id, machine, event, source, target, self.clock(), data
         )
         for listener in self.listeners:
             listener(record)
