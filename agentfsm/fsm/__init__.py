@@ -26,6 +26,9 @@ Engine = Literal["compiled", "reference"]
 """``compiled``: the shared dispatch table (the default, fast). ``reference``:
 python-statemachine's own engine (slow; for tests and debugging)."""
 
+AnyMachine = Machine | ReferenceMachine
+"""One run's machine on either engine; both have the same interface."""
+
 RUN_MACHINE = compile_machine(RunLifecycle, MachineName.RUN, "state")
 """RunLifecycle, compiled."""
 LOOP_MACHINE = compile_machine(TurnLoop, MachineName.LOOP, "loop_state")
@@ -34,7 +37,7 @@ LOOP_MACHINE = compile_machine(TurnLoop, MachineName.LOOP, "loop_state")
 
 def _make(
     compiled: CompiledMachine, data: RunData, emitter: Emitter, engine: Engine
-) -> Machine | ReferenceMachine:
+) -> AnyMachine:
     if engine == "compiled":
         return Machine(compiled, data, emitter)
     if engine == "reference":
@@ -42,16 +45,12 @@ def _make(
     raise ValueError(f"unknown engine {engine!r}; expected 'compiled' or 'reference'")
 
 
-def run_machine(
-    data: RunData, emitter: Emitter, engine: Engine = "compiled"
-) -> Machine | ReferenceMachine:
+def run_machine(data: RunData, emitter: Emitter, engine: Engine = "compiled") -> AnyMachine:
     """A run's RunLifecycle, in the state ``data.state`` holds."""
     return _make(RUN_MACHINE, data, emitter, engine)
 
 
-def loop_machine(
-    data: RunData, emitter: Emitter, engine: Engine = "compiled"
-) -> Machine | ReferenceMachine:
+def loop_machine(data: RunData, emitter: Emitter, engine: Engine = "compiled") -> AnyMachine:
     """A turn's TurnLoop.
 
     It enters ``thinking`` (counting the first iteration) when ``data.loop_state`` is None,
@@ -63,6 +62,7 @@ def loop_machine(
 __all__ = [
     "LOOP_MACHINE",
     "RUN_MACHINE",
+    "AnyMachine",
     "Clock",
     "CompiledMachine",
     "CompiledTransition",
