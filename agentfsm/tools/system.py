@@ -63,6 +63,8 @@ _REFUSALS: dict[type[ToolCallError], ToolStatus] = {
     ToolArgumentsError: ToolStatus.INVALID_ARGUMENTS,
 }
 
+_PER_CALL_HOOKS = (HookKind.BEFORE_EACH_TOOL, HookKind.AFTER_EACH_TOOL, HookKind.ON_ERROR)
+
 
 @dataclass(frozen=True, slots=True)
 class _Round:
@@ -72,6 +74,8 @@ class _Round:
     decisions: Mapping[str, Decision]
     enabled: frozenset[str] | None
     available: tuple[str, ...]
+    hooked: bool
+    """Whether any per-call hook has handlers (if not, the loop skips them entirely)."""
 
 
 class ToolSystem:
@@ -207,16 +211,23 @@ class ToolSystem:
         added = await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
         results: list[ToolResult] = []
         for index, call in enumerate(calls):
-            await self._fire(HookKind.BEFORE_EACH_TOOL, round_, conversation, call)
+            if round_.hooked:
+                await self._fire(HookKind.BEFORE_EACH_TOOL, round_, conversation, call)
             result, text = await self._answer(index, call, round_)
             conversation.append(Message.tool(call.id, text, name=call.name))
             results.append(result)
             self._observe(ObservationType.FINISHED, round_, index, call, result)
-            await self._fire(HookKind.AFTER_EACH_TOOL, round_, conversation, call, result)
-            if result.status is not ToolStatus.SUCCESS:
-                await self._fire(HookKind.ON_ERROR, round_, conversation, call, result)
+            if round_.hooked:
+                await self._after_call(round_, conversation, call, result)
         added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation + list(added))
         return RoundResult(tuple(results), tuple(conversation[len(messages) :]) + added)
+
+    async def _after_call(
+        self, round_: _Round, conversation: list[Message], call: ToolCall, result: ToolResult
+    ) -> None:
+        await self._fire(HookKind.AFTER_EACH_TOOL, round_, conversation, call, result)
+        if result.status is not ToolStatus.SUCCESS:
+            await self._fire(HookKind.ON_ERROR, round_, conversation, call, result)
 
     def _start(
         self,
@@ -234,7 +245,8 @@ class ToolSystem:
             raise ToolRoundError("decisions name calls that are not in the round", strays)
         allowed = None if enabled is None else frozenset(enabled)
         available = tuple(n for n in self.registry.names if allowed is None or n in allowed)
-        return _Round(context, decisions, allowed, available)
+        hooked = any(kind in self._hooks for kind in _PER_CALL_HOOKS)
+        return _Round(context, decisions, allowed, available, hooked)
 
     async def _answer(self, index: int, call: ToolCall, round_: _Round) -> tuple[ToolResult, str]:
         started = self._timer()
