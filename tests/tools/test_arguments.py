@@ -94,3 +94,12 @@ def test_an_integer_too_long_to_parse_is_refused_not_crashed_on() -> None:
 )
 def test_json_pointers_follow_rfc_6901(path: tuple[str | int, ...], pointer: str) -> None:
     assert json_pointer(path) == pointer
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [("null", "null"), ('"Paris"', "string"), ("true", "boolean"), ("3.5", "number")],
+    ids=["null", "string", "boolean", "number"],
+)
+def test_arguments_that_are_not_an_object_name_their_json_type(text: str, kind: str) -> None:
+    assert refusal(text).detail.startswith(f"they must be a JSON object, not a JSON {kind}; ")

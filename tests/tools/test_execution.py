@@ -231,3 +231,40 @@ def test_cancelling_the_round_cancels_the_running_body() -> None:
 
     asyncio.run(scenario())
     assert body_cancelled.is_set()
+
+
+def test_a_sync_body_raising_stop_iteration_in_its_thread_is_an_error_result() -> None:
+    def stop() -> str:
+        """Raises what a future cannot carry."""
+        raise StopIteration
+
+    (result,) = (
+        ToolSystem([Tool(stop, timeout=1.0)])
+        .run_round_sync([call("c1", "stop", "{}")], CONTEXT)
+        .results
+    )
+
+    assert result.status is ToolStatus.ERROR
+    assert result.error is not None
+    assert (result.error.type, result.error.message) == (
+        "RuntimeError",
+        "tool body raised StopIteration()",
+    )
+
+
+def test_a_body_failing_while_cancelled_after_its_timeout_is_still_a_timeout() -> None:
+    async def messy() -> str:
+        """Turns its cancellation into another error."""
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise RuntimeError("cleanup failed") from None
+        return "unreachable"
+
+    (result,) = (
+        ToolSystem([Tool(messy, timeout=TIMEOUT)])
+        .run_round_sync([call("c1", "messy", "{}")], CONTEXT)
+        .results
+    )
+
+    assert result.status is ToolStatus.TIMEOUT

@@ -358,3 +358,34 @@ def test_an_explicit_schema_with_kwargs_accepts_any_property() -> None:
     )
 
     assert result.output == "a,b"
+
+
+def unresolvable(city: Missing) -> str:  # type: ignore[name-defined]  # noqa: F821 - on purpose
+    return "?"
+
+
+def callback(on_done: Callable[[], int]) -> str:
+    return "?"
+
+
+@pytest.mark.parametrize(
+    ("function", "fragment"),
+    [
+        (unresolvable, "its type hints cannot be resolved (name 'Missing' is not defined)"),
+        (callback, "its parameters cannot be described as JSON Schema"),
+    ],
+    ids=["unresolvable-hint", "no-json-schema"],
+)
+def test_hints_that_cannot_become_a_schema_are_refused(
+    function: Callable[..., object], fragment: str
+) -> None:
+    with pytest.raises(ToolDefinitionError) as raised:
+        Tool(function)
+
+    assert fragment in str(raised.value)
+
+
+def test_a_tools_repr_shows_its_options() -> None:
+    declared = Tool(explicit_body, name="remote", client_side=True, idempotent=True)
+
+    assert repr(declared) == "Tool('remote', policy='allow', client_side=True, idempotent=True)"
