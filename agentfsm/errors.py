@@ -32,6 +32,16 @@ class AgentFSMError(Exception):
     """The root of every error agentfsm raises."""
 
 
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(repr(name) for name in names) or "none"
+
+
+def _call(tool_name: str, call_id: str | None) -> str:
+    if call_id is None:
+        return f"tool {tool_name!r}"
+    return f"call {call_id!r} to tool {tool_name!r}"
+
+
 class IllegalTransitionError(AgentFSMError):
     """An event was sent that is not allowed in the machine's current state.
 
@@ -181,16 +191,6 @@ class ToolCallError(AgentFSMError):
         self.tool_name = tool_name
         self.call_id = call_id
         super().__init__(message)
-
-
-def _names(names: tuple[str, ...]) -> str:
-    return ", ".join(repr(name) for name in names) or "none"
-
-
-def _call(tool_name: str, call_id: str | None) -> str:
-    if call_id is None:
-        return f"tool {tool_name!r}"
-    return f"call {call_id!r} to tool {tool_name!r}"
 
 
 class UnknownToolError(ToolCallError):
