@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
 from agentfsm.states.json import JSONObject
 from agentfsm.states.names import MachineName
@@ -31,7 +31,7 @@ class Event(BaseModel):
     """The state before the transition."""
     target: str
     """The state after it (equal to ``source`` for an internal transition)."""
-    at: float
+    at: FiniteFloat
     """When it happened, in seconds since the Unix epoch (UTC), from the run's clock."""
     data: JSONObject = Field(default_factory=dict)
     """The event's arguments, e.g. ``{"text": "hi"}`` for ``submit``."""

@@ -12,7 +12,11 @@ from agentfsm.states.events import unchecked_event
 
 ids = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
     max_leaves=10,
 )
@@ -108,3 +112,12 @@ def test_messages_render_in_the_chat_completions_form() -> None:
         "tool_call_id": "call_1",
         "name": "get_weather",
     }
+
+
+@pytest.mark.parametrize("number", [float("inf"), float("-inf"), float("nan")])
+def test_event_refuses_numbers_json_cannot_carry(number: float) -> None:
+    fields = {"seq": 1, "run_id": "r", "machine": "run", "event": "e", "source": "a"}
+    with pytest.raises(pydantic.ValidationError, match="finite"):
+        Event.model_validate({**fields, "target": "b", "at": 1.0, "data": {"x": [number]}})
+    with pytest.raises(pydantic.ValidationError, match="finite"):
+        Event.model_validate({**fields, "target": "b", "at": number})
