@@ -32,7 +32,7 @@ unit: $(STAMP) dot
 test: lint typecheck unit
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_transitions.py
+	for bench in benchmarks/bench_*.py; do $(BIN)/python $$bench || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis
