@@ -220,7 +220,30 @@ def refusal(
     )
 
 
-class Machine:
+class MachineView:
+    """What both engines share: a machine's state, read from the run's data."""
+
+    __slots__ = ()
+    compiled: CompiledMachine
+    model: Any
+
+    @property
+    def state(self) -> str:
+        """The current state's name."""
+        state: str = getattr(self.model, self.compiled.state_field)
+        return state
+
+    @property
+    def is_final(self) -> bool:
+        """True in a final state, which no event leaves."""
+        return self.state in self.compiled.final
+
+    def allowed_events(self) -> tuple[str, ...]:
+        """The events that have a transition out of the current state (guards aside)."""
+        return self.compiled.allowed.get(self.state, ())
+
+
+class Machine(MachineView):
     """One run's instance of a compiled machine: its table, its data and its emitter.
 
     A machine whose state field is still None is activated: it enters the initial state
@@ -243,21 +266,6 @@ class Machine:
             setattr(model, compiled.state_field, compiled.initial)
             for enter in compiled.initial_enters:
                 enter(model)
-
-    @property
-    def state(self) -> str:
-        """The current state's name."""
-        state: str = getattr(self.model, self.compiled.state_field)
-        return state
-
-    @property
-    def is_final(self) -> bool:
-        """True in a final state, which no event leaves."""
-        return self.state in self.compiled.final
-
-    def allowed_events(self) -> tuple[str, ...]:
-        """The events that have a transition out of the current state (guards aside)."""
-        return self.compiled.allowed.get(self.state, ())
 
     def _select(self, event: str, args: dict[str, JSONValue]) -> CompiledTransition:
         compiled, model = self.compiled, self.model

@@ -10,7 +10,7 @@ from typing import Any
 
 from statemachine.exceptions import TransitionNotAllowed
 
-from agentfsm.fsm.compiled import RESERVED_ARGS, CompiledMachine, refusal
+from agentfsm.fsm.compiled import RESERVED_ARGS, CompiledMachine, MachineView, refusal
 from agentfsm.fsm.emitter import Emitter
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONValue
@@ -35,7 +35,7 @@ class _Relay:
         )
 
 
-class ReferenceMachine:
+class ReferenceMachine(MachineView):
     """One run's machine, run by python-statemachine's own engine.
 
     Args:
@@ -53,21 +53,6 @@ class ReferenceMachine:
         self.chart = compiled.chart(
             model=model, state_field=compiled.state_field, listeners=[_Relay(self)]
         )
-
-    @property
-    def state(self) -> str:
-        """The current state's name."""
-        state: str = getattr(self.model, self.compiled.state_field)
-        return state
-
-    @property
-    def is_final(self) -> bool:
-        """True in a final state, which no event leaves."""
-        return self.state in self.compiled.final
-
-    def allowed_events(self) -> tuple[str, ...]:
-        """The events that have a transition out of the current state (guards aside)."""
-        return self.compiled.allowed.get(self.state, ())
 
     def can_send(self, event: str, /, **args: JSONValue) -> bool:
         """Whether `send` with these arguments would be accepted (guards included)."""
