@@ -19,7 +19,10 @@
     │   └── ToolOutputError         the body returned something that is not JSON
     ├── ToolRoundError              a tool round asked for with inconsistent inputs
     ├── HookMessageError            a hook added a message where the lifecycle forbids it
-    └── HookFailedError             a hook handler raised (the cause is chained)
+    ├── HookFailedError             a hook handler raised (the cause is chained)
+    └── ModelError                  a model call failed for good (after any retries)
+        ├── ModelCallError          the request failed: status, connection or timeout
+        └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
 
 Each error carries structured fields as well as a message, so an application can react
 without parsing text; messages quote identifiers with ``!r`` and say what is allowed.
@@ -348,3 +351,50 @@ class HookFailedError(AgentFSMError):
         super().__init__(
             f"hook handler {handler!r} failed in {hook!r}: {type(cause).__name__}: {cause}"
         )
+
+
+class ModelError(AgentFSMError):
+    """A model call failed for good: transient failures were already retried.
+
+    Attributes:
+        model: The model's name.
+        reason: A short machine-readable reason, e.g. ``"status"``, ``"length"``.
+        attempts: How many attempts were made.
+    """
+
+    def __init__(self, message: str, *, model: str, reason: str, attempts: int = 1) -> None:
+        self.model = model
+        self.reason = reason
+        self.attempts = attempts
+        super().__init__(message)
+
+
+class ModelCallError(ModelError):
+    """The request failed: an HTTP error status, a connection error or a timeout.
+
+    Attributes:
+        status_code: The HTTP status, or None when no response arrived.
+        retryable: Whether the failure was of a transient kind (and so was retried).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        reason: str,
+        attempts: int = 1,
+        status_code: int | None = None,
+        retryable: bool = False,
+    ) -> None:
+        self.status_code = status_code
+        self.retryable = retryable
+        super().__init__(message, model=model, reason=reason, attempts=attempts)
+
+
+class ModelResponseError(ModelError):
+    """A response arrived but cannot be used.
+
+    It was cut off (``length``), filtered (``content_filter``), had no choices, was
+    malformed, or was a stream that ended without a finish reason.
+    """
