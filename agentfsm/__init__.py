@@ -16,6 +16,9 @@ from agentfsm.errors import (
     IllegalTransitionError,
     InvalidToolNameError,
     MachineDefinitionError,
+    ModelCallError,
+    ModelError,
+    ModelResponseError,
     ToolArgumentsError,
     ToolCallError,
     ToolDefinitionError,
@@ -36,6 +39,8 @@ from agentfsm.fsm import (
     loop_machine,
     run_machine,
 )
+from agentfsm.fsm.agent import Agent
+from agentfsm.fsm.turns import TurnOutcome
 from agentfsm.states import (
     CompletedReason,
     Event,
@@ -65,6 +70,7 @@ from agentfsm.tools import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "AgentFSMError",
     "CompletedReason",
     "Decision",
@@ -85,6 +91,9 @@ __all__ = [
     "MachineDefinitionError",
     "MachineName",
     "Message",
+    "ModelCallError",
+    "ModelError",
+    "ModelResponseError",
     "RunData",
     "RunEvent",
     "RunLifecycle",
@@ -107,6 +116,7 @@ __all__ = [
     "ToolSystem",
     "ToolTimeoutError",
     "TurnLoop",
+    "TurnOutcome",
     "UnknownToolError",
     "loop_machine",
     "run_machine",

@@ -1,0 +1,125 @@
+"""The Agent's synchronous facade, and `SyncRunner`, the event loop behind it.
+
+One loop per Agent, kept across calls, so clients bound to a loop (the openai client's
+HTTP connections) keep working from one call to the next; closed by `close`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from agentfsm.fsm.turns import DecisionLike, TurnOutcome
+
+T = TypeVar("T")
+
+
+class SyncRunner:
+    """Runs coroutines to completion on a private event loop, created on first use."""
+
+    __slots__ = ("_loop",)
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, coroutine: Coroutine[object, object, T]) -> T:
+        """Run ``coroutine`` and return its result.
+
+        Raises:
+            RuntimeError: Called from inside a running event loop, where the ``a``-prefixed
+                async method must be awaited instead.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            coroutine.close()
+            raise RuntimeError(
+                "this synchronous Agent method was called inside a running event loop; "
+                "await its async form (e.g. `await agent.asubmit(...)`) instead"
+            )
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(coroutine)
+
+    def close(self) -> None:
+        """Close the loop (a later `run` opens a new one)."""
+        loop, self._loop = self._loop, None
+        if loop is not None and not loop.is_closed():
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def __del__(self) -> None:
+        # Garbage collection may run this inside another event loop, where nothing can be
+        # awaited: only release the loop's resources.
+        loop, self._loop = self._loop, None
+        if loop is not None and not loop.is_closed() and not loop.is_running():
+            loop.close()
+
+
+class _AsyncCore(Protocol):
+    """What the facade needs of the Agent: its runner and its async methods."""
+
+    _sync: SyncRunner
+
+    async def astart(self) -> TurnOutcome: ...
+    async def asubmit(self, text: str) -> TurnOutcome: ...
+    async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome: ...
+    async def aprovide_input(self, text: str) -> TurnOutcome: ...
+    async def acancel(self) -> TurnOutcome: ...
+    async def apause(self) -> TurnOutcome: ...
+    async def aresume(self) -> TurnOutcome: ...
+    async def aexpire(self) -> TurnOutcome: ...
+    async def ashutdown(self) -> TurnOutcome: ...
+
+
+class SyncFacade:
+    """The Agent's synchronous methods: each runs its ``a``-prefixed async twin to the end."""
+
+    __slots__ = ()
+
+    def start(self: _AsyncCore) -> TurnOutcome:
+        """`astart`, for synchronous code."""
+        return self._sync.run(self.astart())
+
+    def submit(self: _AsyncCore, text: str) -> TurnOutcome:
+        """`asubmit`, for synchronous code."""
+        return self._sync.run(self.asubmit(text))
+
+    def resolve_action(self: _AsyncCore, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
+        """`aresolve_action`, for synchronous code."""
+        return self._sync.run(self.aresolve_action(decisions))
+
+    def provide_input(self: _AsyncCore, text: str) -> TurnOutcome:
+        """`aprovide_input`, for synchronous code."""
+        return self._sync.run(self.aprovide_input(text))
+
+    def cancel(self: _AsyncCore) -> TurnOutcome:
+        """`acancel`, for synchronous code."""
+        return self._sync.run(self.acancel())
+
+    def pause(self: _AsyncCore) -> TurnOutcome:
+        """`apause`, for synchronous code."""
+        return self._sync.run(self.apause())
+
+    def resume(self: _AsyncCore) -> TurnOutcome:
+        """`aresume`, for synchronous code."""
+        return self._sync.run(self.aresume())
+
+    def expire(self: _AsyncCore) -> TurnOutcome:
+        """`aexpire`, for synchronous code."""
+        return self._sync.run(self.aexpire())
+
+    def shutdown(self: _AsyncCore) -> TurnOutcome:
+        """`ashutdown`, for synchronous code; also closes the facade's event loop."""
+        try:
+            return self._sync.run(self.ashutdown())
+        finally:
+            self._sync.close()
+
+    def close(self: _AsyncCore) -> None:
+        """Close the synchronous facade's event loop (the run itself is not shut down)."""
+        self._sync.close()

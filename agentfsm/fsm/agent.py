@@ -1,0 +1,550 @@
+"""The `Agent`: drives a run's two machines, its model and its tools, turn after turn.
+
+One async implementation (the ``a``-prefixed methods) and a thin synchronous facade with the
+same names without the prefix. Every step is a transition of RunLifecycle or TurnLoop, so
+the run is always in a state lifecycle.md names, and anything not allowed there raises
+`IllegalTransitionError` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
+
+from agentfsm.errors import (
+    AgentFSMError,
+    HookFailedError,
+    HookMessageError,
+    IllegalTransitionError,
+    ModelError,
+)
+from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
+from agentfsm.fsm._sync import SyncFacade, SyncRunner
+from agentfsm.fsm.trace import (
+    AnyTraceEntry,
+    LLMRetryTrace,
+    UserInputTrace,
+    llm_call_entry,
+    tool_entries,
+)
+from agentfsm.fsm.turns import (
+    ASK_USER,
+    INCOMPLETE_MESSAGE,
+    AgentEvent,
+    AgentListener,
+    DecisionLike,
+    TurnOutcome,
+    ask_user_tool,
+    hooks_from,
+    question_of,
+    to_decision,
+)
+from agentfsm.llm.base import Model, RetryNotice
+from agentfsm.states.json import JSONObject
+from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.names import InputPolicy, LoopState, RunState
+from agentfsm.tools.context import ToolContext
+from agentfsm.tools.hooks import HookContext, HookHandler, HookKind, Hooks
+from agentfsm.tools.policy import Decision
+from agentfsm.tools.registry import AnyTool, ToolRegistry
+from agentfsm.tools.system import ToolSystem
+
+
+class Agent(SyncFacade):
+    """An agent loop whose every step is a transition of RunLifecycle or TurnLoop.
+
+    Args:
+        model: The model that answers (any `Model`).
+        tools: Tools or plain functions (made into tools), or a `ToolRegistry`.
+        system_prompt: The conversation's first message, if any.
+        max_iterations: Model calls allowed in one turn (default 10). A turn that reaches
+            the cap completes with reason ``max_iterations`` and a final message saying the
+            task is incomplete.
+        max_turns: Turns allowed in the run (1 for a single-turn run); None for no cap.
+        input_policy: What a `submit` while busy does: ``reject`` (raise), ``queue`` or
+            ``interrupt``.
+        hooks: Hook handlers, as a `Hooks` or a mapping from hook to handler(s); more can
+            be added with `on`.
+        listeners: Told of every transition and trace entry.
+        run_id: The run's id (a new UUID by default).
+        user_id: Passed to tools in their `ToolContext`.
+        enabled_tools: The tools offered to the model and allowed to run; None for all.
+        ask_user: Offer the built-in ``ask_user`` tool (default True).
+        action_timeout: Seconds an approval may take before the wait can expire.
+        input_timeout: Seconds a user's answer may take before the wait can expire.
+        clock: Wall-clock seconds since the epoch (events, deadlines).
+        timer: Monotonic seconds (durations).
+        engine: ``compiled`` (default) or ``reference`` (python-statemachine's own engine).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        tools: ToolRegistry | Iterable[AnyTool | Callable[..., object]] = (),
+        *,
+        system_prompt: str | None = None,
+        max_iterations: int = 10,
+        max_turns: int | None = None,
+        input_policy: InputPolicy | str = InputPolicy.REJECT,
+        hooks: Hooks | Mapping[HookKind | str, HookHandler | Sequence[HookHandler]] | None = None,
+        listeners: Iterable[AgentListener] = (),
+        run_id: str | None = None,
+        user_id: str | None = None,
+        enabled_tools: Collection[str] | None = None,
+        ask_user: bool = True,
+        action_timeout: float | None = None,
+        input_timeout: float | None = None,
+        clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = time.perf_counter,
+        engine: Engine = "compiled",
+    ) -> None:
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
+            raise TypeError(f"max_iterations must be an int, not {max_iterations!r}")
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations must be at least 1, not {max_iterations!r}")
+        self.model = model
+        """The model that answers."""
+        self.hooks = hooks if isinstance(hooks, Hooks) else hooks_from(hooks or {})
+        """The hook handlers; add more with `on`."""
+        registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        if ask_user and registry.find(ASK_USER) is None:
+            registry.register(ask_user_tool())
+        self.tools = ToolSystem(registry, hooks=self.hooks, timer=timer, clock=clock)
+        """The ToolSystem that runs the tool rounds."""
+        self.enabled_tools = None if enabled_tools is None else frozenset(enabled_tools)
+        if self.enabled_tools is not None and ask_user:
+            self.enabled_tools |= {ASK_USER}
+        self.user_id = user_id
+        self.action_timeout = action_timeout
+        self.input_timeout = input_timeout
+        self._clock, self._timer, self._engine = clock, timer, engine
+        self._listeners: list[AgentListener] = list(listeners)
+        self._system = [Message.system(system_prompt)] if system_prompt is not None else []
+        self._messages: list[Message] = list(self._system)
+        self._trace: list[AnyTraceEntry] = []
+        self._data = RunData(
+            run_id or uuid.uuid4().hex,
+            max_iterations=max_iterations,
+            max_turns=max_turns,
+            input_policy=InputPolicy(input_policy),
+        )
+        self._emitter = Emitter(self._data.run_id, [self._deliver], clock=clock)
+        self._run: AnyMachine = run_machine(self._data, self._emitter, engine)
+        self._loop: AnyMachine | None = None
+        self._round: tuple[ToolCall, ...] = ()
+        self._deferred: list[Message] = []
+        self._cancel_requested = False
+        self._pause_requested = False
+        self._sync = SyncRunner()
+
+    # -- what the application reads --------------------------------------------------------
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self._data.run_id
+
+    @property
+    def state(self) -> str:
+        """RunLifecycle's state."""
+        return self._data.state
+
+    @property
+    def loop_state(self) -> str | None:
+        """The current turn's TurnLoop state (None before the first turn)."""
+        return self._data.loop_state
+
+    @property
+    def turn(self) -> int:
+        """Turns started so far."""
+        return self._data.turn
+
+    @property
+    def iteration(self) -> int:
+        """Model calls in the current turn."""
+        return self._data.iteration
+
+    @property
+    def reason(self) -> str | None:
+        """Why the last turn ended."""
+        return self._data.reason
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation: the system prompt first, then every message in order."""
+        return tuple(self._messages)
+
+    @property
+    def trace(
+        self,
+    ) -> tuple[AnyTraceEntry, ...]:
+        """User inputs, model calls, retries and tool executions, in order."""
+        return tuple(self._trace)
+
+    @property
+    def pending(self) -> tuple[ToolCall, ...]:
+        """The calls awaiting the application (in requires_action / input_required)."""
+        waiting = set(self._data.pending)
+        return tuple(call for call in self._round if call.id in waiting)
+
+    @property
+    def question(self) -> str | None:
+        """The question awaiting the user's answer."""
+        return self._data.question
+
+    def outcome(self) -> TurnOutcome:
+        """Where the run is now."""
+        last = self._messages[-1] if self._messages else None
+        reply = (
+            last.content
+            if self.state == RunState.COMPLETED and last is not None and last.role == "assistant"
+            else None
+        )
+        return TurnOutcome(self.state, self.reason, reply, self.pending, self.question)
+
+    # -- how the application listens -------------------------------------------------------
+
+    def on(self, kind: HookKind | str) -> Callable[[HookHandler], HookHandler]:
+        """A decorator registering a hook handler: ``@agent.on("before_llm")``."""
+        return self.hooks.on(kind)
+
+    def add_listener(self, listener: AgentListener) -> None:
+        """Tell ``listener`` of every transition and trace entry from now on."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: AgentListener) -> None:
+        """Stop telling ``listener``."""
+        self._listeners.remove(listener)
+
+    async def stream(self, text: str) -> AsyncIterator[AgentEvent]:
+        """Submit ``text`` and yield every transition and trace entry of the turn as it happens.
+
+        The turn runs as a task; the iterator ends when `asubmit` returns, and re-raises
+        what it raised.
+        """
+        queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
+        self.add_listener(queue.put_nowait)
+        try:
+            turn = asyncio.ensure_future(self.asubmit(text))
+            while not (turn.done() and queue.empty()):
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, turn}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            turn.result()
+        finally:
+            self.remove_listener(queue.put_nowait)
+
+    def _deliver(self, item: AgentEvent) -> None:
+        for listener in tuple(self._listeners):
+            listener(item)
+
+    def _record(self, entry: AnyTraceEntry) -> None:
+        self._trace.append(entry)
+        self._deliver(entry)
+
+    # -- the async core ---------------------------------------------------------------------
+
+    async def astart(self) -> TurnOutcome:
+        """Open the run: created → ready."""
+        self._run.send("start")
+        return self.outcome()
+
+    async def asubmit(self, text: str) -> TurnOutcome:
+        """Give the run a user input and run the turn until it ends or waits.
+
+        While busy, the input follows the run's input policy (`IllegalTransitionError`
+        under ``reject``). An empty input, or one past the turn limit, raises
+        `GuardFailedError` and changes nothing.
+        """
+        self._expire_if_due()
+        if self.state == RunState.BUSY:
+            self._run.send("submit", text=text)  # queued or interrupting, or refused
+            return self.outcome()
+        self._run.send("submit", text=text)
+        self._cancel_requested = self._pause_requested = False
+        self._round, self._deferred = (), []
+        await self._user_input(text, defer=False)
+        self._loop = loop_machine(self._data, self._emitter, self._engine)
+        await self._drive()
+        return self.outcome()
+
+    async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
+        """Decide every pending call: approve it, deny it, or supply a client-side output."""
+        self._expire_if_due()
+        decided = {call_id: to_decision(call_id, value) for call_id, value in decisions.items()}
+        payload: JSONObject = {
+            call_id: decision.model_dump(mode="json") for call_id, decision in decided.items()
+        }
+        self._run.send("resolve_action", decisions=payload)
+        self._loop_machine().send("resolved", decisions=payload)
+        await self._drive(decided)
+        return self.outcome()
+
+    async def aprovide_input(self, text: str) -> TurnOutcome:
+        """Answer the pending question; the answer becomes the ``ask_user`` tool message."""
+        self._expire_if_due()
+        pending = self._data.pending
+        self._run.send("provide_input", text=text)
+        await self._user_input(text, defer=True)
+        self._loop_machine().send("resolved", decisions=dict.fromkeys(pending, text))
+        await self._drive({call_id: Decision.output(text) for call_id in pending})
+        return self.outcome()
+
+    async def acancel(self) -> TurnOutcome:
+        """Cancel the turn: at once while it waits, at the next step boundary while busy."""
+        if self.state == RunState.BUSY:
+            self._cancel_requested = True
+            return self.outcome()
+        self._run.send("cancel")
+        self._close_turn("cancelled")
+        return self.outcome()
+
+    async def apause(self) -> TurnOutcome:
+        """Pause the run: at once when idle or waiting, at the next step boundary while busy."""
+        if self.state == RunState.BUSY:
+            self._pause_requested = True
+            return self.outcome()
+        self._run.send("pause")
+        return self.outcome()
+
+    async def aresume(self) -> TurnOutcome:
+        """Return to the state the run was paused in; a busy turn goes on where it stopped."""
+        self._run.send("resume")
+        self._pause_requested = False
+        if self.state == RunState.BUSY:
+            await self._drive()
+        return self.outcome()
+
+    async def aexpire(self) -> TurnOutcome:
+        """Expire the current wait if its deadline has passed (else `GuardFailedError`)."""
+        self._run.send("expire", now=self._clock())
+        self._close_turn("expired")
+        return self.outcome()
+
+    async def ashutdown(self) -> TurnOutcome:
+        """Close the run for good; a waiting turn is closed as for cancel. Not while busy."""
+        waiting = self.state in (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED)
+        self._run.send("shutdown")
+        if waiting:
+            self._close_turn("cancelled")
+        return self.outcome()
+
+    def reset(self) -> None:
+        """Clear the conversation (the system prompt stays) while the run is at rest."""
+        if self.state not in (RunState.READY, RunState.COMPLETED, RunState.FAILED):
+            raise IllegalTransitionError(
+                run_id=self.run_id,
+                machine="run",
+                state=self.state,
+                event="reset",
+                allowed=self._run.allowed_events(),
+                detail=" (reset only while ready, completed or failed)",
+            )
+        self._messages = list(self._system)
+        self._round, self._deferred = (), []
+
+    # -- the turn ---------------------------------------------------------------------------
+
+    def _loop_machine(self) -> AnyMachine:
+        if self._loop is None:  # resolve_action etc. before any turn: the run refuses first
+            raise AgentFSMError("no turn is running")
+        return self._loop
+
+    async def _user_input(self, text: str, *, defer: bool) -> None:
+        if not defer:
+            self._messages.append(Message.user(text))
+        self._record(UserInputTrace(turn=self.turn, text=text, at=self._clock()))
+        added = await self._fire(HookKind.AFTER_USER_INPUT)
+        (self._deferred if defer else self._messages).extend(added)
+
+    async def _fire(self, kind: HookKind, pending: ToolCall | None = None) -> tuple[Message, ...]:
+        if kind not in self.hooks:
+            return ()
+        context = HookContext(
+            kind,
+            self.run_id,
+            self._messages,
+            turn=self.turn,
+            iteration=self.iteration,
+            pending_tool=pending,
+        )
+        return await self.hooks.fire(context)
+
+    async def _drive(self, decisions: Mapping[str, Decision] | None = None) -> None:
+        """Run the turn from where its loop is until it ends, waits or pauses."""
+        loop = self._loop_machine()
+        try:
+            if loop.state == LoopState.ACTING:
+                await self._tool_round(decisions or {})
+            while loop.state == LoopState.THINKING:
+                if self._stop_at_boundary():
+                    break
+                await self._think()
+                if loop.state == LoopState.ACTING:
+                    await self._tool_round({})
+            if loop.state == LoopState.ANSWERED:
+                await self._complete()
+        except (HookFailedError, HookMessageError) as error:
+            # lifecycle.md §3: a handler's exception fails the turn (naming the handler)
+            # and propagates.
+            self._fail_turn(error)
+            raise
+        await self._next_queued()
+
+    def _stop_at_boundary(self) -> bool:
+        if self._cancel_requested or self._data.cancel_requested:
+            self._cancel_requested = False
+            self._run.send("cancel")
+            self._close_turn("cancelled")
+            return True
+        if self._pause_requested:
+            self._pause_requested = False
+            self._run.send("pause")
+            return True
+        return False
+
+    async def _think(self) -> None:
+        self._messages.extend(await self._fire(HookKind.BEFORE_LLM))
+        loop, started = self._loop_machine(), self._timer()
+        self._data.at_boundary = False
+        try:
+            response = await self.model.complete(
+                self._messages,
+                self.tools.openai_tools(self.enabled_tools),
+                on_retry=self._on_retry,
+            )
+        except ModelError as error:
+            self._data.at_boundary = True
+            await self._fire(HookKind.ON_ERROR)
+            details = {"error_type": type(error).__name__, "message": str(error)}
+            loop.send("model_failed", **details)
+            self._run.send("fail", **details)
+            return
+        self._data.at_boundary = True
+        self._record(
+            llm_call_entry(
+                self.model.name,
+                response,
+                self.turn,
+                self.iteration,
+                self._timer() - started,
+                self._clock(),
+            )
+        )
+        self._messages.append(response.to_message())
+        added = await self._fire(HookKind.AFTER_LLM)
+        (self._deferred if response.tool_calls else self._messages).extend(added)
+        self._classify(response.tool_calls)
+
+    def _classify(self, calls: tuple[ToolCall, ...]) -> None:
+        """Send model_replied with the round's shape, and wait if the round needs to."""
+        # An ask_user call without a usable question is left to the round, which answers it
+        # with an error tool message the model can correct itself from.
+        malformed = {c.id for c in calls if c.name == ASK_USER and question_of(c) is None}
+        waiting = tuple(
+            call_id
+            for call_id in self.tools.awaiting_decision(calls, self.enabled_tools)
+            if call_id not in malformed
+        )
+        asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
+        self._round = calls
+        loop = self._loop_machine()
+        loop.send(
+            "model_replied",
+            tool_calls=len(calls),
+            needing_action=len(waiting) - len(asking),
+            asking_user=len(asking),
+        )
+        if loop.state == LoopState.AWAITING_ACTION:
+            self._run.send("need_action", calls=list(waiting), deadline=self._deadline(True))
+        elif loop.state == LoopState.AWAITING_INPUT:
+            self._run.send(
+                "need_input",
+                question=question_of(asking[0]),
+                calls=[call.id for call in asking],
+                deadline=self._deadline(False),
+            )
+
+    def _deadline(self, action: bool) -> float | None:
+        timeout = self.action_timeout if action else self.input_timeout
+        return None if timeout is None else self._clock() + timeout
+
+    async def _tool_round(self, decisions: Mapping[str, Decision]) -> None:
+        context = ToolContext(self.run_id, self.turn, self.iteration, user_id=self.user_id)
+        self._data.at_boundary = False
+        round_ = await self.tools.run_round(
+            self._round,
+            context,
+            decisions=decisions,
+            enabled=self.enabled_tools,
+            messages=self._messages,
+        )
+        self._data.at_boundary = True
+        self._messages.extend(round_.messages)
+        self._messages.extend(self._deferred)
+        self._deferred = []
+        for entry in tool_entries(
+            self._round, round_.results, self.turn, self.iteration, self._clock()
+        ):
+            self._record(entry)
+        self._round = ()
+        loop = self._loop_machine()
+        loop.send("tools_finished")
+        if loop.state == LoopState.EXHAUSTED:
+            final = INCOMPLETE_MESSAGE.format(n=self._data.max_iterations)
+            self._messages.append(Message.assistant(final))
+            await self._complete()
+
+    async def _complete(self) -> None:
+        self._run.send("complete")
+        self._messages.extend(await self._fire(HookKind.ON_COMPLETE))
+
+    def _fail_turn(self, error: AgentFSMError) -> None:
+        """A hook failed mid-turn: end the loop, close the history, fail the run."""
+        self._close_turn("failed")
+        if self.state == RunState.BUSY:
+            self._run.send("fail", error_type=type(error).__name__, message=str(error))
+
+    def _close_turn(self, why: str) -> None:
+        """After cancel or expire: end the loop and answer what was left unanswered (I7)."""
+        if self._loop is not None and not self._loop.is_final:
+            self._loop.send("abort", reason=why)
+        self._answer_unanswered(why)
+        self._messages.extend(self._deferred)
+        self._deferred = []
+
+    def _answer_unanswered(self, why: str) -> None:
+        for call in self._round:
+            content = json.dumps({"error": {"type": why, "message": f"the call was {why}"}})
+            self._messages.append(Message.tool(call.id, content, name=call.name))
+        self._round = ()
+
+    async def _next_queued(self) -> None:
+        if self._data.queued and self.state in (RunState.COMPLETED, RunState.FAILED):
+            text, *rest = self._data.queued
+            self._data.queued = tuple(rest)
+            await self.asubmit(text)
+
+    def _expire_if_due(self) -> None:
+        deadline = self._data.deadline
+        waiting = self.state in (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED)
+        if waiting and deadline is not None and self._clock() >= deadline:
+            self._run.send("expire", now=self._clock())
+            self._close_turn("expired")
+
+    def _on_retry(self, notice: RetryNotice) -> None:
+        self._record(
+            LLMRetryTrace(
+                model=self.model.name,
+                turn=self.turn,
+                iteration=self.iteration,
+                **notice.model_dump(),
+                at=self._clock(),
+            )
+        )

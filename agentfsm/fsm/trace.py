@@ -1,0 +1,138 @@
+"""The run's trace: what happened inside the transitions, as typed entries.
+
+Transitions are `Event`s; the trace records the work between them — user inputs, model
+calls (with duration and token usage), model retries and tool executions — so an
+application can see cost and behaviour without parsing messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentfsm.llm.base import ModelResponse, Usage
+from agentfsm.states.messages import ToolCall
+from agentfsm.tools.results import ToolResult, ToolStatus
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class UserInputTrace(BaseModel):
+    """A user input was recorded (by `submit` or `provide_input`)."""
+
+    model_config = _FROZEN
+    kind: Literal["user_input"] = "user_input"
+    turn: int
+    """The turn the input belongs to."""
+    text: str
+    """What the user said."""
+    at: float
+    """When, in seconds since the epoch."""
+
+
+class LLMCallTrace(BaseModel):
+    """One model call that returned a response."""
+
+    model_config = _FROZEN
+    kind: Literal["llm_call"] = "llm_call"
+    model: str
+    """The model's name."""
+    turn: int
+    iteration: int
+    """The iteration the call began."""
+    duration: float = Field(ge=0)
+    """Seconds the call took, retries included."""
+    tool_call_count: int = Field(ge=0)
+    """How many tool calls the response asked for."""
+    finish_reason: str
+    """Why the model stopped."""
+    usage: Usage | None = None
+    """Token counts, when the provider reported them."""
+    at: float
+
+
+class LLMRetryTrace(BaseModel):
+    """A model call failed transiently and was tried again."""
+
+    model_config = _FROZEN
+    kind: Literal["llm_retry"] = "llm_retry"
+    model: str
+    turn: int
+    iteration: int
+    attempt: int
+    """The attempt that failed."""
+    error_type: str
+    message: str
+    status_code: int | None = None
+    wait: float = Field(ge=0)
+    """Seconds before the next attempt."""
+    at: float
+
+
+class ToolExecutionTrace(BaseModel):
+    """One tool call answered (run, refused or failed)."""
+
+    model_config = _FROZEN
+    kind: Literal["tool_execution"] = "tool_execution"
+    name: str
+    """The tool the model asked for."""
+    arguments: str
+    """The arguments as the model sent them."""
+    call_id: str
+    turn: int
+    iteration: int
+    status: ToolStatus
+    result: ToolResult
+    duration: float = Field(ge=0)
+    error_type: str | None = None
+    """The error's type when the call did not succeed."""
+    at: float
+
+
+TraceEntry = Annotated[
+    UserInputTrace | LLMCallTrace | LLMRetryTrace | ToolExecutionTrace,
+    Field(discriminator="kind"),
+]
+"""One entry of a run's trace, told apart by ``kind``."""
+
+AnyTraceEntry = UserInputTrace | LLMCallTrace | LLMRetryTrace | ToolExecutionTrace
+"""Any trace entry, as a plain union for annotations."""
+
+
+def llm_call_entry(
+    model: str, response: ModelResponse, turn: int, iteration: int, duration: float, at: float
+) -> LLMCallTrace:
+    """The trace entry of one model call that returned ``response``."""
+    return LLMCallTrace(
+        model=response.model or model,
+        turn=turn,
+        iteration=iteration,
+        duration=max(duration, 0.0),
+        tool_call_count=len(response.tool_calls),
+        finish_reason=response.finish_reason.value,
+        usage=response.usage,
+        at=at,
+    )
+
+
+def tool_entries(
+    calls: Sequence[ToolCall], results: Sequence[ToolResult], turn: int, iteration: int, at: float
+) -> list[ToolExecutionTrace]:
+    """The trace entries of a tool round: one per call, in call order."""
+    return [
+        ToolExecutionTrace(
+            name=call.name,
+            arguments=call.arguments,
+            call_id=call.id,
+            turn=turn,
+            iteration=iteration,
+            status=result.status,
+            result=result,
+            duration=result.duration,
+            error_type=result.error.type if result.error else None,
+            at=at,
+        )
+        for call, result in zip(calls, results, strict=True)
+    ]
