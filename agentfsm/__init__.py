@@ -17,6 +17,7 @@ from agentfsm.errors import (
     InvalidToolNameError,
     MachineDefinitionError,
     ModelCallError,
+    ModelConfigError,
     ModelError,
     ModelResponseError,
     ToolArgumentsError,
@@ -41,6 +42,7 @@ from agentfsm.fsm import (
 )
 from agentfsm.fsm.agent import Agent
 from agentfsm.fsm.turns import TurnOutcome
+from agentfsm.llm import OpenAIModel
 from agentfsm.states import (
     CompletedReason,
     Event,
@@ -92,8 +94,10 @@ __all__ = [
     "MachineName",
     "Message",
     "ModelCallError",
+    "ModelConfigError",
     "ModelError",
     "ModelResponseError",
+    "OpenAIModel",
     "RunData",
     "RunEvent",
     "RunLifecycle",

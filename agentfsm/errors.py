@@ -20,9 +20,10 @@
     ├── ToolRoundError              a tool round asked for with inconsistent inputs
     ├── HookMessageError            a hook added a message where the lifecycle forbids it
     ├── HookFailedError             a hook handler raised (the cause is chained)
-    └── ModelError                  a model call failed for good (after any retries)
-        ├── ModelCallError          the request failed: status, connection or timeout
-        └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
+    ├── ModelError                  a model call failed for good (after any retries)
+    │   ├── ModelCallError          the request failed: status, connection or timeout
+    │   └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
+    └── ModelConfigError            a model that cannot be built: unknown spec, no API key
 
 Each error carries structured fields as well as a message, so an application can react
 without parsing text; messages quote identifiers with ``!r`` and say what is allowed.
@@ -398,3 +399,17 @@ class ModelResponseError(ModelError):
     It was cut off (``length``), filtered (``content_filter``), had no choices, was
     malformed, or was a stream that ended without a finish reason.
     """
+
+
+class ModelConfigError(AgentFSMError):
+    """A model cannot be built as asked: an unknown model spec, or no API key.
+
+    Raised when the model is made, before any call, so a misconfiguration fails early.
+
+    Attributes:
+        spec: The model spec or name asked for.
+    """
+
+    def __init__(self, spec: str, problem: str) -> None:
+        self.spec = spec
+        super().__init__(f"model {spec!r} cannot be used: {problem}")

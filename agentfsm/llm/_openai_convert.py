@@ -1,0 +1,193 @@
+"""From the openai client's objects to a `ModelResponse`, whole or assembled from a stream.
+
+A response that cannot be used as an answer is a `ModelResponseError`, never a response:
+no choices, a finish reason of ``length`` or ``content_filter``, a stream that ended without
+a finish reason. Tool calls are passed through exactly as sent — arguments that are not
+JSON and names of unknown tools included — for the ToolSystem to answer with error
+results the model can read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from agentfsm.errors import ModelResponseError
+from agentfsm.llm.base import FinishReason, ModelResponse, Usage
+from agentfsm.states.messages import ToolCall
+
+if TYPE_CHECKING:  # openai takes most of a second to import: only when a call is made
+    from openai.types import CompletionUsage
+    from openai.types.chat import (
+        ChatCompletion,
+        ChatCompletionChunk,
+        ChatCompletionMessageToolCallUnion,
+    )
+
+_FINISH_REASONS = {
+    "stop": FinishReason.STOP,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "length": FinishReason.LENGTH,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+_UNUSABLE = {
+    FinishReason.LENGTH: "the output was cut off at the token limit (finish_reason 'length')",
+    FinishReason.CONTENT_FILTER: "the provider withheld the output (finish_reason "
+    "'content_filter')",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Which model and attempt a response came from, for the errors it may raise."""
+
+    model: str
+    """The model's name."""
+    attempt: int
+    """The attempt (1 for the first) that produced the response."""
+
+    def error(self, reason: str, problem: str) -> ModelResponseError:
+        """A `ModelResponseError` for this model and attempt."""
+        return ModelResponseError(
+            f"model {self.model!r} returned an unusable response: {problem}",
+            model=self.model,
+            reason=reason,
+            attempts=self.attempt,
+        )
+
+
+def usage_of(usage: CompletionUsage | None) -> Usage | None:
+    """The token counts, or None when the provider sent none."""
+    if usage is None:
+        return None
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
+        total_tokens=usage.total_tokens or 0,
+    )
+
+
+def _tool_call(index: int, call: ChatCompletionMessageToolCallUnion) -> ToolCall:
+    if call.type == "custom":
+        name, arguments = call.custom.name, call.custom.input
+    else:
+        name, arguments = call.function.name, call.function.arguments
+    # Some compatible servers omit ids; a stable one keeps the tool message answerable.
+    return ToolCall(id=call.id or f"call_{index + 1}", name=name, arguments=arguments or "")
+
+
+def finish(
+    origin: Origin,
+    content: str | None,
+    tool_calls: tuple[ToolCall, ...],
+    finish_reason: str | None,
+    usage: Usage | None,
+    model: str,
+) -> ModelResponse:
+    """The response, once its finish reason shows it is a usable answer."""
+    if finish_reason is None:
+        raise origin.error("no_finish_reason", "it has no finish reason")
+    reason = _FINISH_REASONS.get(finish_reason)
+    if reason is None:
+        raise origin.error(
+            "unknown_finish_reason",
+            f"unknown finish_reason {finish_reason!r}; known: {', '.join(_FINISH_REASONS)}",
+        )
+    if reason in _UNUSABLE:
+        raise origin.error(reason.value, _UNUSABLE[reason])
+    ids = [call.id for call in tool_calls]
+    if len(set(ids)) != len(ids):
+        raise origin.error("duplicate_tool_call_ids", f"tool call ids repeat: {ids!r}")
+    return ModelResponse(
+        content=content,
+        tool_calls=tool_calls,
+        finish_reason=reason,
+        usage=usage,
+        model=model,
+    )
+
+
+def from_completion(origin: Origin, completion: ChatCompletion) -> ModelResponse:
+    """The response carried by a whole (not streamed) completion.
+
+    A missing finish reason is read from the message (tool calls or not): the body arrived
+    whole, so nothing can have been cut off.
+    """
+    if not completion.choices:
+        raise origin.error("empty_choices", "it has no choices")
+    choice = completion.choices[0]
+    message = choice.message
+    tool_calls = tuple(_tool_call(i, call) for i, call in enumerate(message.tool_calls or ()))
+    finish_reason: str | None = choice.finish_reason
+    if finish_reason is None:
+        finish_reason = "tool_calls" if tool_calls else "stop"
+    # A refusal is the model's answer in words, sent beside the content instead of in it.
+    content = message.content if message.content is not None else message.refusal
+    return finish(
+        origin, content, tool_calls, finish_reason, usage_of(completion.usage), completion.model
+    )
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str = ""
+    name: list[str] = field(default_factory=list)
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class StreamAssembly:
+    """The pieces of a streamed response, put together chunk by chunk."""
+
+    origin: Origin
+    """Where the stream comes from."""
+    content: list[str] = field(default_factory=list)
+    calls: dict[int, _PartialCall] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model: str = ""
+    chunks: int = 0
+    choices_seen: bool = False
+
+    def add(self, chunk: ChatCompletionChunk) -> None:
+        """Take in one chunk (only the first choice's deltas count)."""
+        self.chunks += 1
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = usage_of(chunk.usage)
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            self.choices_seen = True
+            if choice.delta.content is not None:
+                self.content.append(choice.delta.content)
+            for delta in choice.delta.tool_calls or ():
+                call = self.calls.setdefault(delta.index, _PartialCall())
+                call.id = delta.id or call.id
+                if delta.function is not None:
+                    call.name.append(delta.function.name or "")
+                    call.arguments.append(delta.function.arguments or "")
+            if choice.finish_reason is not None:
+                self.finish_reason = choice.finish_reason
+
+    def response(self) -> ModelResponse:
+        """The whole response, once the stream has ended."""
+        if not self.choices_seen:
+            raise self.origin.error("empty_choices", "the stream carried no choices")
+        if self.finish_reason is None:
+            raise self.origin.error(
+                "no_finish_reason",
+                f"the stream ended without a finish reason after {self.chunks} chunks, "
+                "so the response may be cut off",
+            )
+        tool_calls = tuple(
+            ToolCall(
+                id=call.id or f"call_{index + 1}",
+                name="".join(call.name),
+                arguments="".join(call.arguments),
+            )
+            for index, call in sorted(self.calls.items())
+        )
+        content = "".join(self.content) or None
+        return finish(self.origin, content, tool_calls, self.finish_reason, self.usage, self.model)
