@@ -42,7 +42,7 @@ from agentfsm.fsm import (
 )
 from agentfsm.fsm.agent import Agent
 from agentfsm.fsm.turns import TurnOutcome
-from agentfsm.llm import OpenAIModel
+from agentfsm.llm import Model, ModelResponse, OpenAIModel, ScriptedModel
 from agentfsm.states import (
     CompletedReason,
     Event,
@@ -93,15 +93,18 @@ __all__ = [
     "MachineDefinitionError",
     "MachineName",
     "Message",
+    "Model",
     "ModelCallError",
     "ModelConfigError",
     "ModelError",
+    "ModelResponse",
     "ModelResponseError",
     "OpenAIModel",
     "RunData",
     "RunEvent",
     "RunLifecycle",
     "RunState",
+    "ScriptedModel",
     "Tool",
     "ToolArgumentsError",
     "ToolCall",

@@ -1,7 +1,8 @@
 """Models: the `Model` protocol and its implementations.
 
 `OpenAIModel` talks to the chat completions API (OpenAI or any compatible server) with
-transient failures retried under a `RetryPolicy`.
+transient failures retried under a `RetryPolicy`; `ScriptedModel` replays a script, for
+tests and the demo; `resolve_model` turns a spec such as ``"scripted:demo"`` into a model.
 """
 
 from __future__ import annotations
@@ -15,19 +16,27 @@ from agentfsm.llm.base import (
     Usage,
 )
 from agentfsm.llm.openai_model import API_KEY_VARIABLE, OpenAIModel, Sleep
+from agentfsm.llm.resolve import DEMO_SPEC, resolve_model
 from agentfsm.llm.retry import RetryPolicy, is_transient_status, retry_after
+from agentfsm.llm.scripted import Responder, ScriptedModel, ScriptedRequest, ScriptStep
 
 __all__ = [
     "API_KEY_VARIABLE",
+    "DEMO_SPEC",
     "FinishReason",
     "Model",
     "ModelResponse",
     "OpenAIModel",
+    "Responder",
     "RetryListener",
     "RetryNotice",
     "RetryPolicy",
+    "ScriptStep",
+    "ScriptedModel",
+    "ScriptedRequest",
     "Sleep",
     "Usage",
     "is_transient_status",
+    "resolve_model",
     "retry_after",
 ]
