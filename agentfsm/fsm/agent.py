@@ -43,6 +43,7 @@ from agentfsm.fsm.turns import (
     to_decision,
 )
 from agentfsm.llm.base import Model, RetryNotice
+from agentfsm.llm.resolve import resolve_model
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import InputPolicy, LoopState, RunState
@@ -57,7 +58,8 @@ class Agent(SyncFacade):
     """An agent loop whose every step is a transition of RunLifecycle or TurnLoop.
 
     Args:
-        model: The model that answers (any `Model`).
+        model: The model that answers: any `Model`, or a spec for `resolve_model`
+            (``"scripted:demo"``, ``"openai:<model id>"``).
         tools: Tools or plain functions (made into tools), or a `ToolRegistry`.
         system_prompt: The conversation's first message, if any.
         max_iterations: Model calls allowed in one turn (default 10). A turn that reaches
@@ -82,7 +84,7 @@ class Agent(SyncFacade):
 
     def __init__(
         self,
-        model: Model,
+        model: Model | str,
         tools: ToolRegistry | Iterable[AnyTool | Callable[..., object]] = (),
         *,
         system_prompt: str | None = None,
@@ -105,7 +107,7 @@ class Agent(SyncFacade):
             raise TypeError(f"max_iterations must be an int, not {max_iterations!r}")
         if max_iterations < 1:
             raise ValueError(f"max_iterations must be at least 1, not {max_iterations!r}")
-        self.model = model
+        self.model = resolve_model(model) if isinstance(model, str) else model
         """The model that answers."""
         self.hooks = hooks if isinstance(hooks, Hooks) else hooks_from(hooks or {})
         """The hook handlers; add more with `on`."""
