@@ -253,7 +253,7 @@ class OpenAIModel:
             origin = Origin(name, attempts)
             return origin.error("malformed", f"its body does not fit the API ({error})")
         if transient:  # retried until the last attempt allowed
-            why = f"transient, so retried: all {attempts} attempts allowed failed"
+            why = f"transient, but all {attempts} attempt(s) allowed failed"
         else:
             why = (
                 "not retried: only connection errors, timeouts and HTTP 408, 409, 429 and 5xx are"

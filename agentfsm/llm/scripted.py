@@ -133,10 +133,14 @@ class ScriptedModel:
         Arguments given as a string are sent as is, so a test can script malformed ones.
         """
         made = tuple(self._call(name, arguments) for name, arguments in calls)
-        response = ModelResponse(
-            content=content, tool_calls=made, finish_reason=FinishReason.TOOL_CALLS
+        return self.respond(
+            ModelResponse(
+                content=content,
+                tool_calls=made,
+                finish_reason=FinishReason.TOOL_CALLS,
+                model=self._name,
+            )
         )
-        return self.respond(response.model_copy(update={"model": self._name}))
 
     def fail(self, error: BaseException) -> ScriptedModel:
         """Append a step raising ``error`` (e.g. a `ModelCallError`)."""

@@ -221,7 +221,7 @@ def test_attempts_are_bounded_and_the_last_failure_is_reported(harness: Harness)
 
     error = caught.value
     assert (error.status_code, error.attempts, error.retryable) == (503, 4, True)
-    assert "all 4 attempts allowed failed" in str(error)
+    assert "transient, but all 4 attempt(s) allowed failed" in str(error)
     assert "overloaded" in str(error)
     assert len(harness.server.requests) == 4
     assert harness.waits == [0.5, 1.0, 2.0]
@@ -379,3 +379,4 @@ def test_the_model_is_named_and_shown_without_its_key(harness: Harness) -> None:
     assert model.name == "gpt-test"
     assert repr(model) == f"OpenAIModel('gpt-test', base_url={harness.server.url!r}, stream=True)"
     assert API_KEY not in repr(model)
+    assert repr(OpenAIModel("gpt-x", api_key=API_KEY)) == "OpenAIModel('gpt-x', stream=False)"
