@@ -1,0 +1,44 @@
+"""The exhaustive verifier of the machines, and the conformance check of recorded runs.
+
+`verify` explores every reachable configuration of RunLifecycle and TurnLoop (or of
+classes declared like them) by sending real events through their compiled machines, and
+checks the invariants of lifecycle.md on all of them; `check_log` replays a recorded
+event log through fresh machines and reports where it stops being a legal path.
+"""
+
+from __future__ import annotations
+
+from agentfsm.verify.domains import (
+    Arguments,
+    Domains,
+    KeyPart,
+    default_domains,
+    turn_limit_reached,
+    valuations,
+)
+from agentfsm.verify.report import (
+    PROPERTIES,
+    Counterexample,
+    PropertyResult,
+    Status,
+    Step,
+    VerificationReport,
+)
+from agentfsm.verify.verifier import load_class, verify
+
+__all__ = [
+    "PROPERTIES",
+    "Arguments",
+    "Counterexample",
+    "Domains",
+    "KeyPart",
+    "PropertyResult",
+    "Status",
+    "Step",
+    "VerificationReport",
+    "default_domains",
+    "load_class",
+    "turn_limit_reached",
+    "valuations",
+    "verify",
+]

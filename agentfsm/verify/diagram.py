@@ -1,0 +1,127 @@
+"""Counterexample diagrams: both machines as Graphviz DOT, with the path's edges highlighted."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import graphviz  # type: ignore[import-untyped]  # graphviz ships no type hints
+
+from agentfsm.fsm.compiled import CompiledMachine
+from agentfsm.verify.report import Counterexample, Step
+
+_PATH = {"color": "red", "fontcolor": "red", "penwidth": "2.5"}
+_FONT = "Helvetica"
+
+
+def _node(machine: str, state: str) -> str:
+    return f"{machine}.{state}"
+
+
+def _numbers(steps: tuple[Step, ...]) -> dict[tuple[str, str, str | None, str], list[int]]:
+    """(machine, source, target, event) → the step numbers that took that edge."""
+    used: dict[tuple[str, str, str | None, str], list[int]] = {}
+    for number, step in enumerate(steps, start=1):
+        used.setdefault((step.machine.value, step.source, step.target, step.event), [])
+        used[step.machine.value, step.source, step.target, step.event].append(number)
+    return used
+
+
+def _state_attrs(
+    machine: str, state: str, compiled: CompiledMachine, counterexample: Counterexample
+) -> dict[str, str]:
+    steps = [step for step in counterexample.steps if step.machine.value == machine]
+    attrs = {
+        "shape": "doublecircle" if state in compiled.final else "box",
+        "style": "rounded",
+        "fontname": _FONT,
+    }
+    if any(state in (step.source, step.target) for step in steps):
+        attrs.update(style="rounded,filled", fillcolor="lightyellow")
+    if f"{machine}.{state}" in counterexample.unreached:
+        attrs.update(style="rounded,filled", fillcolor="salmon", xlabel="never reached")
+    if steps and state == (steps[-1].target or steps[-1].source):
+        attrs.update(color="red", penwidth="2.5")  # where the path leaves this machine
+    return attrs
+
+
+def _cluster(
+    graph: graphviz.Digraph,
+    compiled: CompiledMachine,
+    counterexample: Counterexample,
+    used: dict[tuple[str, str, str | None, str], list[int]],
+) -> None:
+    machine = compiled.name.value
+    with graph.subgraph(name=f"cluster_{machine}") as sub:
+        sub.attr(label=f"{compiled.chart.__name__} ({machine})", fontname=_FONT)
+        sub.node(f"{machine}.__start", label="", shape="point")
+        sub.edge(f"{machine}.__start", _node(machine, compiled.initial))
+        for state in compiled.states:
+            attrs = _state_attrs(machine, state, compiled, counterexample)
+            sub.node(_node(machine, state), label=state, **attrs)
+        for t in (t for by in compiled.dispatch.values() for ts in by.values() for t in ts):
+            guard = f" [{' and '.join(t.guard_names)}]" if t.guard_names else ""
+            steps = used.pop((machine, t.source, t.target, t.event), [])
+            label = t.event + guard + (f"\n#{', #'.join(map(str, steps))}" if steps else "")
+            style = _PATH if steps else {"color": "gray40"}
+            sub.edge(
+                _node(machine, t.source),
+                _node(machine, t.target),
+                label=label,
+                fontname=_FONT,
+                **style,
+            )
+
+
+def counterexample_dot(
+    run: CompiledMachine, loop: CompiledMachine, counterexample: Counterexample
+) -> str:
+    """Both machines as one DOT digraph, the counterexample's steps numbered in red.
+
+    Args:
+        run: The compiled RunLifecycle the counterexample is of.
+        loop: The compiled TurnLoop.
+        counterexample: The path to draw; a refused last event is a dashed red loop, and
+            states that were never reached (I3) are filled red.
+
+    Returns:
+        The DOT source text.
+    """
+    graph = graphviz.Digraph("counterexample")
+    title = f"{counterexample.property}: {counterexample.message}"
+    graph.attr(label=title, labelloc="t", fontname=_FONT, rankdir="LR")
+    used = _numbers(counterexample.steps)
+    for compiled in (run, loop):
+        _cluster(graph, compiled, counterexample, used)
+    for (machine, source, target, event), steps in used.items():
+        what = "refused" if target is None else "→ " + target
+        graph.edge(
+            _node(machine, source),
+            _node(machine, target or source),
+            label=f"{event} ({what})\n#{', #'.join(map(str, steps))}",
+            style="dashed",
+            fontname=_FONT,
+            **_PATH,
+        )
+    text: str = graph.source
+    return text
+
+
+def write_diagram(source: str, path: Path) -> list[Path]:
+    """Write DOT ``source`` to ``path``, and an SVG beside it when ``dot`` is installed.
+
+    Returns:
+        The files written: the DOT file, then the SVG if it could be rendered.
+    """
+    path.write_text(source, encoding="utf-8")
+    written = [path]
+    if shutil.which("dot") is None:
+        return written
+    svg = path.with_suffix(".svg")
+    try:
+        svg.write_bytes(graphviz.Source(source).pipe(format="svg"))
+    except (graphviz.ExecutableNotFound, subprocess.CalledProcessError):
+        return written  # no working renderer: the DOT text is still there
+    written.append(svg)
+    return written

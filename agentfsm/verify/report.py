@@ -1,0 +1,239 @@
+"""What the verifier returns: each property's verdict, counterexamples and the totals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from agentfsm.fsm.compiled import CompiledMachine
+from agentfsm.states.json import JSONValue
+from agentfsm.states.names import MachineName
+
+Status = Literal["pass", "fail", "unknown"]
+"""``pass``: proved over every reachable configuration; ``fail``: a counterexample was
+found; ``unknown``: the exploration stopped early, so it was neither proved nor refuted."""
+
+Edge = tuple[str, str, str, str]
+"""A transition: (machine, event, source, target)."""
+
+PROPERTIES: dict[str, str] = {
+    "I1": "shutdown is absorbing: no event leaves it",
+    "I2": "shutdown is reachable from everywhere; no dead ends; every wait has an exit "
+    "that needs no answer",
+    "I3": "every state of both machines is reachable",
+    "I4": "an event with no enabled transition raises IllegalTransitionError and changes nothing",
+    "I8": "iteration <= max_iterations",
+    "determinism": "at most one transition is enabled for any state, event and inputs",
+    "bounded-loop": "every TurnLoop path ends in a final state: no loop cycle without a "
+    "new iteration, no loop state that cannot end",
+    "conformance": "every transition taken is a row of the spec table whose guard holds",
+    "finite": "the exploration ended: every reachable configuration was expanded",
+}
+"""Every property the verifier checks, in report order, with what it means."""
+
+
+def _values(mapping: Mapping[str, object]) -> str:
+    return ", ".join(f"{name}={value!r}" for name, value in mapping.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One event of a counterexample, sent to one machine."""
+
+    machine: MachineName
+    """The machine the event was sent to."""
+    event: str
+    """The event's name."""
+    arguments: Mapping[str, JSONValue]
+    """The event's arguments."""
+    environment: Mapping[str, object]
+    """The environment fields, as set just before the event (replay sets them all)."""
+    source: str
+    """That machine's state before the event."""
+    target: str | None
+    """Its state after the event, or None when the event was refused."""
+
+    def describe(self, baseline: Mapping[str, object]) -> str:
+        """One line: machine, event(arguments), environment, source → target.
+
+        The environment is shown only where it differs from ``baseline``.
+        """
+        call = f"{self.event}({_values(self.arguments)})"
+        changed = {k: v for k, v in self.environment.items() if baseline.get(k) != v}
+        where = f"  [{_values(changed)}]" if changed else ""
+        outcome = "refused" if self.target is None else self.target
+        return f"{self.machine.value:<4} {call}{where}: {self.source} → {outcome}"
+
+
+@dataclass(frozen=True, slots=True)
+class Counterexample:
+    """Why a property fails: a shortest path of events from an initial configuration."""
+
+    property: str
+    """The property that fails."""
+    message: str
+    """What goes wrong at the end of the path."""
+    initial: Mapping[str, object]
+    """The initial data the path starts from (fields set on a fresh run's data)."""
+    steps: tuple[Step, ...] = ()
+    """The events, in order, from the initial configuration (both machines)."""
+    cycle: int | None = None
+    """For a cycle, the index in ``steps`` where the repeated part starts."""
+    unreached: tuple[str, ...] = ()
+    """For I3, the states no path reaches (there is no path to show)."""
+    baseline: Mapping[str, object] = field(default_factory=dict)
+    """The first valuation of the environment: steps show only where they differ."""
+
+    def __str__(self) -> str:
+        start = f"from created with {_values(self.initial)}" if self.initial else "from created"
+        lines = [f"{self.property}: {self.message}"]
+        if self.steps:
+            lines.append(f"  shortest path ({len(self.steps)} events, {start}):")
+        for number, step in enumerate(self.steps, start=1):
+            mark = "  ↻" if self.cycle is not None and number - 1 == self.cycle else "   "
+            lines.append(f"  {mark}{number:>3}. {step.describe(self.baseline)}")
+        if self.cycle is not None:
+            lines.append(f"     (events {self.cycle + 1} to {len(self.steps)} repeat forever)")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyResult:
+    """One property's verdict."""
+
+    name: str
+    """The property's name, e.g. ``"I2"`` or ``"determinism"``."""
+    description: str
+    """What it checks."""
+    status: Status
+    """Whether it holds."""
+    counterexample: Counterexample | None = None
+    """For a failure, a shortest counterexample."""
+
+    @property
+    def passed(self) -> bool:
+        """True when the property was proved."""
+        return self.status == "pass"
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationReport:
+    """The verifier's result: every property, and how much was explored.
+
+    Its `str` is the table of properties followed by each counterexample.
+    """
+
+    run: str
+    """The RunLifecycle class verified (its name)."""
+    loop: str
+    """The TurnLoop class verified (its name)."""
+    properties: tuple[PropertyResult, ...]
+    """Every property, in `PROPERTIES` order."""
+    configurations: int
+    """Reachable configurations explored."""
+    transitions: int
+    """Distinct transitions between them."""
+    sends: int
+    """Events sent to the machines, accepted or refused."""
+    seconds: float
+    """Wall time of the exploration and the checks."""
+    machines: tuple[CompiledMachine, CompiledMachine] = field(repr=False, compare=False)
+    """The compiled machines, for the counterexample diagrams."""
+    covered: frozenset[Edge] = frozenset()
+    """Every declared transition that some explored step took. One never taken is one the
+    domains never enabled, so nothing was proved about it: extend the domains."""
+
+    @property
+    def declared(self) -> frozenset[Edge]:
+        """Every transition the two machines declare."""
+        return frozenset(
+            (compiled.name.value, t.event, t.source, t.target)
+            for compiled in self.machines
+            for by_event in compiled.dispatch.values()
+            for transitions in by_event.values()
+            for t in transitions
+        )
+
+    @property
+    def ok(self) -> bool:
+        """True when every property was proved."""
+        return all(result.passed for result in self.properties)
+
+    @property
+    def failures(self) -> tuple[PropertyResult, ...]:
+        """The properties that did not pass."""
+        return tuple(result for result in self.properties if not result.passed)
+
+    def __getitem__(self, name: str) -> PropertyResult:
+        for result in self.properties:
+            if result.name == name:
+                return result
+        raise KeyError(f"no property {name!r}; properties: {', '.join(PROPERTIES)}")
+
+    def table(self) -> str:
+        """The properties as a text table, with the totals underneath."""
+        width = max(len(name) for name in PROPERTIES)
+        lines = [f"{'property':<{width}}  result   what it checks"]
+        for result in self.properties:
+            lines.append(f"{result.name:<{width}}  {result.status:<7}  {result.description}")
+        lines.append(
+            f"{self.configurations} configurations, {self.transitions} transitions, "
+            f"{self.sends} events sent, in {self.seconds:.2f} s"
+        )
+        declared = self.declared
+        lines.append(
+            f"declared transitions taken: {len(declared & self.covered)} of {len(declared)}"
+        )
+        lines += [
+            f"  never taken: {machine} {event} {source} → {target}"
+            for machine, event, source, target in sorted(declared - self.covered)
+        ]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        verdict = "all properties hold" if self.ok else f"{len(self.failures)} failed"
+        parts = [f"agentfsm verify: {self.run} and {self.loop}: {verdict}", self.table()]
+        parts += [str(r.counterexample) for r in self.failures if r.counterexample]
+        return "\n\n".join(parts)
+
+    def dot(self, name: str | None = None) -> str:
+        """The counterexample of a failed property as Graphviz DOT, its path highlighted.
+
+        Args:
+            name: The property; the first failed one when None.
+
+        Raises:
+            ValueError: That property has no counterexample (it passed).
+        """
+        from agentfsm.verify.diagram import counterexample_dot
+
+        return counterexample_dot(*self.machines, self._counterexample(name))
+
+    def write_dot(self, path: str | Path) -> list[Path]:
+        """Write each counterexample's diagram; also as SVG when Graphviz's ``dot`` runs.
+
+        The first failed property's diagram goes to ``path``; each further one to the same
+        name with the property inserted (``cex.dot`` → ``cex.I2.dot``).
+
+        Returns:
+            The files written (none when every property passed).
+        """
+        from agentfsm.verify.diagram import write_diagram
+
+        target = Path(path)
+        written: list[Path] = []
+        with_examples = [r for r in self.failures if r.counterexample is not None]
+        for number, result in enumerate(with_examples):
+            where = target.with_name(f"{target.stem}.{result.name}{target.suffix}")
+            where = target if number == 0 else where
+            written += write_diagram(self.dot(result.name), where)
+        return written
+
+    def _counterexample(self, name: str | None) -> Counterexample:
+        results = self.failures if name is None else (self[name],)
+        for result in results:
+            if result.counterexample is not None:
+                return result.counterexample
+        raise ValueError(f"no counterexample for {name or 'any property'}: it passed")

@@ -1,0 +1,189 @@
+"""`verify`: explore both machines exhaustively and check every property on what was found."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Mapping
+
+from statemachine import StateChart
+
+from agentfsm.fsm.compiled import compile_machine
+from agentfsm.fsm.data import RunData
+from agentfsm.fsm.guards import GUARD_FUNCTIONS, Guard
+from agentfsm.fsm.lifecycle import RunLifecycle
+from agentfsm.fsm.turnloop import TurnLoop
+from agentfsm.states.names import MachineName
+from agentfsm.states.tables import TABLES, MachineTable
+from agentfsm.verify.domains import Domains, default_domains
+from agentfsm.verify.explore import Explorer
+from agentfsm.verify.properties import (
+    Edge,
+    Finding,
+    check_bounded_loop,
+    check_i2,
+    check_i3,
+)
+from agentfsm.verify.report import (
+    PROPERTIES,
+    Counterexample,
+    PropertyResult,
+    Status,
+    Step,
+    VerificationReport,
+)
+
+
+def verify(
+    run: type[StateChart[RunData]] = RunLifecycle,
+    loop: type[StateChart[RunData]] = TurnLoop,
+    *,
+    max_iterations: int = 3,
+    domains: Domains | None = None,
+    data: Callable[[str], RunData] = RunData,
+    spec: Mapping[MachineName, MachineTable] | None = TABLES,
+    spec_guards: Mapping[str, Guard] = GUARD_FUNCTIONS,
+) -> VerificationReport:
+    """Explore every reachable configuration of a run's two machines and check them.
+
+    Every event of either machine is sent, through the compiled machines, with every
+    valuation of its arguments and of the environment, from every configuration reached;
+    see docs/verification.md for what each property means and what is proved.
+
+    Args:
+        run: The RunLifecycle to verify, or a class declared like it.
+        loop: The TurnLoop to verify with it.
+        max_iterations: The bound: runs with every ``max_iterations`` from 1 to this are
+            explored (used only to build the default domains, when ``domains`` is None).
+        domains: What to try; `default_domains` by default. Extend it (`Domains.extended`)
+            to cover a subclass's own events, guards and data fields.
+        data: Builds a run's data from its run id: `RunData` or a subclass of it.
+        spec: The tables the machines' transitions must conform to (by default those of
+            lifecycle.md); edges out of (state, event) pairs a table has no row for are
+            not checked. None skips conformance.
+        spec_guards: The functions of the guards the spec tables name.
+
+    Returns:
+        The verdict of every property, with a shortest counterexample for each failure.
+
+    Raises:
+        MachineDefinitionError: A class uses something the compiled machine cannot run.
+        ValueError: A spec table names a guard ``spec_guards`` does not have.
+    """
+    started = time.perf_counter()
+    explorer = Explorer(
+        compile_machine(run, MachineName.RUN, "state"),
+        compile_machine(loop, MachineName.LOOP, "loop_state"),
+        domains if domains is not None else default_domains(max_iterations),
+        data,
+        spec,
+        spec_guards,
+    )
+    explorer.explore()
+    findings: dict[str, Finding] = {
+        v.prop: Finding(v.prop, v.node, v.message, ((v.node, v.move, v.outcome),))
+        if v.move >= 0
+        else Finding(v.prop, v.node, v.message)
+        for v in explorer.violations.values()
+    }
+    if explorer.complete:
+        for check in (check_i2, check_i3, check_bounded_loop):
+            finding = check(explorer)
+            if finding is not None:
+                findings.setdefault(finding.prop, finding)
+    else:
+        findings["finite"] = Finding(
+            "finite",
+            -1,
+            f"stopped after {explorer.domains.max_configurations} configurations: some "
+            "data field grows without bound; abstract it in Domains.abstraction",
+        )
+    results = tuple(
+        _result(explorer, name, description, findings.get(name))
+        for name, description in PROPERTIES.items()
+    )
+    return VerificationReport(
+        run=run.__name__,
+        loop=loop.__name__,
+        properties=results,
+        configurations=len(explorer.nodes),
+        transitions=sum(len(edges) for edges in explorer.out),
+        sends=explorer.sends,
+        seconds=time.perf_counter() - started,
+        machines=(explorer.run.compiled, explorer.loop.compiled),
+        covered=_covered(explorer),
+    )
+
+
+def _covered(explorer: Explorer) -> frozenset[tuple[str, str, str, str]]:
+    nodes, moves = explorer.nodes, explorer.moves
+    taken = set()
+    for source, edges in enumerate(explorer.out):
+        for target, move_id in edges:
+            move = moves[move_id]
+            field = "state" if move.machine is MachineName.RUN else "loop_state"
+            before = getattr(nodes[source].data, field)
+            after = getattr(nodes[target].data, field)
+            taken.add((move.machine.value, move.event, before, after))
+    return frozenset(taken)
+
+
+def _result(
+    explorer: Explorer, name: str, description: str, finding: Finding | None
+) -> PropertyResult:
+    if finding is not None:
+        return PropertyResult(name, description, "fail", _counterexample(explorer, finding))
+    status: Status = "pass" if explorer.complete else "unknown"
+    return PropertyResult(name, description, status)
+
+
+def _step(explorer: Explorer, edge: Edge, reached: int | None = None) -> Step:
+    node, move_id, outcome = edge
+    move = explorer.moves[move_id]
+    field = "state" if move.machine is MachineName.RUN else "loop_state"
+    source = getattr(explorer.nodes[node].data, field)
+    if reached is not None:
+        outcome = getattr(explorer.nodes[reached].data, field)
+    return Step(move.machine, move.event, move.arguments, move.environment, source, outcome)
+
+
+def _counterexample(explorer: Explorer, finding: Finding) -> Counterexample:
+    path: list[Step] = []
+    nid = finding.node
+    while nid >= 0 and explorer.nodes[nid].parent >= 0:
+        node = explorer.nodes[nid]
+        path.append(_step(explorer, (node.parent, node.move, None), reached=nid))
+        nid = node.parent
+    path.reverse()
+    cycle = len(path) if finding.cycle else None
+    initial = explorer.initials[explorer.nodes[finding.node].origin] if finding.node >= 0 else {}
+    return Counterexample(
+        property=finding.prop,
+        message=finding.message,
+        initial=initial,
+        steps=(*path, *(_step(explorer, edge) for edge in finding.tail)),
+        cycle=cycle,
+        unreached=finding.unreached,
+        baseline=explorer.environments[0] if explorer.environments else {},
+    )
+
+
+def load_class(reference: str) -> type[StateChart[RunData]]:
+    """The class named by ``"package.module:Class"`` (``Outer.Inner`` for a nested one).
+
+    Raises:
+        ValueError: The reference is not of that form, or does not name a class.
+        ImportError: The module cannot be imported.
+    """
+    module_name, colon, qualname = reference.partition(":")
+    if not colon or not module_name or not qualname:
+        raise ValueError(f"expected 'package.module:Class', got {reference!r}")
+    found: object = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise ValueError(f"{module_name!r} has no {qualname!r}") from None
+    if not isinstance(found, type):
+        raise ValueError(f"{reference!r} is a {type(found).__name__}, not a class")
+    return found
