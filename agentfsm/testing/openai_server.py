@@ -210,6 +210,8 @@ class LoopbackOpenAIServer:
             target=self._http.serve_forever,
             kwargs={"poll_interval": 0.01},
             name=f"loopback-openai-{self._http.server_port}",
+            # `stop` joins it; a daemon, so a server never stopped cannot hold up exit.
+            daemon=True,
         )
         self._thread.start()
         return self
