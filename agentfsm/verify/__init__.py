@@ -16,6 +16,7 @@ from agentfsm.verify.domains import (
     turn_limit_reached,
     valuations,
 )
+from agentfsm.verify.replay import Divergence, DivergenceKind, LogCheck, check_log
 from agentfsm.verify.report import (
     PROPERTIES,
     Counterexample,
@@ -30,12 +31,16 @@ __all__ = [
     "PROPERTIES",
     "Arguments",
     "Counterexample",
+    "Divergence",
+    "DivergenceKind",
     "Domains",
     "KeyPart",
+    "LogCheck",
     "PropertyResult",
     "Status",
     "Step",
     "VerificationReport",
+    "check_log",
     "default_domains",
     "load_class",
     "turn_limit_reached",

@@ -1,0 +1,202 @@
+"""check_log: a recorded run replays as recorded, and each kind of tampering is caught."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from agentfsm import Agent, ScriptedModel, tool
+from agentfsm.fsm import Emitter, RunData, loop_machine, run_machine
+from agentfsm.states import Event, InputPolicy
+from agentfsm.verify import check_log
+
+
+def recorded() -> tuple[list[Event], RunData]:
+    """Three turns driven by hand, and the run's live data at the end.
+
+    The first is capped, with an approval and a pause; the second has a queued input and a
+    model failure; the third is cancelled.
+    """
+    log: list[Event] = []
+    data = RunData("run-1", max_iterations=2)
+    emitter = Emitter("run-1", [log.append], clock=lambda: 1_700_000_000.0)
+    run = run_machine(data, emitter)
+    run.send("start")
+    run.send("submit", text="Plan my trip")
+    loop = loop_machine(data, emitter)
+    loop.send("model_replied", tool_calls=1)
+    loop.send("tools_finished")
+    loop.send("model_replied", tool_calls=1, needing_action=1)
+    run.send("need_action", calls=["c1"], deadline=1_700_000_600.0)
+    run.send("pause")
+    run.send("resume")
+    run.send("resolve_action", decisions={"c1": "approve"})
+    loop.send("resolved", decisions={"c1": "approve"})
+    loop.send("tools_finished")  # iteration 2 of 2: exhausted
+    run.send("complete")
+    data.input_policy = InputPolicy.QUEUE
+    run.send("submit", text="And hotels?")
+    loop = loop_machine(data, emitter)
+    run.send("submit", text="Cheap ones")  # queued: the log does not say why it was kept
+    loop.send("model_failed", error_type="ModelCallError")
+    run.send("fail", error_type="ModelCallError", message="503")
+    run.send("submit", text="Try again")
+    loop = loop_machine(data, emitter)
+    run.send("cancel")
+    loop.send("abort", reason="cancelled")
+    run.send("shutdown")
+    return log, data
+
+
+LOG, LIVE = recorded()
+CONFIG = {"max_iterations": 2}
+
+
+def test_a_recorded_run_is_a_legal_path_and_replays_to_its_data() -> None:
+    result = check_log(LOG, config=CONFIG)
+
+    assert result.ok, result
+    assert (result.run_id, result.events, result.replayed) == ("run-1", 20, 20)
+    assert result.data == LIVE  # state, loop state, turn, iteration, pending, reason, queue
+    assert str(result) == "the log of run 'run-1' is a legal path: 20 events replayed"
+
+
+def test_the_environment_a_log_implies_is_reported() -> None:
+    result = check_log(LOG, config=CONFIG)
+
+    queued = next(e.seq for e in LOG if (e.event, e.source) == ("submit", "busy"))
+    assert result.assumed == ((queued, {"at_boundary": True, "input_policy": "queue"}),)
+
+
+def test_an_empty_log_is_trivially_legal() -> None:
+    result = check_log([])
+
+    assert (result.ok, result.run_id, result.replayed) == (True, None, 0)
+    assert result.data.state == "created"
+
+
+def _at(index: int, **changes: object) -> Callable[[list[Event]], list[Event]]:
+    def tamper(log: list[Event]) -> list[Event]:
+        event = log[index]
+        return [*log[:index], Event(**{**event.model_dump(), **changes}), *log[index + 1 :]]
+
+    return tamper
+
+
+def _renumbered(log: list[Event]) -> list[Event]:
+    return [Event(**{**e.model_dump(), "seq": n}) for n, e in enumerate(log, start=1)]
+
+
+def _drop(index: int) -> Callable[[list[Event]], list[Event]]:
+    return lambda log: [*log[:index], *log[index + 1 :]]
+
+
+def _loop_first(log: list[Event]) -> list[Event]:
+    early = Event(**{**LOG[2].model_dump(), "seq": 2})
+    return _renumbered([log[0], early, *log[1:]])
+
+
+def _swap(i: int, j: int) -> Callable[[list[Event]], list[Event]]:
+    def tamper(log: list[Event]) -> list[Event]:
+        swapped = list(log)
+        swapped[i], swapped[j] = swapped[j], swapped[i]
+        return swapped
+
+    return tamper
+
+
+TAMPERED: list[tuple[str, Callable[[list[Event]], list[Event]], int, str, str]] = [
+    ("gap", _drop(3), 3, "seq", "seq 5 where 4 was expected"),
+    ("repeat", lambda log: [*log[:3], log[2], *log[3:]], 3, "seq", "seq 3 again"),
+    ("reordered", _swap(3, 4), 3, "seq", "seq 5 where 4"),
+    ("other run", _at(5, run_id="run-2"), 5, "run_id", "'run-2', but the log is of 'run-1'"),
+    ("loop first", _loop_first, 1, "no_turn", "no turn has started"),
+    ("wrong source", _at(2, source="acting"), 2, "source", "machine is in 'thinking'"),
+    ("not allowed", _at(6, event="provide_input"), 6, "not_allowed", "allowed: 'resolve_action'"),
+    ("no such edge", _at(3, target="answered"), 3, "target", "no edge 'acting' → 'answered'"),
+    ("guard says no", _at(3, target="exhausted"), 3, "target", "takes 'acting' → 'thinking'"),
+    ("empty input", _at(1, data={"text": "  "}), 1, "refused", "submit_allowed"),
+    ("no decision", _at(8, data={"decisions": {}}), 8, "refused", "decides_every_pending"),
+    (
+        "early expiry",
+        _at(8, event="expire", target="failed", data={"now": 5.0}),
+        8,
+        "refused",
+        "deadline_passed",
+    ),
+]
+"""(id, how the log is tampered with, index of the first divergence, kind, message part)."""
+
+
+@pytest.mark.parametrize(
+    ("tamper", "index", "kind", "message"),
+    [row[1:] for row in TAMPERED],
+    ids=[row[0] for row in TAMPERED],
+)
+def test_tampering_is_caught_at_the_first_divergent_event(
+    tamper: Callable[[list[Event]], list[Event]], index: int, kind: str, message: str
+) -> None:
+    result = check_log(tamper(list(LOG)), config=CONFIG)
+
+    assert not result.ok
+    assert result.divergence is not None
+    assert (result.divergence.index, result.divergence.kind) == (index, kind), result
+    assert message in result.divergence.message
+    assert result.replayed == index
+    assert f"diverges at event {index + 1}" in str(result)
+
+
+def test_a_log_replayed_with_the_wrong_configuration_says_to_pass_it() -> None:
+    result = check_log(LOG)  # max_iterations 10, where the run had 2
+
+    assert result.divergence is not None
+    assert LOG[result.divergence.index].target == "exhausted"
+    assert "max_iterations=10, max_turns=None: pass the run's own as config=" in str(result)
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@tool(policy="require_approval")
+def book(city: str) -> str:
+    """Book a table."""
+    return "booked"
+
+
+def test_an_agents_run_is_a_legal_path_of_the_machines() -> None:
+    model = (
+        ScriptedModel()
+        .tool_call("weather", city="Paris")
+        .text("Sunny.")
+        .tool_call("book", city="Rome")
+        .text("Booked.")
+        .tool_call("ask_user", question="How many?")
+        .text("A table for 4.")
+        .tool_call("book", city="Nice")
+    )
+    seen: list[object] = []
+    agent = Agent(model, [weather, book], listeners=[seen.append], max_iterations=3)
+    agent.start()
+    agent.submit("Weather in Paris?")
+    waiting = agent.submit("Book Rome")
+    agent.resolve_action({call.id: "approve" for call in waiting.pending})
+    agent.submit("Dinner")
+    agent.provide_input("4")
+    agent.submit("Book Nice")
+    agent.cancel()
+    agent.shutdown()
+    log = [item for item in seen if isinstance(item, Event)]
+
+    result = check_log(log, config={"max_iterations": 3})
+
+    assert result.ok, result
+    assert result.replayed == len(log) > 20
+    assert (result.data.state, result.data.turn, result.data.reason) == (
+        "shutdown",
+        4,
+        "cancelled",
+    )
