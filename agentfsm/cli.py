@@ -1,4 +1,4 @@
-"""The ``agentfsm`` command line: ``agentfsm demo`` and ``agentfsm table``."""
+"""The ``agentfsm`` command line: ``agentfsm demo``, ``table`` and ``verify``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from agentfsm._demo import markdown_table, run_story
 from agentfsm.states import TABLES, MachineName
+from agentfsm.verify.command import add_arguments, run_verify
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -16,12 +17,19 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("demo", help="walk one run through its lifecycle and print it")
     table = commands.add_parser("table", help="print a machine's transitions as Markdown")
     table.add_argument("machine", choices=[name.value for name in MachineName])
+    add_arguments(
+        commands.add_parser(
+            "verify", help="explore both machines exhaustively and check their invariants"
+        )
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "verify":
+        return run_verify(args, sys.stdout)
     if args.command == "table":
         print(markdown_table(TABLES[MachineName(args.machine)]))
         return 0

@@ -63,7 +63,7 @@ def _cluster(
         for t in (t for by in compiled.dispatch.values() for ts in by.values() for t in ts):
             guard = f" [{' and '.join(t.guard_names)}]" if t.guard_names else ""
             steps = used.pop((machine, t.source, t.target, t.event), [])
-            label = t.event + guard + (f"\n#{', #'.join(map(str, steps))}" if steps else "")
+            label = t.event + guard + (f"\\n#{', #'.join(map(str, steps))}" if steps else "")
             style = _PATH if steps else {"color": "gray40"}
             sub.edge(
                 _node(machine, t.source),
@@ -99,7 +99,7 @@ def counterexample_dot(
         graph.edge(
             _node(machine, source),
             _node(machine, target or source),
-            label=f"{event} ({what})\n#{', #'.join(map(str, steps))}",
+            label=f"{event} ({what})\\n#{', #'.join(map(str, steps))}",
             style="dashed",
             fontname=_FONT,
             **_PATH,
