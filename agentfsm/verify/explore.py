@@ -139,6 +139,12 @@ class Explorer:
             for values in itertools.product(*domains.environment.values())
         )
         self._environment_fields = frozenset(names)
+        fixed = self._environment_fields & {*domains.abstraction, *domains.initial}
+        if fixed:
+            raise ValueError(
+                f"{sorted(fixed)!r} cannot be both environment (set before every step) and "
+                "part of a configuration (Domains.abstraction or Domains.initial)"
+            )
         for side in (self.run, self.loop):
             self._prepare(side, spec, spec_guards)
 
@@ -215,6 +221,7 @@ class Explorer:
             data = self.make_data("verify")
             for name, value in overrides.items():
                 setattr(data, name, value)
+            Machine(self.run.compiled, data, self.emitter)  # enters the initial state if unset
             self.initials.append(overrides)
             found.append(data)
         return found
@@ -382,7 +389,10 @@ class Explorer:
         move = self.moves[mid]
         field_name = side.compiled.state_field
         source = getattr(data, field_name)
-        if not self._conforms(side, source, move.event, chosen.target, data, move.arguments):
+        # The spec's guards may read the environment where the machine's do not (a guard
+        # the machine forgot): their reads count too, or one valuation would stand for all.
+        spec_model = data if reads is None else _Traced(data, reads)
+        if not self._conforms(side, source, move.event, chosen.target, spec_model, move.arguments):
             self._violate(
                 "conformance",
                 nid,
@@ -420,7 +430,7 @@ class Explorer:
         self.out[nid].append((target, mid))
 
     def _conforms(
-        self, side: Side, source: str, event: str, target: str, data: RunData, args: Arguments
+        self, side: Side, source: str, event: str, target: str, data: object, args: Arguments
     ) -> bool:
         rows = side.spec.get((source, event))
         if rows is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -226,7 +226,7 @@ def check_log(
     loop: type[StateChart[RunData]] = TurnLoop,
     config: Mapping[str, object] | None = None,
     domains: Domains | None = None,
-    data: type[RunData] = RunData,
+    data: Callable[[str], RunData] = RunData,
 ) -> LogCheck:
     """Replay a recorded run through fresh machines, and say where it stops being legal.
 
@@ -238,7 +238,7 @@ def check_log(
             ``{"max_iterations": 3, "max_turns": 1}``); `RunData`'s defaults otherwise.
         domains: Where the environment's values come from, and the run states in which a
             turn starts its loop; `default_domains` by default.
-        data: The run's data class: `RunData` or a subclass of it.
+        data: Builds the run's data from its run id: `RunData` or a subclass of it.
 
     Returns:
         The result: `LogCheck.ok` when the log is a legal path, otherwise its first
@@ -249,8 +249,10 @@ def check_log(
     start = data(run_id or "empty")
     for name, value in (config or {}).items():
         setattr(start, name, value)
+    run_compiled = compile_machine(run, MachineName.RUN, "state")
+    Machine(run_compiled, start, Emitter(start.run_id))  # enters the initial state if unset
     replay = _Replay(
-        compile_machine(run, MachineName.RUN, "state"),
+        run_compiled,
         compile_machine(loop, MachineName.LOOP, "loop_state"),
         domains if domains is not None else default_domains(),
         start,

@@ -168,6 +168,13 @@ def complete_without_guard() -> tuple[type[Any], type[Any]]:
     return run, SHIPPED_LOOP
 
 
+@mutant("conformance")
+def cancel_while_a_tool_runs() -> tuple[type[Any], type[Any]]:
+    # Only the spec's guard reads at_boundary here: the verifier must still vary it.
+    run = rebuild(RUN_MACHINE, "HastyRun", edit=_guarded("cancel", "busy", "failed"))
+    return run, SHIPPED_LOOP
+
+
 @mutant("I3")
 def state_with_no_way_in() -> tuple[type[Any], type[Any]]:
     run = rebuild(

@@ -274,3 +274,10 @@ def test_a_review_that_goes_back_to_acting_is_an_unbounded_loop() -> None:
     cex = report["bounded-loop"].counterexample
     assert cex is not None
     assert [s.event for s in cex.steps[cex.cycle :]] == ["review", "approve"]
+
+
+def test_a_field_cannot_be_both_environment_and_part_of_a_configuration() -> None:
+    domains = default_domains(1).extended(environment={"iteration": (0, 1)})
+
+    with pytest.raises(ValueError, match=r"\['iteration'\] cannot be both environment"):
+        verify(domains=domains)
