@@ -106,6 +106,24 @@ class Domains:
     """Stop exploring past this many configurations (and report the exploration as
     incomplete): a guard against an abstraction that is not finite."""
 
+    def validate(self) -> None:
+        """Check that the domains can be explored.
+
+        Raises:
+            ValueError: An environment or initial field has no values, or a field is both
+                environment (set afresh before every step) and part of a configuration.
+        """
+        fields = {**self.environment, **self.initial}
+        empty = sorted(name for name, values in fields.items() if not values)
+        if empty:
+            raise ValueError(f"{empty!r} have no values to try: give each at least one")
+        both = sorted(set(self.environment) & {*self.abstraction, *self.initial})
+        if both:
+            raise ValueError(
+                f"{both!r} cannot be both environment (set before every step) and part of a "
+                "configuration (Domains.abstraction or Domains.initial)"
+            )
+
     def extended(
         self,
         *,

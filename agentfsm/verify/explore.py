@@ -115,6 +115,7 @@ class Explorer:
         spec: Mapping[MachineName, MachineTable] | None,
         spec_guards: Mapping[str, Guard],
     ) -> None:
+        domains.validate()
         self.domains = domains
         self.make_data = make_data
         self.run = Side(MachineName.RUN, run)
@@ -139,12 +140,6 @@ class Explorer:
             for values in itertools.product(*domains.environment.values())
         )
         self._environment_fields = frozenset(names)
-        fixed = self._environment_fields & {*domains.abstraction, *domains.initial}
-        if fixed:
-            raise ValueError(
-                f"{sorted(fixed)!r} cannot be both environment (set before every step) and "
-                "part of a configuration (Domains.abstraction or Domains.initial)"
-            )
         for side in (self.run, self.loop):
             self._prepare(side, spec, spec_guards)
 
@@ -290,7 +285,8 @@ class Explorer:
         # A step whose guards and effects read no environment field does the same under
         # every valuation of the environment (it cannot tell them apart), and environment
         # fields are not part of a configuration: one valuation stands for all of them.
-        reads = self._step(nid, side, by_environment[0], candidates, traced=True)
+        traced = len(by_environment) > 1
+        reads = self._step(nid, side, by_environment[0], candidates, traced=traced)
         if not reads.isdisjoint(self._environment_fields):
             for mid in by_environment[1:]:
                 self._step(nid, side, mid, candidates, traced=False)
@@ -404,7 +400,20 @@ class Explorer:
         work = self.copy(data)
         self.sends += 1
         model = work if reads is None else _Traced(work, reads)
-        emitted = Machine(side.compiled, model, self.emitter).send(move.event, **move.arguments)
+        try:
+            emitted = Machine(side.compiled, model, self.emitter).send(
+                move.event, **move.arguments
+            )
+        except IllegalTransitionError:
+            self._violate(
+                "determinism",
+                nid,
+                mid,
+                None,
+                f"the machine refused {move.event!r} though {chosen.target!r} was enabled a "
+                "moment before: a guard's answer changed between two identical calls",
+            )
+            return
         if emitted.target != chosen.target:
             self._violate(
                 "determinism",

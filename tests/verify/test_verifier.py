@@ -276,8 +276,17 @@ def test_a_review_that_goes_back_to_acting_is_an_unbounded_loop() -> None:
     assert [s.event for s in cex.steps[cex.cycle :]] == ["review", "approve"]
 
 
-def test_a_field_cannot_be_both_environment_and_part_of_a_configuration() -> None:
-    domains = default_domains(1).extended(environment={"iteration": (0, 1)})
-
-    with pytest.raises(ValueError, match=r"\['iteration'\] cannot be both environment"):
-        verify(domains=domains)
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"environment": {"iteration": (0, 1)}}, r"\['iteration'\] cannot be both environment"),
+        ({"environment": {"at_boundary": ()}}, r"\['at_boundary'\] have no values"),
+        ({"initial": {"max_turns": ()}}, r"\['max_turns'\] have no values"),
+    ],
+    ids=["environment-in-configuration", "empty-environment", "empty-initial"],
+)
+def test_domains_that_cannot_be_explored_are_refused_up_front(
+    extra: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        verify(domains=default_domains(1).extended(**extra))
