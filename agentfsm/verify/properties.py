@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from agentfsm.states.names import MachineName
 from agentfsm.verify.explore import Explorer
 
+RUN, LOOP = MachineName.RUN, MachineName.LOOP
+
 Edge = tuple[int, int, str | None]
 """(node, move, outcome): a move taken from a node, and the state it led to (None when
 it was refused)."""
@@ -112,18 +114,16 @@ def check_i2(explorer: Explorer) -> Finding | None:
     )
 
 
-RUN, LOOP = MachineName.RUN, MachineName.LOOP
-
-
 def check_i3(explorer: Explorer) -> Finding | None:
     """Every state of both machines is some reachable configuration's."""
-    reached: set[str | None] = {node.data.state for node in explorer.nodes}
-    reached |= {node.data.loop_state for node in explorer.nodes}
+    reached = {(MachineName.RUN, node.data.state) for node in explorer.nodes} | {
+        (MachineName.LOOP, node.data.loop_state) for node in explorer.nodes
+    }
     missing = tuple(
         f"{side.name.value}.{state}"
         for side in (explorer.run, explorer.loop)
         for state in side.compiled.states
-        if state not in reached
+        if (side.name, state) not in reached
     )
     if not missing:
         return None
