@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--counterexample-dot",
         type=Path,
         metavar="FILE",
-        help="write the first counterexample as Graphviz DOT to FILE (and FILE.svg when "
+        help="write the first counterexample as Graphviz DOT to FILE (and an SVG beside it when "
         "the dot program is installed); further ones to FILE's name with the property",
     )
 
