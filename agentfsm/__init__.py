@@ -68,6 +68,7 @@ from agentfsm.tools import (
     ToolSystem,
     tool,
 )
+from agentfsm.verify import LogCheck, VerificationReport, check_log, verify
 
 __version__ = "0.1.0"
 
@@ -87,6 +88,7 @@ __all__ = [
     "InputPolicy",
     "InvalidToolNameError",
     "JSONValue",
+    "LogCheck",
     "LoopEvent",
     "LoopState",
     "Machine",
@@ -125,7 +127,10 @@ __all__ = [
     "TurnLoop",
     "TurnOutcome",
     "UnknownToolError",
+    "VerificationReport",
+    "check_log",
     "loop_machine",
     "run_machine",
     "tool",
+    "verify",
 ]

@@ -25,5 +25,5 @@ def test_examples_in_page_run(page: Path, tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
     for number, block in enumerate(python_blocks(page), start=1):
-        code = compile(block, f"{page.name} block {number}", "exec")
+        code = compile(block, f"{page.name} block {number}", "exec", dont_inherit=True)
         exec(code, namespace)

@@ -42,7 +42,9 @@ def _slot_setter(name: str) -> Callable[[object, object], None]:
     return setter
 
 
-_FIELDS = frozenset(Event.model_fields)
+# One set shared by every unchecked event: pydantic reads it, and copies it before any
+# change (model_copy), so sharing it is safe; it must be a set, not a frozenset.
+_FIELDS = set(Event.model_fields)
 _set_fields_set = _slot_setter("__pydantic_fields_set__")
 _set_extra = _slot_setter("__pydantic_extra__")
 _set_private = _slot_setter("__pydantic_private__")

@@ -121,3 +121,12 @@ def test_event_refuses_numbers_json_cannot_carry(number: float) -> None:
         Event.model_validate({**fields, "target": "b", "at": 1.0, "data": {"x": [number]}})
     with pytest.raises(pydantic.ValidationError, match="finite"):
         Event.model_validate({**fields, "target": "b", "at": number})
+
+
+def test_unchecked_event_can_be_copied_with_changes() -> None:
+    fast = unchecked_event(1, "r", MachineName.RUN, "start", "created", "ready", 1.0, {})
+
+    changed = fast.model_copy(update={"seq": 2})
+
+    assert (changed.seq, fast.seq) == (2, 1)
+    assert fast.model_fields_set == set(Event.model_fields)
