@@ -269,12 +269,15 @@ class Agent(SyncFacade):
             self._run.send("submit", text=text)  # queued or interrupting, or refused
             return self.outcome()
         self._run.send("submit", text=text)
+        await self._begin_turn(text)
+        return self.outcome()
+
+    async def _begin_turn(self, text: str) -> None:
         self._cancel_requested = self._pause_requested = False
         self._round, self._deferred = (), []
         await self._user_input(text, defer=False)
         self._loop = loop_machine(self._data, self._emitter, self._engine)
         await self._drive()
-        return self.outcome()
 
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """Decide every pending call: approve it, deny it, or supply a client-side output."""
@@ -528,10 +531,13 @@ class Agent(SyncFacade):
         self._round = ()
 
     async def _next_queued(self) -> None:
-        if self._data.queued and self.state in (RunState.COMPLETED, RunState.FAILED):
-            text, *rest = self._data.queued
-            self._data.queued = tuple(rest)
-            await self.asubmit(text)
+        """Submit the oldest queued input, if the turn ended and the run accepts it."""
+        if not self._data.queued or self.state not in (RunState.COMPLETED, RunState.FAILED):
+            return
+        text = self._data.queued[0]
+        if self._run.can_send("submit", text=text, from_queue=True):
+            self._run.send("submit", text=text, from_queue=True)  # pops the queue's head
+            await self._begin_turn(text)
 
     def _expire_if_due(self) -> None:
         deadline = self._data.deadline

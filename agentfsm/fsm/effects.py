@@ -30,8 +30,16 @@ def _tuple(values: object) -> tuple[str, ...]:
     return tuple(values) if isinstance(values, Sequence) and not isinstance(values, str) else ()
 
 
-def begin_turn(model: RunData, source: object = None, **_: object) -> None:
-    """Count the turn and reset the per-turn data (I5: turn += 1, iteration = 0)."""
+def begin_turn(
+    model: RunData, source: object = None, from_queue: object = False, **_: object
+) -> None:
+    """Count the turn and reset the per-turn data (I5: turn += 1, iteration = 0).
+
+    A submit ``from_queue`` takes its input from the head of the queue, which it removes:
+    draining the queue is part of the transition, so replaying the log rebuilds it.
+    """
+    if from_queue is True and model.queued:
+        model.queued = model.queued[1:]
     model.turn += 1
     model.iteration = 0
     model.loop_state = None

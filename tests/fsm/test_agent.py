@@ -428,3 +428,41 @@ def test_reset_clears_the_conversation_only_at_rest() -> None:
     assert agent.messages == (Message.system("sys"),)
     agent.shutdown()
     assert agent.state == "shutdown"
+
+
+def test_queued_input_is_taken_by_the_submit_transition_itself() -> None:
+    agent, _, seen = make(
+        calls(("c1", "weather", {"city": "A"})), answer("first"), answer("second"),
+        input_policy="queue",
+    )  # fmt: skip
+
+    @agent.on("before_tools")
+    async def user_types_again(context: HookContext) -> None:
+        await agent.asubmit("queued one")
+
+    agent.submit("start")
+
+    submits = [e for e in seen if isinstance(e, Event) and e.event == "submit"]
+    assert [(e.source, e.data) for e in submits] == [
+        ("ready", {"text": "start"}),
+        ("busy", {"text": "queued one"}),
+        ("completed", {"text": "queued one", "from_queue": True}),
+    ]
+    assert agent._data.queued == ()
+
+
+def test_queued_input_past_the_turn_limit_stays_queued() -> None:
+    agent, model, _ = make(
+        calls(("c1", "weather", {"city": "A"})), answer("only turn"),
+        input_policy="queue", max_turns=1,
+    )  # fmt: skip
+
+    @agent.on("before_tools")
+    async def user_types_again(context: HookContext) -> None:
+        await agent.asubmit("one more")
+
+    outcome = agent.submit("start")
+
+    assert (outcome.state, outcome.reply, agent.turn) == ("completed", "only turn", 1)
+    assert agent._data.queued == ("one more",)
+    assert len(model.calls) == 2
