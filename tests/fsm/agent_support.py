@@ -1,37 +1,12 @@
-"""A scripted fake model and a history checker for the Agent's tests."""
+"""Response builders and a history checker for the Agent's tests."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 
-from agentfsm.errors import ModelError
-from agentfsm.llm.base import FinishReason, ModelResponse, RetryListener
+from agentfsm.llm.base import FinishReason, ModelResponse
 from agentfsm.states import Message, ToolCall
-from agentfsm.states.json import JSONObject
-
-
-class FakeModel:
-    """Replays responses (or raises errors) in order; records what it was sent."""
-
-    name = "fake"
-
-    def __init__(self, *steps: ModelResponse | ModelError) -> None:
-        self.steps = list(steps)
-        self.calls: list[tuple[list[Message], list[JSONObject]]] = []
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[JSONObject],
-        *,
-        on_retry: RetryListener | None = None,
-    ) -> ModelResponse:
-        self.calls.append((list(messages), list(tools)))
-        step = self.steps.pop(0)
-        if isinstance(step, ModelError):
-            raise step
-        return step
 
 
 def answer(text: str) -> ModelResponse:

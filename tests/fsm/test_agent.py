@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agentfsm import ScriptedModel
 from agentfsm.errors import (
     GuardFailedError,
     HookFailedError,
@@ -19,7 +20,7 @@ from agentfsm.fsm.trace import LLMCallTrace, ToolExecutionTrace, UserInputTrace
 from agentfsm.states import Event, Message
 from agentfsm.tools import HookContext, HookKind, tool
 from agentfsm.tools.policy import Decision
-from tests.fsm.agent_support import FakeModel, answer, assert_history_valid, calls
+from tests.fsm.agent_support import answer, assert_history_valid, calls
 
 RAN: list[str] = []
 
@@ -49,8 +50,8 @@ def _clear_spy() -> None:
     RAN.clear()
 
 
-def make(*steps: Any, **options: Any) -> tuple[Agent, FakeModel, list[Any]]:
-    model = FakeModel(*steps)
+def make(*steps: Any, **options: Any) -> tuple[Agent, ScriptedModel, list[Any]]:
+    model = ScriptedModel(steps)
     seen: list[Any] = []
     agent = Agent(model, [weather, book, location], listeners=[seen.append], **options)
     agent.start()
@@ -96,8 +97,8 @@ def test_turn_with_a_tool_round_answers_and_records_everything() -> None:
         ToolExecutionTrace,
         LLMCallTrace,
     ]
-    assert model.calls[0][0][0] == Message.system("You are terse.")
-    assert {t["function"]["name"] for t in model.calls[0][1]} == {
+    assert model.requests[0].messages[0] == Message.system("You are terse.")
+    assert {t["function"]["name"] for t in model.requests[0].tools} == {
         "weather",
         "book",
         "location",
@@ -115,7 +116,7 @@ def test_turn_at_its_iteration_cap_completes_incomplete_and_says_so() -> None:
     assert (outcome.state, outcome.reason) == ("completed", "max_iterations")
     assert outcome.reply == INCOMPLETE_MESSAGE.format(n=3)
     assert "incomplete" in (outcome.reply or "")
-    assert (len(model.calls), agent.iteration, len(RAN)) == (3, 3, 3)
+    assert (len(model.requests), agent.iteration, len(RAN)) == (3, 3, 3)
     assert_history_valid(agent.messages)
 
 
@@ -324,7 +325,7 @@ def test_interrupting_input_cancels_the_turn_at_the_boundary_then_runs() -> None
     outcome = agent.submit("start")
 
     assert (outcome.state, agent.turn, outcome.reply) == ("completed", 2, "for the interruption")
-    assert len(model.calls) == 2  # turn 1 stopped before its second model call
+    assert len(model.requests) == 2  # turn 1 stopped before its second model call
     assert RAN == ["weather:A"]  # the round in flight finished: the boundary is after it
     assert_history_valid(agent.messages)
 
@@ -353,11 +354,11 @@ def test_pause_while_busy_takes_effect_at_the_next_boundary_and_resume_goes_on()
         await agent.apause()
 
     paused = agent.submit("go")
-    assert (paused.state, agent.loop_state, len(model.calls)) == ("paused", "thinking", 1)
+    assert (paused.state, agent.loop_state, len(model.requests)) == ("paused", "thinking", 1)
 
     outcome = agent.resume()
 
-    assert (outcome.state, outcome.reply, len(model.calls)) == ("completed", "done", 2)
+    assert (outcome.state, outcome.reply, len(model.requests)) == ("completed", "done", 2)
 
 
 def test_cancel_while_busy_takes_effect_at_the_next_boundary() -> None:
@@ -369,7 +370,7 @@ def test_cancel_while_busy_takes_effect_at_the_next_boundary() -> None:
 
     outcome = agent.submit("go")
 
-    assert (outcome.state, outcome.reason, len(model.calls)) == ("failed", "cancelled", 1)
+    assert (outcome.state, outcome.reason, len(model.requests)) == ("failed", "cancelled", 1)
     assert_history_valid(agent.messages)
 
 
@@ -401,7 +402,7 @@ def test_sync_method_inside_an_event_loop_says_to_await() -> None:
 
 def test_async_core_works_on_its_own() -> None:
     async def scenario() -> str | None:
-        agent = Agent(FakeModel(answer("hello")))
+        agent = Agent(ScriptedModel([answer("hello")]))
         await agent.astart()
         return (await agent.asubmit("hi")).reply
 
@@ -413,7 +414,7 @@ def test_async_core_works_on_its_own() -> None:
 )
 def test_max_iterations_must_be_a_positive_int(value: Any, error: type[Exception]) -> None:
     with pytest.raises(error, match="max_iterations"):
-        Agent(FakeModel(), max_iterations=value)
+        Agent(ScriptedModel(), max_iterations=value)
 
 
 def test_reset_clears_the_conversation_only_at_rest() -> None:
@@ -465,4 +466,4 @@ def test_queued_input_past_the_turn_limit_stays_queued() -> None:
 
     assert (outcome.state, outcome.reply, agent.turn) == ("completed", "only turn", 1)
     assert agent._data.queued == ("one more",)
-    assert len(model.calls) == 2
+    assert len(model.requests) == 2

@@ -9,12 +9,13 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from agentfsm import ScriptedModel
 from agentfsm.errors import AgentFSMError, ModelCallError
 from agentfsm.fsm.agent import Agent
 from agentfsm.llm.base import FinishReason, ModelResponse
 from agentfsm.states import ToolCall
 from agentfsm.tools import tool
-from tests.fsm.agent_support import FakeModel, assert_history_valid
+from tests.fsm.agent_support import assert_history_valid
 
 RAN: list[tuple[str, str]] = []
 
@@ -53,26 +54,24 @@ responses = st.one_of(
 )
 
 
-class ScriptingModel(FakeModel):
+class ScriptingModel(ScriptedModel):
     """Numbers the tool calls it is scripted with; answers "fallback" when out of script."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(fallback=lambda messages, tools: ModelResponse(content="fallback"))
         self.count = 0
 
     def script(self, step: Any) -> None:
+        if isinstance(step, ModelCallError):
+            self.fail(step)
+            return
         if isinstance(step, tuple):
             calls = []
             for name, args in step[1]:
                 self.count += 1
                 calls.append(ToolCall(id=f"call_{self.count}", name=name, arguments=args))
             step = ModelResponse(tool_calls=tuple(calls), finish_reason=FinishReason.TOOL_CALLS)
-        self.steps.append(step)
-
-    async def complete(self, messages: Any, tools: Any, *, on_retry: Any = None) -> ModelResponse:
-        if not self.steps:
-            self.steps.append(ModelResponse(content="fallback"))
-        return await super().complete(messages, tools, on_retry=on_retry)
+        self.respond(step)
 
 
 class AgentMachine(RuleBasedStateMachine):
