@@ -1,0 +1,136 @@
+"""`RunStore`: where runs persist, as snapshots plus an append-only event log.
+
+The protocol is synchronous on purpose: the stores shipped (memory, SQLite) answer in
+microseconds, and sqlite3 is a synchronous API; an async agent calls them directly, since
+wrapping a few-µs call in a thread would cost more than it saves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+from agentfsm.errors import InvalidSaveError
+from agentfsm.states.events import Event
+from agentfsm.stores.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One stored run, as `RunStore.list_runs` lists it."""
+
+    run_id: str
+    """The run's identifier."""
+    state: str
+    """RunLifecycle's state in its latest snapshot."""
+    turn: int
+    """Its turn count."""
+    seq: int
+    """The ``seq`` of its last stored event."""
+    version: int
+    """The version of its latest snapshot."""
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Stores runs: the latest snapshot of each and its append-only event log.
+
+    Guarantees every implementation keeps (the conformance suite in
+    ``agentfsm.testing.store_conformance`` checks them):
+
+    - ``save`` is atomic: the events and the snapshot are both stored, or neither.
+    - Optimistic concurrency: ``save`` stores only if the stored version is
+      ``expected_version``; otherwise it raises `SnapshotConflictError` and writes nothing.
+    - The event log is append-only and contiguous: ``seq`` 1, 2, 3, … with no gap.
+
+    All methods are synchronous; a store is a context manager that closes itself.
+    """
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        """Append ``events`` to the run's log and store ``snapshot``, in one transaction.
+
+        Args:
+            snapshot: The run's new snapshot; its ``version`` is ``expected_version + 1``
+                (1 for a new run) and its ``seq`` that of the last event (of ``events``,
+                or already stored).
+            events: The events since the stored snapshot, in order; the first one's
+                ``seq`` is the stored ``seq + 1``. May be empty.
+            expected_version: The version the caller loaded, or None for a new run.
+
+        Raises:
+            SnapshotConflictError: The stored version is not ``expected_version``.
+            InvalidSaveError: The snapshot and events do not continue the stored run.
+            StoreWriteError: The store failed to write (nothing was written).
+        """
+        ...
+
+    def load(self, run_id: str) -> Snapshot | None:
+        """The run's latest snapshot, or None if no such run is stored."""
+        ...
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """The run's events whose ``seq`` is above ``after_seq``, in order (empty if none)."""
+        ...
+
+    def list_runs(self) -> list[RunSummary]:
+        """Every stored run, ordered by run id."""
+        ...
+
+    def delete(self, run_id: str) -> None:
+        """Remove the run, its snapshot and its events; no error if it is not stored."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources; closing twice is harmless."""
+        ...
+
+    def __enter__(self) -> RunStore: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+def check_save(
+    snapshot: Snapshot,
+    events: Sequence[Event],
+    expected_version: int | None,
+    stored_seq: int,
+) -> None:
+    """Refuse a save that does not continue the stored run (shared by every store).
+
+    Args:
+        snapshot: The snapshot to store.
+        events: The events to append.
+        expected_version: The version the stored run has (checked by the caller).
+        stored_seq: The ``seq`` of the run's last stored event (0 if none).
+
+    Raises:
+        InvalidSaveError: Naming the first thing that does not fit.
+    """
+    run_id = snapshot.run_id
+    version = 1 if expected_version is None else expected_version + 1
+    if snapshot.version != version:
+        raise InvalidSaveError(
+            run_id, f"the snapshot has version {snapshot.version}, expected {version}"
+        )
+    seq = stored_seq
+    for event in events:
+        if event.run_id != run_id:
+            raise InvalidSaveError(run_id, f"event {event.seq} belongs to run {event.run_id!r}")
+        if event.seq != seq + 1:
+            raise InvalidSaveError(
+                run_id, f"event seq {event.seq} does not follow seq {seq}, expected {seq + 1}"
+            )
+        seq = event.seq
+    if snapshot.seq != seq:
+        raise InvalidSaveError(
+            run_id, f"the snapshot has seq {snapshot.seq}, but its last event has seq {seq}"
+        )

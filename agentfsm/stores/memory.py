@@ -1,0 +1,77 @@
+"""`MemoryStore`: a `RunStore` in a dict, for tests and runs that need no durability."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from types import TracebackType
+
+from agentfsm.errors import SnapshotConflictError
+from agentfsm.states.events import Event
+from agentfsm.stores.base import RunSummary, check_save
+from agentfsm.stores.snapshot import Snapshot
+
+
+class MemoryStore:
+    """Keeps runs in memory, with the same guarantees as any `RunStore` but durability.
+
+    Snapshots and events are frozen models and are stored as given, not copied. A lock
+    makes each save atomic across threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._snapshots: dict[str, Snapshot] = {}
+        self._events: dict[str, list[Event]] = {}
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        """Append ``events`` and store ``snapshot`` atomically (see `RunStore.save`)."""
+        run_id = snapshot.run_id
+        with self._lock:
+            stored = self._snapshots.get(run_id)
+            actual = None if stored is None else stored.version
+            if actual != expected_version:
+                raise SnapshotConflictError(run_id, expected_version, actual)
+            log = self._events.setdefault(run_id, [])
+            check_save(snapshot, events, expected_version, log[-1].seq if log else 0)
+            log.extend(events)
+            self._snapshots[run_id] = snapshot
+
+    def load(self, run_id: str) -> Snapshot | None:
+        """The run's latest snapshot, or None."""
+        with self._lock:
+            return self._snapshots.get(run_id)
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """The run's events after ``after_seq``, in order."""
+        with self._lock:
+            # seq n is at index n - 1, since the log is contiguous from 1.
+            return self._events.get(run_id, [])[max(after_seq, 0) :]
+
+    def list_runs(self) -> list[RunSummary]:
+        """Every stored run, ordered by run id."""
+        with self._lock:
+            snapshots = sorted(self._snapshots.values(), key=lambda s: s.run_id)
+        return [RunSummary(s.run_id, s.state, s.turn, s.seq, s.version) for s in snapshots]
+
+    def delete(self, run_id: str) -> None:
+        """Forget the run; no error if it is not stored."""
+        with self._lock:
+            self._snapshots.pop(run_id, None)
+            self._events.pop(run_id, None)
+
+    def close(self) -> None:
+        """Nothing to release: the runs stay in memory until the store is dropped."""
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

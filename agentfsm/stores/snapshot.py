@@ -1,0 +1,149 @@
+"""`Snapshot`: everything needed to resume a run, as one serialisable value.
+
+A snapshot holds every field of `RunData` (both machines' state and data), the conversation,
+the trace, the ``seq`` of the last event it reflects and a ``version`` for optimistic
+concurrency. Its JSON round-trip is lossless, and ``schema_version`` lets a later agentfsm
+refuse (or migrate) a snapshot it does not understand instead of misreading it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
+
+from agentfsm.fsm.data import RunData
+from agentfsm.fsm.trace import AnyTraceEntry, TraceEntry
+from agentfsm.states.messages import Message
+from agentfsm.states.names import InputPolicy
+
+SNAPSHOT_SCHEMA_VERSION = 1
+"""The schema version of the snapshots this agentfsm writes."""
+
+READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
+"""The snapshot schema versions this agentfsm reads."""
+
+
+class Snapshot(BaseModel):
+    """A run at one point of its event log: data, conversation, trace, seq and version.
+
+    Build one with `Snapshot.from_data` and get the machines' data back with `to_data`.
+    Floats (``deadline``) must be finite, so the JSON round-trip is exact.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SNAPSHOT_SCHEMA_VERSION
+    """The layout of this snapshot; only `READABLE_SCHEMA_VERSIONS` validate."""
+    run_id: str = Field(min_length=1)
+    """The run's identifier."""
+    state: str
+    """RunLifecycle's state."""
+    loop_state: str | None = None
+    """TurnLoop's state; None before the first turn."""
+    turn: int = Field(default=0, ge=0)
+    """How many inputs were accepted by `submit`."""
+    iteration: int = Field(default=0, ge=0)
+    """Model calls in the current turn."""
+    max_iterations: int = 10
+    """The cap on iterations in one turn."""
+    max_turns: int | None = None
+    """The cap on turns; None for no cap."""
+    input_policy: InputPolicy = InputPolicy.REJECT
+    """What a `submit` does while the run is busy."""
+    at_boundary: bool = True
+    """True while no model call and no tool call is in flight."""
+    pending: tuple[str, ...] = ()
+    """Ids of the tool calls that await a decision or an answer."""
+    question: str | None = None
+    """The question awaiting the user's answer."""
+    deadline: FiniteFloat | None = None
+    """When the current wait expires (seconds since the epoch)."""
+    paused_from: str | None = None
+    """The state the run was paused in."""
+    reason: str | None = None
+    """Why the last turn ended."""
+    queued: tuple[str, ...] = ()
+    """Inputs submitted while busy."""
+    cancel_requested: bool = False
+    """An interrupting submit asked to cancel the turn at its next boundary."""
+    messages: tuple[Message, ...] = ()
+    """The conversation, in order."""
+    trace: tuple[TraceEntry, ...] = ()
+    """What happened inside the transitions (model calls, tool executions…), in order."""
+    seq: int = Field(default=0, ge=0)
+    """The ``seq`` of the last event this snapshot reflects (0 before any event)."""
+    version: int = Field(default=1, ge=1)
+    """Incremented by one at every save of the run: 1 for its first save."""
+
+    @field_validator("schema_version")
+    @classmethod
+    def _readable(cls, value: int) -> int:
+        if value not in READABLE_SCHEMA_VERSIONS:
+            raise ValueError(
+                f"snapshot schema version {value} is not one this agentfsm reads "
+                f"({READABLE_SCHEMA_VERSIONS!r})"
+            )
+        return value
+
+    @classmethod
+    def from_data(
+        cls,
+        data: RunData,
+        messages: Sequence[Message],
+        trace: Sequence[AnyTraceEntry],
+        seq: int,
+        version: int,
+    ) -> Snapshot:
+        """The snapshot of a run's machines' data, conversation and trace.
+
+        Args:
+            data: The machines' data; every field is copied.
+            messages: The conversation.
+            trace: The trace entries.
+            seq: The ``seq`` of the last event emitted so far.
+            version: The version this snapshot will be saved as.
+        """
+        return cls(
+            run_id=data.run_id,
+            state=data.state,
+            loop_state=data.loop_state,
+            turn=data.turn,
+            iteration=data.iteration,
+            max_iterations=data.max_iterations,
+            max_turns=data.max_turns,
+            input_policy=data.input_policy,
+            at_boundary=data.at_boundary,
+            pending=data.pending,
+            question=data.question,
+            deadline=data.deadline,
+            paused_from=data.paused_from,
+            reason=data.reason,
+            queued=data.queued,
+            cancel_requested=data.cancel_requested,
+            messages=tuple(messages),
+            trace=tuple(trace),
+            seq=seq,
+            version=version,
+        )
+
+    def to_data(self) -> RunData:
+        """A fresh `RunData` equal to the one this snapshot was taken from."""
+        return RunData(
+            run_id=self.run_id,
+            state=self.state,
+            loop_state=self.loop_state,
+            turn=self.turn,
+            iteration=self.iteration,
+            max_iterations=self.max_iterations,
+            max_turns=self.max_turns,
+            input_policy=self.input_policy,
+            at_boundary=self.at_boundary,
+            pending=self.pending,
+            question=self.question,
+            deadline=self.deadline,
+            paused_from=self.paused_from,
+            reason=self.reason,
+            queued=self.queued,
+            cancel_requested=self.cancel_requested,
+        )

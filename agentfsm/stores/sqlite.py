@@ -1,0 +1,279 @@
+"""`SQLiteStore`: a durable `RunStore` in one SQLite file, with the standard library's sqlite3.
+
+Layout (file format 1, kept in ``PRAGMA user_version``):
+
+- ``runs``: one row per run — its latest snapshot as JSON, the snapshot's
+  ``schema_version``, and ``version``, ``seq``, ``state``, ``turn`` for listing.
+- ``events``: the append-only event log, keyed by ``(run_id, seq)``; a trigger refuses
+  any ``UPDATE`` of it.
+
+Each save is one ``BEGIN IMMEDIATE`` transaction, so concurrent writers (threads or
+processes) are serialised by SQLite and the version check and the writes are atomic.
+
+Durability: the file is in WAL mode. With ``synchronous="FULL"`` (the default) every
+committed save is fsynced before `save` returns, so it survives a process crash *and* a
+power loss or OS crash. ``synchronous="NORMAL"`` skips that fsync (WAL stays consistent):
+a committed save survives a process crash (SIGKILL) but the last saves may be lost, never
+half-applied, on power loss; it is faster on disks where fsync is slow.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from agentfsm.errors import (
+    SchemaVersionError,
+    SnapshotConflictError,
+    StoreCorruptError,
+    StoreError,
+    StoreWriteError,
+)
+from agentfsm.states.events import Event
+from agentfsm.stores.base import RunSummary, check_save
+from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
+
+FILE_FORMAT = 1
+"""The layout of the database file this agentfsm writes (``PRAGMA user_version``)."""
+
+DEFAULT_PATH = Path(".agentfsm") / "runs.db"
+"""Where `SQLiteStore` keeps its file by default, relative to the working directory."""
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id TEXT PRIMARY KEY,
+        schema_version INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        snapshot TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID""",
+    """CREATE TRIGGER IF NOT EXISTS events_append_only BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END""",
+)
+_OUR_TABLES = {"runs", "events", "events_append_only"}
+_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def _is_corruption(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return (code & 0xFF) in _CORRUPT_CODES
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+
+
+class SQLiteStore:
+    """Keeps runs in one SQLite file: durable, atomic, safe for several processes.
+
+    Args:
+        path: The database file; ``.agentfsm/runs.db`` under the working directory by
+            default. Its parent directory is created.
+        synchronous: ``"FULL"`` (durable across power loss) or ``"NORMAL"`` (durable
+            across process crashes only); see the module docstring.
+        connect: Opens the connection (for tests that inject faults); it should pass
+            ``check_same_thread=False`` if the store is shared between threads.
+
+    Raises:
+        StoreCorruptError: The file is not a SQLite database, or not one of agentfsm's.
+        SchemaVersionError: The file was written in a newer format.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        synchronous: Literal["FULL", "NORMAL"] = "FULL",
+        connect: Callable[[Path], sqlite3.Connection] | None = None,
+    ) -> None:
+        self.path = Path(path) if path is not None else Path.cwd() / DEFAULT_PATH
+        """The database file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = (connect or _connect)(self.path)
+        self._closed = False
+        self._conn.isolation_level = None  # transactions are begun explicitly
+        try:
+            self._open(synchronous)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _open(self, synchronous: str) -> None:
+        try:
+            # Read-only probes first: a foreign or corrupt file is refused before any write.
+            file_format = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+            names = {row[0] for row in self._conn.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.Error as exc:
+            raise StoreCorruptError(
+                str(self.path), f"it is not a readable SQLite database ({exc})"
+            ) from exc
+        if file_format not in (0, FILE_FORMAT):
+            raise SchemaVersionError(str(self.path), None, file_format, (FILE_FORMAT,))
+        if file_format == 0 and names - _OUR_TABLES:
+            raise StoreCorruptError(
+                str(self.path),
+                "it is a SQLite database of something else (tables "
+                f"{sorted(names)!r}), expected agentfsm's run database",
+            )
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute(f"PRAGMA synchronous={synchronous}")
+        if file_format == 0:
+            with self._transaction():
+                for statement in _SCHEMA:
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version={FILE_FORMAT}")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+            self._conn.execute("COMMIT")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+
+    def _failure(self, exc: sqlite3.Error, run_id: str | None, writing: bool) -> StoreError:
+        if _is_corruption(exc):
+            return StoreCorruptError(str(self.path), f"the database is damaged ({exc})", run_id)
+        if writing and run_id is not None:
+            return StoreWriteError(run_id, str(self.path), str(exc))
+        return StoreError(f"cannot use the run store {str(self.path)!r}: {exc}")
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        """Append ``events`` and store ``snapshot`` in one transaction (see `RunStore.save`)."""
+        run_id = snapshot.run_id
+        with self._lock:
+            try:
+                with self._transaction() as conn:
+                    row = conn.execute(
+                        "SELECT version, seq FROM runs WHERE run_id = ?", (run_id,)
+                    ).fetchone()
+                    actual, stored_seq = (None, 0) if row is None else (row[0], row[1])
+                    if actual != expected_version:
+                        raise SnapshotConflictError(run_id, expected_version, actual)
+                    check_save(snapshot, events, expected_version, stored_seq)
+                    conn.executemany(
+                        "INSERT INTO events (run_id, seq, event) VALUES (?, ?, ?)",
+                        [(run_id, e.seq, e.model_dump_json()) for e in events],
+                    )
+                    conn.execute(
+                        "INSERT OR REPLACE INTO runs (run_id, schema_version, version, seq, "
+                        "state, turn, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            run_id,
+                            snapshot.schema_version,
+                            snapshot.version,
+                            snapshot.seq,
+                            snapshot.state,
+                            snapshot.turn,
+                            snapshot.model_dump_json(),
+                        ),
+                    )
+            except sqlite3.Error as exc:
+                raise self._failure(exc, run_id, writing=True) from exc
+
+    def load(self, run_id: str) -> Snapshot | None:
+        """The run's latest snapshot, or None.
+
+        Raises:
+            SchemaVersionError: The snapshot was written by a newer agentfsm.
+            StoreCorruptError: The snapshot, or the file, cannot be read.
+        """
+        row = self._query("SELECT schema_version, snapshot FROM runs WHERE run_id = ?", run_id)
+        if not row:
+            return None
+        schema_version, text = row[0]
+        if schema_version not in READABLE_SCHEMA_VERSIONS:
+            raise SchemaVersionError(
+                str(self.path), run_id, schema_version, READABLE_SCHEMA_VERSIONS
+            )
+        try:
+            return Snapshot.model_validate_json(text)
+        except ValidationError as exc:
+            raise StoreCorruptError(
+                str(self.path), f"its snapshot is not a valid Snapshot ({exc})", run_id
+            ) from exc
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """The run's events after ``after_seq``, in order.
+
+        Raises:
+            StoreCorruptError: An event, or the file, cannot be read.
+        """
+        rows = self._query(
+            "SELECT event FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
+            run_id,
+            after_seq,
+        )
+        try:
+            return [Event.model_validate_json(row[0]) for row in rows]
+        except ValidationError as exc:
+            raise StoreCorruptError(
+                str(self.path), f"an event is not a valid Event ({exc})", run_id
+            ) from exc
+
+    def list_runs(self) -> list[RunSummary]:
+        """Every stored run, ordered by run id."""
+        rows = self._query("SELECT run_id, state, turn, seq, version FROM runs ORDER BY run_id")
+        return [RunSummary(*row) for row in rows]
+
+    def delete(self, run_id: str) -> None:
+        """Remove the run and its events, in one transaction; no error if it is not stored."""
+        with self._lock:
+            try:
+                with self._transaction() as conn:
+                    conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+                    conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            except sqlite3.Error as exc:
+                raise self._failure(exc, run_id, writing=True) from exc
+
+    def _query(self, sql: str, *parameters: str | int) -> list[Any]:
+        # Rows are untyped (typeshed: Any); each caller reads its own columns.
+        with self._lock:
+            try:
+                return list(self._conn.execute(sql, parameters).fetchall())
+            except sqlite3.Error as exc:
+                run_id = parameters[0] if parameters else None
+                raise self._failure(exc, str(run_id), writing=False) from exc
+
+    def close(self) -> None:
+        """Close the connection (WAL is checkpointed by SQLite); closing twice is harmless."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
