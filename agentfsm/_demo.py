@@ -11,7 +11,7 @@ from typing import TextIO
 
 from agentfsm.errors import IllegalTransitionError
 from agentfsm.fsm import AnyMachine, Emitter, RunData, loop_machine, run_machine
-from agentfsm.states import Event, MachineTable
+from agentfsm.states import Event
 from agentfsm.states.json import JSONValue
 
 
@@ -87,12 +87,3 @@ def run_story(out: TextIO, clock: Callable[[], float] | None = None) -> RunData:
         file=out,
     )
     return data
-
-
-def markdown_table(table: MachineTable) -> str:
-    """The machine's transitions as a Markdown table."""
-    lines = ["| event | from | guard | to |", "|---|---|---|---|"]
-    for row in table.rows:
-        target = f"{row.target} (internal)" if row.internal else row.target
-        lines.append(f"| `{row.event}` | {row.source} | {row.guard or '—'} | {target} |")
-    return "\n".join(lines)

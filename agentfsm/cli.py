@@ -1,4 +1,4 @@
-"""The ``agentfsm`` command line: ``agentfsm demo``, ``table`` and ``verify``."""
+"""The ``agentfsm`` command line: ``agentfsm demo``, ``table``, ``verify`` and ``diagram``."""
 
 from __future__ import annotations
 
@@ -6,9 +6,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from agentfsm._demo import markdown_table, run_story
+from agentfsm._demo import run_story
+from agentfsm.diagrams import FORMATS, View, markdown_table, save_diagram
+from agentfsm.errors import DiagramRenderError
 from agentfsm.states import TABLES, MachineName
 from agentfsm.verify.command import add_arguments, run_verify
+
+_VIEWS: dict[str, View] = {"run": "run", "loop": "loop", "combined": "combined"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,7 +26,25 @@ def _parser() -> argparse.ArgumentParser:
             "verify", help="explore both machines exhaustively and check their invariants"
         )
     )
+    diagram = commands.add_parser(
+        "diagram",
+        help="draw the machines; the output file's suffix chooses the format",
+        description=f"Draw the machines to a file; its suffix chooses the format: "
+        f"{', '.join(FORMATS)} (.svg and .png need Graphviz's 'dot').",
+    )
+    diagram.add_argument("view", nargs="?", default="combined", choices=list(_VIEWS))
+    diagram.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write")
     return parser
+
+
+def _diagram(view: str, output: str) -> int:
+    try:
+        written = save_diagram(output, _VIEWS[view])
+    except (DiagramRenderError, OSError) as error:
+        print(f"agentfsm diagram: error: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {written}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "verify":
         return run_verify(args, sys.stdout)
+    if args.command == "diagram":
+        return _diagram(args.view, args.output)
     if args.command == "table":
         print(markdown_table(TABLES[MachineName(args.machine)]))
         return 0

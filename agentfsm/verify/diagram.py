@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
-import graphviz  # type: ignore[import-untyped]  # graphviz ships no type hints
+import graphviz
 
+from agentfsm.diagrams.dot import FONT as _FONT
+from agentfsm.diagrams.render import render
+from agentfsm.errors import DiagramRenderError
 from agentfsm.fsm.compiled import CompiledMachine
 from agentfsm.verify.report import Counterexample, Step
 
 _PATH = {"color": "red", "fontcolor": "red", "penwidth": "2.5"}
-_FONT = "Helvetica"
 
 
 def _node(machine: str, state: str) -> str:
@@ -116,12 +116,10 @@ def write_diagram(source: str, path: Path) -> list[Path]:
     """
     path.write_text(source, encoding="utf-8")
     written = [path]
-    if shutil.which("dot") is None:
-        return written
     svg = path.with_suffix(".svg")
     try:
-        svg.write_bytes(graphviz.Source(source).pipe(format="svg"))
-    except (graphviz.ExecutableNotFound, subprocess.CalledProcessError):
+        svg.write_bytes(render(source, "svg", str(svg)))
+    except DiagramRenderError:
         return written  # no working renderer: the DOT text is still there
     written.append(svg)
     return written

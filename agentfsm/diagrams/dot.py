@@ -1,0 +1,235 @@
+"""Graphviz DOT for RunLifecycle, TurnLoop, and both together, drawn from the tables.
+
+Every node and edge comes from `RUN_TABLE` and `LOOP_TABLE`, in their order, so the same
+machine always gives byte-identical DOT. Node ids are ``<machine>.<state>`` (``run.busy``,
+``loop.thinking``); each node's ``class`` attribute names its kind (``initial``, ``state``,
+``waiting``, ``final``) and, when it is where a run is now, ``current`` — Graphviz copies it
+into the SVG, so a page can style it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Literal, Protocol
+
+import graphviz
+
+from agentfsm.states.events import Event
+from agentfsm.states.names import RUN_WAITING, LoopState, MachineName, RunState
+from agentfsm.states.tables import LOOP_TABLE, RUN_TABLE, MachineTable, TransitionRow
+
+View = Literal["run", "loop", "combined"]
+"""Which diagram: ``run`` (RunLifecycle), ``loop`` (TurnLoop) or ``combined`` (both)."""
+
+StateKind = Literal["initial", "state", "waiting", "final"]
+"""How a state is drawn: the initial state, an ordinary one, a wait, or a final state."""
+
+FONT = "Helvetica"
+"""The font of every diagram."""
+
+WAITING: frozenset[str] = RUN_WAITING | {LoopState.AWAITING_ACTION, LoopState.AWAITING_INPUT}
+"""The states of either machine that wait for the application or the user."""
+
+_KIND_ATTRS: dict[StateKind, dict[str, str]] = {
+    "initial": {"shape": "box", "style": "rounded,filled,bold", "fillcolor": "#dbeafe"},
+    "state": {"shape": "box", "style": "rounded,filled", "fillcolor": "white"},
+    "waiting": {"shape": "box", "style": "rounded,filled,dashed", "fillcolor": "#fef3c7"},
+    "final": {"shape": "doublecircle", "style": "filled", "fillcolor": "#e5e7eb"},
+}
+_CURRENT = {"color": "#dc2626", "fillcolor": "#fecaca", "penwidth": "3"}
+_TAKEN = {"color": "#2563eb", "fontcolor": "#2563eb"}
+_EDGE = {"color": "gray30", "fontname": FONT, "fontsize": "10"}
+
+EdgeKey = tuple[str, str, str, str]
+"""An edge as ``(machine, event, source, target)``."""
+
+
+class StateSource(Protocol):
+    """Anything that knows where a run is now: an `Agent`, or its `RunData`."""
+
+    @property
+    def state(self) -> str:
+        """RunLifecycle's current state."""
+
+    @property
+    def loop_state(self) -> str | None:
+        """TurnLoop's current state, or None before the first turn."""
+
+
+def state_kind(table: MachineTable, state: str) -> StateKind:
+    """How ``state`` of ``table`` is drawn: initial, final, waiting, or an ordinary state."""
+    if state == table.initial:
+        return "initial"
+    if state in table.final:
+        return "final"
+    return "waiting" if state in WAITING else "state"
+
+
+def edge_label(row: TransitionRow) -> str:
+    """A row's label: its event, its guard in brackets, and ``(internal)`` when it is."""
+    label = row.event + (f" [{row.guard}]" if row.guard else "")
+    return label + (" (internal)" if row.internal else "")
+
+
+def path_counts(events: Iterable[Event]) -> dict[EdgeKey, int]:
+    """How many times a run's event log took each edge, in the order edges were first taken.
+
+    Args:
+        events: The run's events, in order (from a listener, or a store).
+
+    Returns:
+        ``(machine, event, source, target)`` → the number of events that took that edge.
+    """
+    return dict(Counter((e.machine.value, e.event, e.source, e.target) for e in events))
+
+
+def _node_id(machine: str, state: str) -> str:
+    return f"{machine}.{state}"
+
+
+class _Drawing:
+    """Adds one machine's nodes and edges to a graph, with highlights and path counts."""
+
+    def __init__(self, current: StateSource | None, events: Iterable[Event]) -> None:
+        self.current: dict[str, str | None] = {
+            MachineName.RUN.value: current.state if current is not None else None,
+            MachineName.LOOP.value: current.loop_state if current is not None else None,
+        }
+        self.counts = path_counts(events)
+
+    def is_current(self, table: MachineTable, state: str) -> bool:
+        return self.current[table.name.value] == state
+
+    def node_attrs(self, table: MachineTable, state: str) -> dict[str, str]:
+        kind = state_kind(table, state)
+        attrs = {"label": state, "fontname": FONT, "class": kind, **_KIND_ATTRS[kind]}
+        if self.is_current(table, state):
+            attrs.update(_CURRENT, xlabel="now")
+            attrs["class"] = f"{kind} current"
+        return attrs
+
+    def nodes(self, graph: graphviz.Digraph, table: MachineTable, skip: str = "") -> None:
+        machine = table.name.value
+        start = _node_id(machine, "__start")
+        graph.node(start, label="", shape="point", width="0.15")
+        graph.edge(start, _node_id(machine, table.initial), color="black")
+        for state in table.states:
+            if state != skip:
+                graph.node(_node_id(machine, state), **self.node_attrs(table, state))
+
+    def edges(self, graph: graphviz.Digraph, table: MachineTable) -> None:
+        machine = table.name.value
+        for row in table.rows:
+            taken = self.counts.pop((machine, row.event, row.source, row.target), 0)
+            attrs = dict(_EDGE, label=edge_label(row))
+            if row.internal:
+                attrs.update({"style": "dashed", "class": "internal"})
+            if taken:
+                attrs.update(_TAKEN, penwidth=str(min(1 + taken, 6)))
+                attrs["label"] += f"\\n{taken}x"
+            graph.edge(_node_id(machine, row.source), _node_id(machine, row.target), **attrs)
+
+    def strays(self, graph: graphviz.Digraph, machines: tuple[str, ...]) -> None:
+        """Edges of the log that no row of the table has: dashed red, so they stand out."""
+        for (machine, event, source, target), taken in self.counts.items():
+            if machine in machines:
+                graph.edge(
+                    _node_id(machine, source),
+                    _node_id(machine, target),
+                    label=f"{event} (not in the table)\\n{taken}x",
+                    style="dashed",
+                    color="red",
+                    fontcolor="red",
+                    fontname=FONT,
+                )
+
+
+def _graph(name: str, title: str) -> graphviz.Digraph:
+    graph = graphviz.Digraph(name)
+    graph.attr(label=title, labelloc="t", fontname=FONT, rankdir="LR")
+    return graph
+
+
+def _source(graph: graphviz.Digraph) -> str:
+    text: str = graph.source
+    return text
+
+
+def _single(
+    table: MachineTable, title: str, current: StateSource | None, events: Iterable[Event]
+) -> str:
+    drawing = _Drawing(current, events)
+    graph = _graph(title.split(" ")[0], title)
+    drawing.nodes(graph, table)
+    drawing.edges(graph, table)
+    drawing.strays(graph, (table.name.value,))
+    return _source(graph)
+
+
+def run_diagram(current: StateSource | None = None, events: Iterable[Event] = ()) -> str:
+    """RunLifecycle as DOT: every state and every row of `RUN_TABLE`.
+
+    Args:
+        current: Where a run is now (an `Agent` or its `RunData`): its run state is
+            highlighted in red and marked ``now``.
+        events: A run's event log: each edge it took is drawn in blue, its pen width and a
+            ``<n>x`` label saying how often. TurnLoop events are ignored here.
+
+    Returns:
+        The DOT source text.
+    """
+    return _single(RUN_TABLE, "RunLifecycle (run)", current, events)
+
+
+def loop_diagram(current: StateSource | None = None, events: Iterable[Event] = ()) -> str:
+    """TurnLoop as DOT: every state and every row of `LOOP_TABLE`.
+
+    Args:
+        current: Where a run is now: its loop state (if any) is highlighted.
+        events: A run's event log: the TurnLoop edges it took, weighted by count.
+
+    Returns:
+        The DOT source text.
+    """
+    return _single(LOOP_TABLE, "TurnLoop (loop)", current, events)
+
+
+def combined_diagram(current: StateSource | None = None, events: Iterable[Event] = ()) -> str:
+    """Both machines as DOT, TurnLoop drawn inside RunLifecycle's ``busy`` (a cluster).
+
+    The run's ``busy`` node sits in the cluster, so the run's edges into and out of
+    ``busy`` end at it, beside the loop that runs while the run is busy.
+
+    Args:
+        current: Where a run is now: its run state and loop state are highlighted, and
+            the cluster too while the run is ``busy``.
+        events: A run's event log: every edge it took, of either machine, weighted by count.
+
+    Returns:
+        The DOT source text.
+    """
+    drawing = _Drawing(current, events)
+    graph = _graph("agentfsm", "RunLifecycle with TurnLoop inside busy")
+    drawing.nodes(graph, RUN_TABLE, skip=RunState.BUSY)
+    with graph.subgraph(name="cluster_busy") as busy:
+        busy.attr(label="busy: TurnLoop", fontname=FONT, style="rounded", color="gray50")
+        if drawing.is_current(RUN_TABLE, RunState.BUSY):
+            busy.attr(color=_CURRENT["color"], penwidth="2")
+        busy.node(_node_id("run", RunState.BUSY), **drawing.node_attrs(RUN_TABLE, "busy"))
+        drawing.nodes(busy, LOOP_TABLE)
+        drawing.edges(busy, LOOP_TABLE)
+    drawing.edges(graph, RUN_TABLE)
+    drawing.strays(graph, ("run", "loop"))
+    return _source(graph)
+
+
+def diagram(
+    view: View = "combined", current: StateSource | None = None, events: Iterable[Event] = ()
+) -> str:
+    """The DOT of one view: `run_diagram`, `loop_diagram` or `combined_diagram`."""
+    if view == "run":
+        return run_diagram(current, events)
+    if view == "loop":
+        return loop_diagram(current, events)
+    return combined_diagram(current, events)
