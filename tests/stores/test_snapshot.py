@@ -1,0 +1,88 @@
+"""Snapshot: every RunData field, a lossless JSON round trip, a checked schema version."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from pydantic import ValidationError
+
+from agentfsm.fsm.data import RunData
+from agentfsm.fsm.trace import LLMCallTrace, UserInputTrace
+from agentfsm.states import InputPolicy, Message, ToolCall
+from agentfsm.stores import SNAPSHOT_SCHEMA_VERSION, Snapshot
+
+DATA = RunData(
+    run_id="r1",
+    state="requires_action",
+    loop_state="acting",
+    turn=3,
+    iteration=2,
+    max_iterations=7,
+    max_turns=5,
+    input_policy=InputPolicy.QUEUE,
+    at_boundary=False,
+    pending=("c1", "c2"),
+    question="which city?",
+    deadline=1_700_000_123.25,
+    paused_from="busy",
+    reason="answered",
+    queued=("later",),
+    cancel_requested=True,
+)
+MESSAGES = (
+    Message.system("be brief"),
+    Message.user("weather?"),
+    Message.assistant(tool_calls=(ToolCall(id="c1", name="forecast", arguments="{}"),)),
+)
+TRACE = (
+    UserInputTrace(turn=3, text="weather?", at=1.5),
+    LLMCallTrace(
+        model="m",
+        turn=3,
+        iteration=1,
+        duration=0.25,
+        tool_call_count=1,
+        finish_reason="tool_calls",
+        at=2.0,
+    ),
+)
+
+
+def test_a_snapshot_has_every_run_data_field() -> None:
+    fields = {field.name for field in dataclasses.fields(RunData)}
+    assert fields <= set(Snapshot.model_fields)
+
+
+def test_from_data_then_to_data_gives_equal_data() -> None:
+    snapshot = Snapshot.from_data(DATA, MESSAGES, TRACE, seq=12, version=4)
+    assert snapshot.to_data() == DATA
+    assert snapshot.to_data() is not DATA
+    assert (snapshot.seq, snapshot.version, snapshot.schema_version) == (12, 4, 1)
+    assert SNAPSHOT_SCHEMA_VERSION == 1
+
+
+def test_the_json_round_trip_is_lossless() -> None:
+    snapshot = Snapshot.from_data(DATA, MESSAGES, TRACE, seq=12, version=4)
+    again = Snapshot.model_validate_json(snapshot.model_dump_json())
+    assert again == snapshot
+    assert type(again.trace[1]) is LLMCallTrace
+
+
+def test_a_snapshot_is_frozen_and_refuses_unknown_fields() -> None:
+    snapshot = Snapshot.from_data(DATA, (), (), seq=0, version=1)
+    with pytest.raises(ValidationError):
+        snapshot.turn = 9  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="extra"):
+        Snapshot.model_validate({**snapshot.model_dump(), "colour": "blue"})
+
+
+def test_an_unknown_schema_version_does_not_validate() -> None:
+    fields = Snapshot.from_data(DATA, (), (), seq=0, version=1).model_dump()
+    with pytest.raises(ValidationError, match="schema version 2"):
+        Snapshot.model_validate({**fields, "schema_version": 2})
+
+
+def test_an_infinite_deadline_is_refused_as_it_would_not_round_trip() -> None:
+    with pytest.raises(ValidationError):
+        Snapshot.from_data(dataclasses.replace(DATA, deadline=float("inf")), (), (), 0, 1)
