@@ -7,8 +7,10 @@ an event that is not allowed raises `IllegalTransitionError` and changes nothing
 
 from __future__ import annotations
 
+from agentfsm.diagrams import combined_diagram, loop_diagram, run_diagram, save_diagram
 from agentfsm.errors import (
     AgentFSMError,
+    DiagramRenderError,
     DuplicateToolError,
     GuardFailedError,
     HookFailedError,
@@ -84,6 +86,7 @@ __all__ = [
     "AgentFSMError",
     "CompletedReason",
     "Decision",
+    "DiagramRenderError",
     "DuplicateToolError",
     "Emitter",
     "Event",
@@ -146,8 +149,12 @@ __all__ = [
     "UnknownToolError",
     "VerificationReport",
     "check_log",
+    "combined_diagram",
+    "loop_diagram",
     "loop_machine",
+    "run_diagram",
     "run_machine",
+    "save_diagram",
     "tool",
     "verify",
 ]

@@ -24,6 +24,7 @@
     │   ├── ModelCallError          the request failed: status, connection or timeout
     │   └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
     ├── ModelConfigError            a model that cannot be built: unknown spec, no API key
+    ├── DiagramRenderError          a diagram that cannot be written: no `dot`, unknown suffix
     └── StoreError                  a run store refused or failed an operation
         ├── SnapshotConflictError   the stored version is not the one the save expected
         ├── InvalidSaveError        a save that does not continue the stored run (seq gap…)
@@ -533,3 +534,22 @@ class SchemaVersionError(StoreError):
             f"{what} in {path!r} has schema version {found}, but this agentfsm reads only "
             f"{readable}; upgrade agentfsm to read it (nothing was overwritten)"
         )
+
+
+class DiagramRenderError(AgentFSMError):
+    """A diagram cannot be written as asked.
+
+    Graphviz's ``dot`` program is not installed (DOT and Mermaid text still work without
+    it), ``dot`` failed, or the file's suffix names no format agentfsm writes.
+
+    Attributes:
+        path: The file that was asked for.
+        format: The format asked for (the suffix without its dot).
+        problem: What went wrong.
+    """
+
+    def __init__(self, path: str, format: str, problem: str) -> None:
+        self.path = path
+        self.format = format
+        self.problem = problem
+        super().__init__(f"cannot write diagram {path!r} as {format!r}: {problem}")
