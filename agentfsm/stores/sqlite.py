@@ -257,8 +257,8 @@ class SQLiteStore:
             try:
                 return list(self._conn.execute(sql, parameters).fetchall())
             except sqlite3.Error as exc:
-                run_id = parameters[0] if parameters else None
-                raise self._failure(exc, str(run_id), writing=False) from exc
+                run_id = str(parameters[0]) if parameters else None
+                raise self._failure(exc, run_id, writing=False) from exc
 
     def close(self) -> None:
         """Close the connection (WAL is checkpointed by SQLite); closing twice is harmless."""
