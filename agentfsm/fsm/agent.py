@@ -328,8 +328,7 @@ class Agent(SyncFacade):
 
     async def aexpire(self) -> TurnOutcome:
         """Expire the current wait if its deadline has passed (else `GuardFailedError`)."""
-        self._run.send("expire", now=self._clock())
-        self._close_turn("expired")
+        self._expire(self._clock())
         return self.outcome()
 
     async def ashutdown(self) -> TurnOutcome:
@@ -368,7 +367,7 @@ class Agent(SyncFacade):
         added = await self._fire(HookKind.AFTER_USER_INPUT)
         (self._deferred if defer else self._messages).extend(added)
 
-    async def _fire(self, kind: HookKind, pending: ToolCall | None = None) -> tuple[Message, ...]:
+    async def _fire(self, kind: HookKind) -> tuple[Message, ...]:
         if kind not in self.hooks:
             return ()
         context = HookContext(
@@ -377,7 +376,6 @@ class Agent(SyncFacade):
             self._messages,
             turn=self.turn,
             iteration=self.iteration,
-            pending_tool=pending,
         )
         return await self.hooks.fire(context)
 
@@ -540,11 +538,14 @@ class Agent(SyncFacade):
             await self._begin_turn(text)
 
     def _expire_if_due(self) -> None:
-        deadline = self._data.deadline
-        waiting = self.state in (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED)
-        if waiting and deadline is not None and self._clock() >= deadline:
-            self._run.send("expire", now=self._clock())
-            self._close_turn("expired")
+        # The machine's own guard decides whether the wait is overdue.
+        now = self._clock()
+        if self._run.can_send("expire", now=now):
+            self._expire(now)
+
+    def _expire(self, now: float) -> None:
+        self._run.send("expire", now=now)
+        self._close_turn("expired")
 
     def _on_retry(self, notice: RetryNotice) -> None:
         self._record(
