@@ -1,4 +1,8 @@
-"""The ``agentfsm`` command line: ``agentfsm demo``, ``table``, ``verify`` and ``diagram``."""
+"""The ``agentfsm`` command line.
+
+``demo``, ``table``, ``verify``, ``diagram`` (of the machines, or of a stored run's path),
+``runs`` (the runs of a store) and ``inspect`` (where one stored run is).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,56 @@ import sys
 from collections.abc import Sequence
 
 from agentfsm._demo import run_story
+from agentfsm._runs_cli import (
+    DEFAULT_EVENTS,
+    inspect_command,
+    run_diagram_command,
+    runs_command,
+)
 from agentfsm.diagrams import FORMATS, View, markdown_table, save_diagram
 from agentfsm.errors import DiagramRenderError
 from agentfsm.states import TABLES, MachineName
+from agentfsm.stores.sqlite import DEFAULT_PATH
 from agentfsm.verify.command import add_arguments, run_verify
 
 _VIEWS: dict[str, View] = {"run": "run", "loop": "loop", "combined": "combined"}
+_STORE_HELP = f"the SQLite run store to read (default: {DEFAULT_PATH}); it is never created"
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    runs = commands.add_parser("runs", help="list the runs of a store")
+    runs.add_argument("--store", metavar="PATH", help=_STORE_HELP)
+    inspect = commands.add_parser(
+        "inspect",
+        help="show where a stored run is: states, turn, pending calls, last events",
+    )
+    inspect.add_argument("run_id", metavar="RUN_ID")
+    inspect.add_argument("--store", metavar="PATH", help=_STORE_HELP)
+    inspect.add_argument(
+        "--events",
+        type=_non_negative,
+        default=DEFAULT_EVENTS,
+        metavar="N",
+        help=f"how many of the last events to list (default: {DEFAULT_EVENTS})",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentfsm", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="agentfsm",
+        description="Demo, verify and draw agentfsm's lifecycle machines; list and inspect "
+        "the runs of a store.",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="walk one run through its lifecycle and print it")
     table = commands.add_parser("table", help="print a machine's transitions as Markdown")
@@ -30,10 +74,17 @@ def _parser() -> argparse.ArgumentParser:
         "diagram",
         help="draw the machines; the output file's suffix chooses the format",
         description=f"Draw the machines to a file; its suffix chooses the format: "
-        f"{', '.join(FORMATS)} (.svg and .png need Graphviz's 'dot').",
+        f"{', '.join(FORMATS)} (.svg and .png need Graphviz's 'dot'). With --run, draw "
+        "a stored run: its current states highlighted, the edges its event log took "
+        "weighted by count; without -o its DOT goes to stdout.",
     )
     diagram.add_argument("view", nargs="?", default="combined", choices=list(_VIEWS))
-    diagram.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write")
+    diagram.add_argument(
+        "-o", "--output", metavar="FILE", help="file to write (required without --run)"
+    )
+    diagram.add_argument("--run", metavar="RUN_ID", help="draw this stored run's path")
+    diagram.add_argument("--store", metavar="PATH", help=_STORE_HELP + " (with --run)")
+    _add_store_commands(commands)
     return parser
 
 
@@ -47,13 +98,30 @@ def _diagram(view: str, output: str) -> int:
     return 0
 
 
+def _diagram_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.run is not None:
+        return run_diagram_command(
+            args.run, args.store, _VIEWS[args.view], args.output, sys.stdout
+        )
+    if args.store is not None:
+        parser.error("diagram: --store needs --run RUN_ID")
+    if args.output is None:
+        parser.error("diagram: the following arguments are required: -o/--output")
+    return _diagram(args.view, args.output)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command == "verify":
         return run_verify(args, sys.stdout)
     if args.command == "diagram":
-        return _diagram(args.view, args.output)
+        return _diagram_command(parser, args)
+    if args.command == "runs":
+        return runs_command(args.store, sys.stdout)
+    if args.command == "inspect":
+        return inspect_command(args.run_id, args.store, args.events, sys.stdout)
     if args.command == "table":
         print(markdown_table(TABLES[MachineName(args.machine)]))
         return 0

@@ -72,16 +72,29 @@ def edge_label(row: TransitionRow) -> str:
     return label + (" (internal)" if row.internal else "")
 
 
+TRANSITION_MACHINES = frozenset({MachineName.RUN.value, MachineName.LOOP.value})
+"""The machines whose events are transitions, drawn as edges. A log also holds records of
+other machines (``conversation``: a message added, a tool started…), which are not."""
+
+
 def path_counts(events: Iterable[Event]) -> dict[EdgeKey, int]:
     """How many times a run's event log took each edge, in the order edges were first taken.
 
     Args:
-        events: The run's events, in order (from a listener, or a store).
+        events: The run's events, in order (from a listener, or a store). Only the
+            transitions of RunLifecycle and TurnLoop count; records of other machines
+            (``conversation``) are skipped.
 
     Returns:
         ``(machine, event, source, target)`` → the number of events that took that edge.
     """
-    return dict(Counter((e.machine.value, e.event, e.source, e.target) for e in events))
+    return dict(
+        Counter(
+            (str(e.machine), e.event, e.source, e.target)
+            for e in events
+            if str(e.machine) in TRANSITION_MACHINES
+        )
+    )
 
 
 def _node_id(machine: str, state: str) -> str:

@@ -1,0 +1,225 @@
+"""The store commands of the CLI: ``agentfsm runs``, ``inspect`` and ``diagram --run``.
+
+They read a `SQLiteStore` file and never create one: a path with no file is an error, so a
+typo in ``--store`` cannot leave an empty database behind. Every expected failure (no
+store, no such run, a damaged file) is one line on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TextIO
+
+from agentfsm.diagrams import View, diagram, save_diagram
+from agentfsm.diagrams.dot import TRANSITION_MACHINES
+from agentfsm.errors import DiagramRenderError, StoreError
+from agentfsm.states.events import Event
+from agentfsm.states.json import JSONValue
+from agentfsm.states.messages import ToolCall
+from agentfsm.stores.snapshot import Snapshot
+from agentfsm.stores.sqlite import DEFAULT_PATH, SQLiteStore
+
+DEFAULT_EVENTS = 10
+"""How many of a run's last events ``agentfsm inspect`` shows by default."""
+
+_VALUE_WIDTH = 60
+
+
+class CommandError(Exception):
+    """An expected failure of a command: its message is printed as one line, exit 1."""
+
+
+def one_line(text: str) -> str:
+    """``text`` with its lines joined, so an error stays one line on stderr."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+@contextmanager
+def open_store(path: str | None) -> Iterator[SQLiteStore]:
+    """Open the run store at ``path`` (default ``.agentfsm/runs.db``) without creating it.
+
+    Raises:
+        CommandError: There is no file at ``path``, or it cannot be opened as a run store.
+    """
+    where = Path(path) if path is not None else DEFAULT_PATH
+    if not where.is_file():
+        problem = "it is a directory" if where.is_dir() else "no such file"
+        raise CommandError(
+            f"no store at {str(where)!r} ({problem}); pass --store FILE to name the SQLite "
+            "file an agent saved its runs in"
+        )
+    try:
+        store = SQLiteStore(where)
+    except StoreError as error:
+        raise CommandError(str(error)) from error
+    with store:
+        yield store
+
+
+def _load(store: SQLiteStore, run_id: str, store_path: str | None) -> Snapshot:
+    snapshot = store.load(run_id)
+    if snapshot is None:
+        option = f" --store {store_path}" if store_path is not None else ""
+        raise CommandError(
+            f"no run {run_id!r} in {str(store.path)!r}; 'agentfsm runs{option}' lists its runs"
+        )
+    return snapshot
+
+
+def _short(value: JSONValue) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _VALUE_WIDTH else text[: _VALUE_WIDTH - 1] + "…"
+
+
+def event_line(event: Event) -> str:
+    """One event of a log as a line: seq, machine, event, the transition, its data.
+
+    A transition shows ``source → target`` (``↺`` when it stays); a record of another
+    machine (``conversation``: a message, a tool started…) shows only its data.
+    """
+    data = ", ".join(f"{key}={_short(value)}" for key, value in event.data.items())
+    machine = str(event.machine)
+    if machine in TRANSITION_MACHINES:
+        arrow = "↺" if event.source == event.target else "→"
+        move = f"{event.source} {arrow} {event.target}"
+        return f"{event.seq:>5}  {machine:<12} {event.event:<15} {move}  {data}".rstrip()
+    return f"{event.seq:>5}  {machine:<12} {event.event:<15} {data}".rstrip()
+
+
+def _pending_calls(snapshot: Snapshot) -> list[str]:
+    calls: dict[str, ToolCall] = {}
+    for message in snapshot.messages:
+        calls.update((call.id, call) for call in message.tool_calls)
+    lines = []
+    for call_id in snapshot.pending:
+        call = calls.get(call_id)
+        if call is None:
+            lines.append(f"  {call_id}  (not in the conversation)")
+        else:
+            lines.append(f"  {call_id}  {call.name}({call.arguments})")
+    return lines
+
+
+def _when(seconds: float) -> str:
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def describe(snapshot: Snapshot, events: Sequence[Event], last: int) -> list[str]:
+    """``agentfsm inspect``'s report of a run: its states, counters, waits and last events.
+
+    Args:
+        snapshot: The run's latest snapshot.
+        events: Its whole event log, in order.
+        last: How many of the last events to list (0 for none).
+    """
+    reason = f" ({snapshot.reason})" if snapshot.reason else ""
+    turns = f" of {snapshot.max_turns}" if snapshot.max_turns is not None else ""
+    lines = [
+        f"run          {snapshot.run_id}",
+        f"state        {snapshot.state}{reason}",
+        f"loop state   {snapshot.loop_state or '— (no turn yet)'}",
+        f"turn         {snapshot.turn}{turns}",
+        f"iteration    {snapshot.iteration} of {snapshot.max_iterations}",
+        f"version      {snapshot.version} (seq {snapshot.seq}, {len(snapshot.messages)} messages)",
+    ]
+    if snapshot.paused_from is not None:
+        lines.append(f"paused from  {snapshot.paused_from}")
+    if snapshot.question is not None:
+        lines.append(f"question     {snapshot.question}")
+    if snapshot.deadline is not None:
+        lines.append(f"deadline     {_when(snapshot.deadline)}")
+    if snapshot.queued:
+        lines.append(f"queued       {len(snapshot.queued)} input(s)")
+    count = len(snapshot.pending)
+    lines.append(
+        f"pending      {count} call{'s' if count > 1 else ''}" if count else "pending      none"
+    )
+    lines += _pending_calls(snapshot)
+    if last > 0:
+        shown = events[-last:]
+        lines.append(f"last {len(shown)} of {len(events)} events")
+        lines += [event_line(event) for event in shown]
+    return lines
+
+
+def _runs(store_path: str | None, out: TextIO) -> None:
+    with open_store(store_path) as store:
+        runs = store.list_runs()
+        if not runs:
+            print(f"no runs in {str(store.path)!r}", file=out)
+            return
+    width = max(len("run id"), *(len(run.run_id) for run in runs))
+    print(f"{'run id':<{width}}  {'state':<15}  {'turn':>4}  {'seq':>5}  {'version':>7}", file=out)
+    for run in runs:
+        print(
+            f"{run.run_id:<{width}}  {run.state:<15}  {run.turn:>4}  {run.seq:>5}  "
+            f"{run.version:>7}",
+            file=out,
+        )
+
+
+def _inspect(run_id: str, store_path: str | None, last: int, out: TextIO) -> None:
+    with open_store(store_path) as store:
+        snapshot = _load(store, run_id, store_path)
+        events = store.events(run_id)
+    print("\n".join(describe(snapshot, events, last)), file=out)
+
+
+def _run_diagram(
+    run_id: str, store_path: str | None, view: View, output: str | None, out: TextIO
+) -> None:
+    with open_store(store_path) as store:
+        snapshot = _load(store, run_id, store_path)
+        events = store.events(run_id)
+    if output is None:
+        out.write(diagram(view, current=snapshot, events=events))
+        return
+    try:
+        written = save_diagram(output, view, current=snapshot, events=events)
+    except (DiagramRenderError, OSError) as error:
+        raise CommandError(str(error)) from error
+    print(f"wrote {written}", file=out)
+
+
+def _fail(command: str, error: Exception) -> int:
+    print(f"agentfsm {command}: error: {one_line(str(error))}", file=sys.stderr)
+    return 1
+
+
+def runs_command(store_path: str | None, out: TextIO) -> int:
+    """``agentfsm runs``: list the stored runs; returns the exit code."""
+    try:
+        _runs(store_path, out)
+    except (CommandError, StoreError) as error:
+        return _fail("runs", error)
+    return 0
+
+
+def inspect_command(run_id: str, store_path: str | None, last: int, out: TextIO) -> int:
+    """``agentfsm inspect RUN_ID``: print where a stored run is; returns the exit code."""
+    try:
+        _inspect(run_id, store_path, last, out)
+    except (CommandError, StoreError) as error:
+        return _fail("inspect", error)
+    return 0
+
+
+def run_diagram_command(
+    run_id: str, store_path: str | None, view: View, output: str | None, out: TextIO
+) -> int:
+    """``agentfsm diagram --run RUN_ID``: draw a stored run's path; returns the exit code.
+
+    Without ``output`` the DOT goes to ``out``; with it, ``save_diagram`` writes the file in
+    the format its suffix names.
+    """
+    try:
+        _run_diagram(run_id, store_path, view, output, out)
+    except (CommandError, StoreError) as error:
+        return _fail("diagram", error)
+    return 0
