@@ -23,6 +23,7 @@ from agentfsm.errors import (
     ModelConfigError,
     ModelError,
     ModelResponseError,
+    ReplayError,
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
@@ -61,11 +62,12 @@ from agentfsm.states import (
     LoopState,
     MachineName,
     Message,
+    RecordKind,
     RunEvent,
     RunState,
     ToolCall,
 )
-from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore
+from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore, replay
 from agentfsm.tools import (
     Decision,
     Tool,
@@ -114,6 +116,8 @@ __all__ = [
     "ModelResponse",
     "ModelResponseError",
     "OpenAIModel",
+    "RecordKind",
+    "ReplayError",
     "RunData",
     "RunEvent",
     "RunLifecycle",
@@ -152,6 +156,7 @@ __all__ = [
     "combined_diagram",
     "loop_diagram",
     "loop_machine",
+    "replay",
     "run_diagram",
     "run_machine",
     "save_diagram",

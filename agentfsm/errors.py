@@ -536,6 +536,26 @@ class SchemaVersionError(StoreError):
         )
 
 
+class ReplayError(AgentFSMError):
+    """An event log cannot be replayed into a run: it is not one an Agent recorded.
+
+    A gap or repeat in ``seq``, an event of another run, a transition the machines do not
+    take from where the replay is, a record whose data is not what its kind carries: the
+    first such event is named.
+
+    Attributes:
+        run_id: The run the log is of.
+        seq: The ``seq`` of the first event that does not fit (0 for an empty log).
+        problem: What does not fit, and what was expected.
+    """
+
+    def __init__(self, run_id: str, seq: int, problem: str) -> None:
+        self.run_id = run_id
+        self.seq = seq
+        self.problem = problem
+        super().__init__(f"cannot replay run {run_id!r} at event {seq}: {problem}")
+
+
 class DiagramRenderError(AgentFSMError):
     """A diagram cannot be written as asked.
 

@@ -9,10 +9,20 @@ the run is always in a state lifecycle.md names, and anything not allowed there 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from agentfsm.errors import (
     AgentFSMError,
@@ -20,6 +30,7 @@ from agentfsm.errors import (
     HookMessageError,
     IllegalTransitionError,
     ModelError,
+    StoreError,
 )
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm._sync import SyncFacade, SyncRunner
@@ -44,14 +55,50 @@ from agentfsm.fsm.turns import (
 )
 from agentfsm.llm.base import Model, RetryNotice
 from agentfsm.llm.resolve import resolve_model
-from agentfsm.states.json import JSONObject
+from agentfsm.states.events import Event
+from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall
-from agentfsm.states.names import InputPolicy, LoopState, RunState
+from agentfsm.states.names import InputPolicy, LoopState, MachineName, RecordKind, RunState
+from agentfsm.stores.base import RunStore
+from agentfsm.stores.snapshot import Snapshot, ToolAnswer
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.hooks import HookContext, HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
+from agentfsm.tools.results import (
+    ObservationType,
+    ToolErrorInfo,
+    ToolObservation,
+    ToolResult,
+    ToolStatus,
+    failure_content,
+)
 from agentfsm.tools.system import ToolSystem
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
+"""The error type of the tool message a resumed run gives a non-idempotent call that had
+started before a crash without its result being stored (at-most-once, I11)."""
+
+_ROUND_OPEN = (LoopState.ACTING, LoopState.AWAITING_ACTION, LoopState.AWAITING_INPUT)
+
+
+def _durable(
+    method: Callable[Concatenate[Agent, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[Agent, P], Coroutine[Any, Any, R]]:
+    """On a store error, put the Agent back to what its store holds, then re-raise."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Agent, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(self, *args, **kwargs)
+        except StoreError:
+            self._reload()
+            raise
+
+    return wrapper
 
 
 class Agent(SyncFacade):
@@ -80,6 +127,11 @@ class Agent(SyncFacade):
         clock: Wall-clock seconds since the epoch (events, deadlines).
         timer: Monotonic seconds (durations).
         engine: ``compiled`` (default) or ``reference`` (python-statemachine's own engine).
+        store: Where the run persists (`SQLiteStore`, `MemoryStore`, …). Every transition
+            and every change to the conversation is saved before its event is delivered
+            (I11). If ``run_id`` names a run the store holds, the Agent is that run,
+            restored where it was (its configuration, conversation and trace included),
+            and `start` takes it up without re-running any enter action.
     """
 
     def __init__(
@@ -102,6 +154,7 @@ class Agent(SyncFacade):
         clock: Callable[[], float] = time.time,
         timer: Callable[[], float] = time.perf_counter,
         engine: Engine = "compiled",
+        store: RunStore | None = None,
     ) -> None:
         if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
             raise TypeError(f"max_iterations must be an int, not {max_iterations!r}")
@@ -114,7 +167,9 @@ class Agent(SyncFacade):
         registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         if ask_user and registry.find(ASK_USER) is None:
             registry.register(ask_user_tool())
-        self.tools = ToolSystem(registry, hooks=self.hooks, timer=timer, clock=clock)
+        self.tools = ToolSystem(
+            registry, hooks=self.hooks, observer=self._observe, timer=timer, clock=clock
+        )
         """The ToolSystem that runs the tool rounds."""
         self.enabled_tools = None if enabled_tools is None else frozenset(enabled_tools)
         if self.enabled_tools is not None and ask_user:
@@ -122,25 +177,71 @@ class Agent(SyncFacade):
         self.user_id = user_id
         self.action_timeout = action_timeout
         self.input_timeout = input_timeout
+        self.store = store
+        """Where the run persists; None for a run that lives in memory only."""
         self._clock, self._timer, self._engine = clock, timer, engine
         self._listeners: list[AgentListener] = list(listeners)
+        self._system_prompt = system_prompt
         self._system = [Message.system(system_prompt)] if system_prompt is not None else []
-        self._messages: list[Message] = list(self._system)
-        self._trace: list[AnyTraceEntry] = []
-        self._data = RunData(
-            run_id or uuid.uuid4().hex,
-            max_iterations=max_iterations,
-            max_turns=max_turns,
-            input_policy=InputPolicy(input_policy),
-        )
-        self._emitter = Emitter(self._data.run_id, [self._deliver], clock=clock)
-        self._run: AnyMachine = run_machine(self._data, self._emitter, engine)
-        self._loop: AnyMachine | None = None
-        self._round: tuple[ToolCall, ...] = ()
-        self._deferred: list[Message] = []
+        self._config = (max_iterations, max_turns, InputPolicy(input_policy))
+        self._emitter = Emitter(run_id or uuid.uuid4().hex, [self._on_event], clock=clock)
         self._cancel_requested = False
         self._pause_requested = False
         self._sync = SyncRunner()
+        self._fresh()
+        stored = store.load(run_id) if store is not None and run_id is not None else None
+        if stored is not None:
+            self._restore(stored)
+        self._restored = stored is not None
+
+    def _fresh(self) -> None:
+        """A new run, in created: nothing said, nothing stored."""
+        max_iterations, max_turns, input_policy = self._config
+        self._data = RunData(
+            self._emitter.run_id,
+            max_iterations=max_iterations,
+            max_turns=max_turns,
+            input_policy=input_policy,
+        )
+        self._run: AnyMachine = run_machine(self._data, self._emitter, self._engine)
+        self._loop: AnyMachine | None = None
+        self._messages: list[Message] = list(self._system)
+        self._trace: list[AnyTraceEntry] = []
+        self._round: tuple[ToolCall, ...] = ()
+        self._deferred: list[Message] = []
+        self._decisions: dict[str, Decision] = {}
+        self._answers: list[ToolAnswer] = []
+        self._started: list[str] = []
+        self._version = 0
+        self._emitter.seq = 0
+
+    def _restore(self, snapshot: Snapshot) -> None:
+        """Become the stored run: its machines where they were, without entering a state."""
+        self._data = snapshot.to_data()
+        self._run = run_machine(self._data, self._emitter, self._engine)
+        self._loop = (
+            None
+            if self._data.loop_state is None
+            else loop_machine(self._data, self._emitter, self._engine)
+        )
+        self._messages = list(snapshot.messages)
+        self._trace = list(snapshot.trace)
+        self._deferred = list(snapshot.deferred)
+        self._decisions = dict(snapshot.decisions)
+        self._answers = list(snapshot.answers)
+        self._started = list(snapshot.started)
+        self._round = open_round(self._messages, self._data.loop_state)
+        self._version = snapshot.version
+        self._emitter.seq = snapshot.seq
+
+    def _reload(self) -> None:
+        """After a failed save: be exactly what the store holds (nothing unsaved is kept)."""
+        stored = self.store.load(self.run_id) if self.store is not None else None
+        if stored is None:
+            self._fresh()
+        else:
+            self._restore(stored)
+        self._cancel_requested = self._pause_requested = False
 
     # -- what the application reads --------------------------------------------------------
 
@@ -242,6 +343,55 @@ class Agent(SyncFacade):
         finally:
             self.remove_listener(queue.put_nowait)
 
+    def _on_event(self, event: Event) -> None:
+        if self.store is not None:
+            version = self._version + 1
+            self.store.save(
+                self._snapshot(event.seq, version),
+                (event,),
+                expected_version=self._version or None,
+            )
+            self._version = version
+        self._deliver(event)
+
+    def _snapshot(self, seq: int, version: int) -> Snapshot:
+        return Snapshot.from_data(
+            self._data,
+            self._messages,
+            self._trace,
+            seq,
+            version,
+            deferred=self._deferred,
+            decisions=self._decisions,
+            answers=self._answers,
+            started=self._started,
+        )
+
+    def snapshot(self) -> Snapshot:
+        """The run as a `Snapshot` (what a store holds of it after its last event)."""
+        return self._snapshot(self._emitter.seq, max(self._version, 1))
+
+    def _note(self, kind: RecordKind, data: JSONObject) -> None:
+        """Record a change to the conversation (already made) as a ``conversation`` event."""
+        state = self._data.state
+        self._emitter.emit(MachineName.CONVERSATION, kind, state, state, data)
+
+    def _append(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            self._messages.append(message)
+            self._note(RecordKind.MESSAGE, {"message": message.model_dump(mode="json")})
+
+    def _defer(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            self._deferred.append(message)
+            self._note(RecordKind.DEFERRED, {"message": message.model_dump(mode="json")})
+
+    def _flush_deferred(self) -> None:
+        if self._deferred:
+            self._messages.extend(self._deferred)
+            self._deferred = []
+            self._note(RecordKind.FLUSH_DEFERRED, {})
+
     def _deliver(self, item: AgentEvent) -> None:
         for listener in tuple(self._listeners):
             listener(item)
@@ -252,11 +402,41 @@ class Agent(SyncFacade):
 
     # -- the async core ---------------------------------------------------------------------
 
+    @_durable
     async def astart(self) -> TurnOutcome:
-        """Open the run: created → ready."""
-        self._run.send("start")
+        """Open the run: created → ready.
+
+        For a run restored from its store, take it up where it was instead: nothing is
+        re-entered, a busy turn goes on from its last stored step, and the run is claimed
+        (a save with no event) so that of two processes resuming it, the second gets
+        `SnapshotConflictError` before running anything.
+        """
+        if self._restored and self.state != RunState.CREATED:
+            self._restored = False
+            self._claim()
+            if self.state == RunState.BUSY:
+                await self._drive()
+            return self.outcome()
+        self._restored = False
+        max_iterations, max_turns, input_policy = self._config
+        self._run.send(
+            "start",
+            max_iterations=max_iterations,
+            max_turns=max_turns,
+            input_policy=str(input_policy),
+            system_prompt=self._system_prompt,
+        )
         return self.outcome()
 
+    def _claim(self) -> None:
+        if self.store is not None:
+            version = self._version + 1
+            self.store.save(
+                self._snapshot(self._emitter.seq, version), (), expected_version=self._version
+            )
+            self._version = version
+
+    @_durable
     async def asubmit(self, text: str) -> TurnOutcome:
         """Give the run a user input and run the turn until it ends or waits.
 
@@ -268,17 +448,29 @@ class Agent(SyncFacade):
         if self.state == RunState.BUSY:
             self._run.send("submit", text=text)  # queued or interrupting, or refused
             return self.outcome()
-        self._run.send("submit", text=text)
-        await self._begin_turn(text)
+        await self._submit(text, from_queue=False)
         return self.outcome()
 
-    async def _begin_turn(self, text: str) -> None:
+    async def _submit(self, text: str, *, from_queue: bool) -> None:
+        """Submit an input that starts a turn; its user message is part of the transition."""
+        args: dict[str, JSONValue] = {"text": text}
+        if from_queue:
+            args["from_queue"] = True
+        if not self._run.can_send("submit", **args):
+            self._run.send("submit", **args)  # raises the machine's own refusal
+        self._messages.append(Message.user(text))
+        try:
+            self._run.send("submit", **args)
+        except IllegalTransitionError:  # pragma: no cover - can_send said it would pass
+            self._messages.pop()
+            raise
         self._cancel_requested = self._pause_requested = False
-        self._round, self._deferred = (), []
+        self._round = ()
         await self._user_input(text, defer=False)
         self._loop = loop_machine(self._data, self._emitter, self._engine)
         await self._drive()
 
+    @_durable
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """Decide every pending call: approve it, deny it, or supply a client-side output."""
         self._expire_if_due()
@@ -287,20 +479,28 @@ class Agent(SyncFacade):
             call_id: decision.model_dump(mode="json") for call_id, decision in decided.items()
         }
         self._run.send("resolve_action", decisions=payload)
+        self._decisions = decided
         self._loop_machine().send("resolved", decisions=payload)
-        await self._drive(decided)
+        await self._drive()
         return self.outcome()
 
+    @_durable
     async def aprovide_input(self, text: str) -> TurnOutcome:
         """Answer the pending question; the answer becomes the ``ask_user`` tool message."""
         self._expire_if_due()
         pending = self._data.pending
         self._run.send("provide_input", text=text)
         await self._user_input(text, defer=True)
-        self._loop_machine().send("resolved", decisions=dict.fromkeys(pending, text))
-        await self._drive({call_id: Decision.output(text) for call_id in pending})
+        self._decisions = {call_id: Decision.output(text) for call_id in pending}
+        payload: JSONObject = {
+            call_id: decision.model_dump(mode="json")
+            for call_id, decision in self._decisions.items()
+        }
+        self._loop_machine().send("resolved", decisions=payload)
+        await self._drive()
         return self.outcome()
 
+    @_durable
     async def acancel(self) -> TurnOutcome:
         """Cancel the turn: at once while it waits, at the next step boundary while busy."""
         if self.state == RunState.BUSY:
@@ -310,6 +510,7 @@ class Agent(SyncFacade):
         self._close_turn("cancelled")
         return self.outcome()
 
+    @_durable
     async def apause(self) -> TurnOutcome:
         """Pause the run: at once when idle or waiting, at the next step boundary while busy."""
         if self.state == RunState.BUSY:
@@ -318,19 +519,23 @@ class Agent(SyncFacade):
         self._run.send("pause")
         return self.outcome()
 
+    @_durable
     async def aresume(self) -> TurnOutcome:
         """Return to the state the run was paused in; a busy turn goes on where it stopped."""
         self._run.send("resume")
+        self._restored = False
         self._pause_requested = False
         if self.state == RunState.BUSY:
             await self._drive()
         return self.outcome()
 
+    @_durable
     async def aexpire(self) -> TurnOutcome:
         """Expire the current wait if its deadline has passed (else `GuardFailedError`)."""
         self._expire(self._clock())
         return self.outcome()
 
+    @_durable
     async def ashutdown(self) -> TurnOutcome:
         """Close the run for good; a waiting turn is closed as for cancel. Not while busy."""
         waiting = self.state in (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED)
@@ -352,6 +557,11 @@ class Agent(SyncFacade):
             )
         self._messages = list(self._system)
         self._round, self._deferred = (), []
+        try:
+            self._note(RecordKind.RESET, {"keep": len(self._system)})
+        except StoreError:
+            self._reload()
+            raise
 
     # -- the turn ---------------------------------------------------------------------------
 
@@ -361,44 +571,62 @@ class Agent(SyncFacade):
         return self._loop
 
     async def _user_input(self, text: str, *, defer: bool) -> None:
-        if not defer:
-            self._messages.append(Message.user(text))
         self._record(UserInputTrace(turn=self.turn, text=text, at=self._clock()))
         added = await self._fire(HookKind.AFTER_USER_INPUT)
-        (self._deferred if defer else self._messages).extend(added)
+        if defer:
+            self._defer(added)
+        else:
+            self._append(added)
 
-    async def _fire(self, kind: HookKind) -> tuple[Message, ...]:
+    async def _fire(self, kind: HookKind, *extra: Message) -> tuple[Message, ...]:
         if kind not in self.hooks:
             return ()
         context = HookContext(
             kind,
             self.run_id,
-            self._messages,
+            [*self._messages, *extra] if extra else self._messages,
             turn=self.turn,
             iteration=self.iteration,
         )
         return await self.hooks.fire(context)
 
-    async def _drive(self, decisions: Mapping[str, Decision] | None = None) -> None:
+    async def _drive(self) -> None:
         """Run the turn from where its loop is until it ends, waits or pauses."""
         loop = self._loop_machine()
         try:
             if loop.state == LoopState.ACTING:
-                await self._tool_round(decisions or {})
+                await self._tool_round()
             while loop.state == LoopState.THINKING:
                 if self._stop_at_boundary():
                     break
                 await self._think()
                 if loop.state == LoopState.ACTING:
-                    await self._tool_round({})
-            if loop.state == LoopState.ANSWERED:
-                await self._complete()
+                    await self._tool_round()
+            if self.state == RunState.BUSY:
+                await self._finish(loop.state)
         except (HookFailedError, HookMessageError) as error:
             # lifecycle.md §3: a handler's exception fails the turn (naming the handler)
             # and propagates.
             self._fail_turn(error)
             raise
         await self._next_queued()
+
+    async def _finish(self, loop_state: str | None) -> None:
+        """End a turn whose loop has ended (also one a crash left between two steps)."""
+        if loop_state == LoopState.ANSWERED:
+            await self._complete()
+        elif loop_state == LoopState.EXHAUSTED:
+            final = INCOMPLETE_MESSAGE.format(n=self._data.max_iterations)
+            last = self._messages[-1] if self._messages else None
+            if last is None or last.role != "assistant" or last.content != final:
+                self._append((Message.assistant(final),))
+            await self._complete()
+        elif loop_state == LoopState.ERRORED:  # a crash came between the loop's and the run's
+            self._run.send(
+                "fail",
+                error_type="ModelError",
+                message="the model call failed just before the process stopped",
+            )
 
     def _stop_at_boundary(self) -> bool:
         if self._cancel_requested or self._data.cancel_requested:
@@ -413,8 +641,8 @@ class Agent(SyncFacade):
         return False
 
     async def _think(self) -> None:
-        self._messages.extend(await self._fire(HookKind.BEFORE_LLM))
-        loop, started = self._loop_machine(), self._timer()
+        self._append(await self._fire(HookKind.BEFORE_LLM))
+        started = self._timer()
         self._data.at_boundary = False
         try:
             response = await self.model.complete(
@@ -426,7 +654,7 @@ class Agent(SyncFacade):
             self._data.at_boundary = True
             await self._fire(HookKind.ON_ERROR)
             details = {"error_type": type(error).__name__, "message": str(error)}
-            loop.send("model_failed", **details)
+            self._loop_machine().send("model_failed", **details)
             self._run.send("fail", **details)
             return
         self._data.at_boundary = True
@@ -440,13 +668,17 @@ class Agent(SyncFacade):
                 self._clock(),
             )
         )
-        self._messages.append(response.to_message())
-        added = await self._fire(HookKind.AFTER_LLM)
-        (self._deferred if response.tool_calls else self._messages).extend(added)
-        self._classify(response.tool_calls)
+        reply = response.to_message()
+        added = await self._fire(HookKind.AFTER_LLM, reply)
+        self._classify(reply)
+        if response.tool_calls:
+            self._defer(added)
+        else:
+            self._append(added)
 
-    def _classify(self, calls: tuple[ToolCall, ...]) -> None:
-        """Send model_replied with the round's shape, and wait if the round needs to."""
+    def _classify(self, reply: Message) -> None:
+        """Append the reply and send model_replied with the round's shape (and the reply)."""
+        calls = reply.tool_calls
         # An ask_user call without a usable question is left to the round, which answers it
         # with an error tool message the model can correct itself from.
         malformed = {c.id for c in calls if c.name == ASK_USER and question_of(c) is None}
@@ -457,12 +689,14 @@ class Agent(SyncFacade):
         )
         asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
         self._round = calls
+        self._messages.append(reply)
         loop = self._loop_machine()
         loop.send(
             "model_replied",
             tool_calls=len(calls),
             needing_action=len(waiting) - len(asking),
             asking_user=len(asking),
+            message=reply.model_dump(mode="json"),
         )
         if loop.state == LoopState.AWAITING_ACTION:
             self._run.send("need_action", calls=list(waiting), deadline=self._deadline(True))
@@ -478,35 +712,84 @@ class Agent(SyncFacade):
         timeout = self.action_timeout if action else self.input_timeout
         return None if timeout is None else self._clock() + timeout
 
-    async def _tool_round(self, decisions: Mapping[str, Decision]) -> None:
+    async def _tool_round(self) -> None:
         context = ToolContext(self.run_id, self.turn, self.iteration, user_id=self.user_id)
         self._data.at_boundary = False
+        self._settle_unknown()
+        calls = self._round
         round_ = await self.tools.run_round(
-            self._round,
+            calls,
             context,
-            decisions=decisions,
+            decisions=self._decisions,
             enabled=self.enabled_tools,
             messages=self._messages,
+            answered={a.result.call_id: (a.result, a.message) for a in self._answers},
+            on_answer=self._on_answer,
         )
-        self._data.at_boundary = True
-        self._messages.extend(round_.messages)
-        self._messages.extend(self._deferred)
-        self._deferred = []
-        for entry in tool_entries(
-            self._round, round_.results, self.turn, self.iteration, self._clock()
-        ):
+        self._close_round()
+        self._append(round_.messages[len(calls) :])
+        self._flush_deferred()
+        for entry in tool_entries(calls, round_.results, self.turn, self.iteration, self._clock()):
             self._record(entry)
-        self._round = ()
         loop = self._loop_machine()
         loop.send("tools_finished")
         if loop.state == LoopState.EXHAUSTED:
-            final = INCOMPLETE_MESSAGE.format(n=self._data.max_iterations)
-            self._messages.append(Message.assistant(final))
-            await self._complete()
+            await self._finish(loop.state)
+
+    def _settle_unknown(self) -> None:
+        """Resuming a round: a call that started with no stored answer ran, or may have.
+
+        An idempotent tool's call runs again; any other gets an error tool message saying
+        its outcome is unknown, and never runs twice (I11).
+        """
+        for call_id in tuple(self._started):
+            call = next((c for c in self._round if c.id == call_id), None)
+            found = None if call is None else self.tools.registry.find(call.name)
+            if call is not None and found is not None and found.idempotent:
+                self._started.remove(call_id)
+                continue
+            name = call.name if call is not None else "unknown"
+            info = ToolErrorInfo(
+                type=OUTCOME_UNKNOWN,
+                message="the call started before the process stopped and its outcome is "
+                "unknown; it was not run again, since the tool is not idempotent",
+            )
+            result = ToolResult(
+                call_id=call_id, tool_name=name, status=ToolStatus.ERROR, error=info
+            )
+            text = failure_content(ToolStatus.ERROR, info)
+            self._on_answer(result, Message.tool(call_id, text, name=name))
+
+    def _observe(self, observation: ToolObservation) -> None:
+        if observation.type is ObservationType.STARTED:
+            self._started.append(observation.call_id)
+            self._note(
+                RecordKind.TOOL_STARTED,
+                {"call_id": observation.call_id, "name": observation.tool_name},
+            )
+
+    def _on_answer(self, result: ToolResult, message: Message) -> None:
+        if result.call_id in self._started:
+            self._started.remove(result.call_id)
+        self._answers.append(ToolAnswer.model_construct(result=result, message=message))
+        self._note(
+            RecordKind.TOOL_RESULT,
+            {"result": result.model_dump(mode="json"), "message": message.model_dump(mode="json")},
+        )
+
+    def _close_round(self) -> None:
+        """The open round's tool messages join the conversation, in call order."""
+        self._data.at_boundary = True
+        order = {call.id: index for index, call in enumerate(self._round)}
+        answers = sorted(self._answers, key=lambda a: order.get(a.result.call_id, len(order)))
+        self._messages.extend(answer.message for answer in answers)
+        self._answers, self._started, self._decisions = [], [], {}
+        self._round = ()
+        self._note(RecordKind.ROUND_CLOSED, {})
 
     async def _complete(self) -> None:
         self._run.send("complete")
-        self._messages.extend(await self._fire(HookKind.ON_COMPLETE))
+        self._append(await self._fire(HookKind.ON_COMPLETE))
 
     def _fail_turn(self, error: AgentFSMError) -> None:
         """A hook failed mid-turn: end the loop, close the history, fail the run."""
@@ -519,14 +802,22 @@ class Agent(SyncFacade):
         if self._loop is not None and not self._loop.is_final:
             self._loop.send("abort", reason=why)
         self._answer_unanswered(why)
-        self._messages.extend(self._deferred)
-        self._deferred = []
+        self._flush_deferred()
 
     def _answer_unanswered(self, why: str) -> None:
+        if not self._round:
+            return
+        answered = {answer.result.call_id for answer in self._answers}
         for call in self._round:
-            content = json.dumps({"error": {"type": why, "message": f"the call was {why}"}})
-            self._messages.append(Message.tool(call.id, content, name=call.name))
-        self._round = ()
+            if call.id in answered:
+                continue
+            info = ToolErrorInfo(type=why, message=f"the call was {why}")
+            content = json.dumps({"error": info.model_dump()})
+            result = ToolResult(
+                call_id=call.id, tool_name=call.name, status=ToolStatus.ERROR, error=info
+            )
+            self._on_answer(result, Message.tool(call.id, content, name=call.name))
+        self._close_round()
 
     async def _next_queued(self) -> None:
         """Submit the oldest queued input, if the turn ended and the run accepts it."""
@@ -534,8 +825,7 @@ class Agent(SyncFacade):
             return
         text = self._data.queued[0]
         if self._run.can_send("submit", text=text, from_queue=True):
-            self._run.send("submit", text=text, from_queue=True)  # pops the queue's head
-            await self._begin_turn(text)
+            await self._submit(text, from_queue=True)  # the transition pops the queue's head
 
     def _expire_if_due(self) -> None:
         # The machine's own guard decides whether the wait is overdue.
@@ -557,3 +847,15 @@ class Agent(SyncFacade):
                 at=self._clock(),
             )
         )
+
+
+def open_round(messages: Sequence[Message], loop_state: str | None) -> tuple[ToolCall, ...]:
+    """The calls of the round a turn has open: those of its last assistant message.
+
+    A round is open while the loop is acting or awaiting the application; its tool
+    messages join the conversation only when it closes, so the calls are those of the last
+    message.
+    """
+    if loop_state not in _ROUND_OPEN or not messages:
+        return ()
+    return messages[-1].tool_calls

@@ -21,6 +21,7 @@ from agentfsm.states.names import (
     LoopEvent,
     LoopState,
     MachineName,
+    RecordKind,
     RunEvent,
     RunState,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "LoopEvent",
     "LoopState",
     "MachineName",
+    "RecordKind",
     "MachineTable",
     "Message",
     "Role",

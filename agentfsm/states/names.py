@@ -9,12 +9,39 @@ from agentfsm._compat import StrEnum
 
 
 class MachineName(StrEnum):
-    """Which of a run's two machines a transition belongs to."""
+    """Which of a run's two machines a transition belongs to (or ``conversation``)."""
 
     RUN = "run"
     """RunLifecycle, the run's formal states (lifecycle.md §1)."""
     LOOP = "loop"
     """TurnLoop, the inner iteration loop of one turn (lifecycle.md §2)."""
+    CONVERSATION = "conversation"
+    """Not a machine: an `Event` of this kind records a change to the conversation (a
+    message, a tool call's start or result), with source and target both the run's state.
+    With them the event log holds everything a snapshot does, so replaying it rebuilds the
+    run (I10). Its ``event`` is a `RecordKind`."""
+
+
+class RecordKind(StrEnum):
+    """What a ``conversation`` event records; its ``data`` is listed with each."""
+
+    MESSAGE = "message"
+    """A message appended to the conversation: ``{"message": {...}}``."""
+    DEFERRED = "deferred"
+    """A hook's message held back until the open tool round closes (I7):
+    ``{"message": {...}}``."""
+    TOOL_STARTED = "tool_started"
+    """A tool body is about to run: ``{"call_id": ..., "name": ...}``. With no result
+    stored after it, the call's outcome is unknown (I11)."""
+    TOOL_RESULT = "tool_result"
+    """A call of the open round has its result and tool message:
+    ``{"result": {...}, "message": {...}}``."""
+    ROUND_CLOSED = "round_closed"
+    """The open round's tool messages join the conversation, in call order: ``{}``."""
+    FLUSH_DEFERRED = "flush_deferred"
+    """The held-back messages join the conversation: ``{}``."""
+    RESET = "reset"
+    """The conversation was cleared but for its first ``keep`` messages: ``{"keep": n}``."""
 
 
 class RunState(StrEnum):

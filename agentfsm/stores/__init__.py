@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from agentfsm.stores.base import RunStore, RunSummary
 from agentfsm.stores.memory import MemoryStore
-from agentfsm.stores.snapshot import SNAPSHOT_SCHEMA_VERSION, Snapshot
+from agentfsm.stores.replay import replay
+from agentfsm.stores.snapshot import SNAPSHOT_SCHEMA_VERSION, Snapshot, ToolAnswer
 from agentfsm.stores.sqlite import SQLiteStore
 
 __all__ = [
@@ -18,4 +19,6 @@ __all__ = [
     "RunSummary",
     "SQLiteStore",
     "Snapshot",
+    "ToolAnswer",
+    "replay",
 ]

@@ -8,7 +8,7 @@ refuse (or migrate) a snapshot it does not understand instead of misreading it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
 
@@ -16,12 +16,25 @@ from agentfsm.fsm.data import RunData
 from agentfsm.fsm.trace import AnyTraceEntry, TraceEntry
 from agentfsm.states.messages import Message
 from agentfsm.states.names import InputPolicy
+from agentfsm.tools.policy import Decision
+from agentfsm.tools.results import ToolResult
 
 SNAPSHOT_SCHEMA_VERSION = 1
 """The schema version of the snapshots this agentfsm writes."""
 
 READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 """The snapshot schema versions this agentfsm reads."""
+
+
+class ToolAnswer(BaseModel):
+    """One answered call of the round that is open: its result and its tool message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result: ToolResult
+    """How the call ended."""
+    message: Message
+    """Its tool message, which joins the conversation when the round closes."""
 
 
 class Snapshot(BaseModel):
@@ -69,6 +82,14 @@ class Snapshot(BaseModel):
     """An interrupting submit asked to cancel the turn at its next boundary."""
     messages: tuple[Message, ...] = ()
     """The conversation, in order."""
+    deferred: tuple[Message, ...] = ()
+    """Hook messages held back until the open tool round closes (I7)."""
+    decisions: dict[str, Decision] = Field(default_factory=dict)
+    """The application's decisions for the open round, by call id."""
+    answers: tuple[ToolAnswer, ...] = ()
+    """The open round's answered calls, in call order (resumed, they never run again)."""
+    started: tuple[str, ...] = ()
+    """Ids of the open round's calls whose body started and has no stored answer yet."""
     trace: tuple[TraceEntry, ...] = ()
     """What happened inside the transitions (model calls, tool executions…), in order."""
     seq: int = Field(default=0, ge=0)
@@ -94,6 +115,11 @@ class Snapshot(BaseModel):
         trace: Sequence[AnyTraceEntry],
         seq: int,
         version: int,
+        *,
+        deferred: Sequence[Message] = (),
+        decisions: Mapping[str, Decision] | None = None,
+        answers: Sequence[ToolAnswer] = (),
+        started: Sequence[str] = (),
     ) -> Snapshot:
         """The snapshot of a run's machines' data, conversation and trace.
 
@@ -103,6 +129,10 @@ class Snapshot(BaseModel):
             trace: The trace entries.
             seq: The ``seq`` of the last event emitted so far.
             version: The version this snapshot will be saved as.
+            deferred: Hook messages held back until the open round closes.
+            decisions: The decisions for the open round.
+            answers: The open round's answered calls.
+            started: The open round's calls started without an answer.
         """
         return cls(
             run_id=data.run_id,
@@ -122,6 +152,10 @@ class Snapshot(BaseModel):
             queued=data.queued,
             cancel_requested=data.cancel_requested,
             messages=tuple(messages),
+            deferred=tuple(deferred),
+            decisions=dict(decisions or {}),
+            answers=tuple(answers),
+            started=tuple(started),
             trace=tuple(trace),
             seq=seq,
             version=version,

@@ -51,6 +51,8 @@ from agentfsm.tools.results import (
 Observer = Callable[[ToolObservation], object]
 """Told of each observation as it happens; its return value is ignored and its exceptions
 propagate (like an event listener's)."""
+Answer = tuple[ToolResult, Message]
+"""A call's result and its tool message."""
 Timer = Callable[[], float]
 """A monotonic clock in seconds, for durations (`time.perf_counter` by default)."""
 Clock = Callable[[], float]
@@ -183,6 +185,8 @@ class ToolSystem:
         decisions: Mapping[str, Decision] | None = None,
         enabled: Collection[str] | None = None,
         messages: Sequence[Message] = (),
+        answered: Mapping[str, Answer] | None = None,
+        on_answer: Callable[[ToolResult, Message], None] | None = None,
     ) -> RoundResult:
         """Answer every call of one round, sequentially, in call order.
 
@@ -194,6 +198,10 @@ class ToolSystem:
                 one (see `awaiting_decision`).
             enabled: The tools enabled for the run; None for every registered tool.
             messages: The conversation so far, as hooks see it.
+            answered: Calls already answered (a round resumed after a crash): their stored
+                result and tool message are reused; no check, body or per-call hook runs.
+            on_answer: Told of each call's result and tool message as soon as it has them,
+                before the next call starts (an Agent with a store saves it there).
 
         Returns:
             One result and one tool message per call, in call order, then the messages
@@ -210,12 +218,21 @@ class ToolSystem:
         conversation = list(messages)
         added = await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
         results: list[ToolResult] = []
+        known = answered or {}
         for index, call in enumerate(calls):
+            if call.id in known:
+                result, message = known[call.id]
+                conversation.append(message)
+                results.append(result)
+                continue
             if round_.hooked:
                 await self._fire(HookKind.BEFORE_EACH_TOOL, round_, conversation, call)
             result, text = await self._answer(index, call, round_)
-            conversation.append(Message.tool(call.id, text, name=call.name))
+            message = Message.tool(call.id, text, name=call.name)
+            conversation.append(message)
             results.append(result)
+            if on_answer is not None:
+                on_answer(result, message)
             self._observe(ObservationType.FINISHED, round_, index, call, result)
             if round_.hooked:
                 await self._after_call(round_, conversation, call, result)

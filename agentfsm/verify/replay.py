@@ -232,6 +232,8 @@ def check_log(
 
     Args:
         events: The run's events, in log order, both machines interleaved, seq from 1.
+            ``conversation`` records (an Agent's messages and tool calls) are numbered
+            with the transitions but are not transitions: only their numbering is checked.
         run: The RunLifecycle class that recorded it.
         loop: The TurnLoop class that recorded it.
         config: The run's configuration, set on its data before the first event (e.g.
@@ -258,7 +260,9 @@ def check_log(
         start,
     )
     for index, event in enumerate(log):
-        divergence = _numbering(index, event, log[0].run_id) or replay.step(index, event)
+        divergence = _numbering(index, event, log[0].run_id)
+        if divergence is None and event.machine != MachineName.CONVERSATION:
+            divergence = replay.step(index, event)
         if divergence is not None:
             return LogCheck(
                 run_id, len(log), index, divergence, replay.data, tuple(replay.assumed)

@@ -87,8 +87,16 @@ def test_turn_with_a_tool_round_answers_and_records_everything() -> None:
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert [(e.machine, e.event) for e in events] == [
         ("run", "start"), ("run", "submit"), ("loop", "model_replied"),
+        ("conversation", "tool_started"), ("conversation", "tool_result"),
+        ("conversation", "tool_started"), ("conversation", "tool_result"),
+        ("conversation", "round_closed"),
         ("loop", "tools_finished"), ("loop", "model_replied"), ("run", "complete"),
     ]  # fmt: skip
+    # the conversation records carry what they record: the reply, each call's answer
+    assert events[2].data["message"] == agent.messages[2].model_dump(mode="json")
+    assert [e.data["message"] for e in events if e.event == "tool_result"] == [
+        m.model_dump(mode="json") for m in agent.messages[3:5]
+    ]
     kinds = [type(t) for t in agent.trace]
     assert kinds == [
         UserInputTrace,
@@ -382,7 +390,7 @@ def test_stream_yields_the_turn_as_it_happens() -> None:
 
     items = agent._sync.run(collect())
 
-    events = [i.event for i in items if isinstance(i, Event)]
+    events = [i.event for i in items if isinstance(i, Event) and i.machine != "conversation"]
     assert events == ["submit", "model_replied", "tools_finished", "model_replied", "complete"]
     assert any(isinstance(i, ToolExecutionTrace) for i in items)
     agent.close()
