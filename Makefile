@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.agentfsm-installed
 
-.PHONY: demo test lint typecheck unit bench dot clean
+.PHONY: demo test lint typecheck unit bench dot docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,8 @@ demo: $(STAMP) dot
 	$(BIN)/agentfsm demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check agentfsm tests benchmarks
-	$(BIN)/ruff format --check agentfsm tests benchmarks
+	$(BIN)/ruff check agentfsm tests benchmarks scripts
+	$(BIN)/ruff format --check agentfsm tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict agentfsm
@@ -30,6 +30,10 @@ unit: $(STAMP) dot
 	$(BIN)/coverage report
 
 test: lint typecheck unit
+
+# The generated docs: diagrams (DOT, and SVG via dot), the lifecycle tables, the API reference.
+docs: $(STAMP) dot
+	$(BIN)/python scripts/gen_docs.py
 
 bench: $(STAMP)
 	for bench in benchmarks/bench_*.py; do $(BIN)/python $$bench || exit 1; done

@@ -1,0 +1,171 @@
+"""The generated parts of docs/ (diagrams, lifecycle tables, API reference) are fresh.
+
+When one of these fails, run ``make docs`` (``python scripts/gen_docs.py``) and commit what
+it writes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import agentfsm
+from agentfsm.diagrams import diagram, markdown_table
+from agentfsm.states import LOOP_TABLE, RUN_TABLE
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+def _load_script() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["gen_docs"] = module
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return module
+
+
+gen_docs = _load_script()
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    """A fresh copy of the generated docs, to tamper with.
+
+    Fresh even if the repository's are not, so each test sees only its own tampering.
+    """
+    (tmp_path / "docs").mkdir()
+    shutil.copytree(DOCS / "images", tmp_path / "docs" / "images")
+    for name in ("lifecycle.md", "api.md"):
+        shutil.copy(DOCS / name, tmp_path / "docs" / name)
+    if any(p.endswith(".dot is stale") for p in gen_docs.stale(tmp_path)) and not shutil.which(
+        "dot"
+    ):
+        pytest.skip("the diagrams changed and Graphviz 'dot' is missing to render them")
+    gen_docs.write(tmp_path)
+    return tmp_path
+
+
+def test_generated_docs_are_fresh() -> None:
+    problems = gen_docs.stale(ROOT)
+
+    assert problems == [], "run 'make docs' and commit the result: " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("view", ["run", "loop", "combined"])
+def test_committed_dot_is_the_diagram_of_the_code(view: str) -> None:
+    assert (DOCS / "images" / f"{view}.dot").read_text() == diagram(view)  # type: ignore[arg-type]
+
+
+def test_lifecycle_page_shows_the_tables_and_the_rendered_diagrams() -> None:
+    page = (DOCS / "lifecycle.md").read_text()
+
+    assert markdown_table(RUN_TABLE) in page
+    assert markdown_table(LOOP_TABLE) in page
+    for view in ("combined", "run", "loop"):
+        assert f"](images/{view}.svg)" in page
+        assert (DOCS / "images" / f"{view}.svg").is_file()
+
+
+def test_api_reference_has_a_section_for_every_public_name() -> None:
+    page = (DOCS / "api.md").read_text()
+    headings = set(re.findall(r"^#{3,4} `(\w+)`$", page, re.MULTILINE))
+
+    assert set(agentfsm.__all__) <= headings
+    assert "#### `Agent`" in page
+    assert "- `async asubmit(text: str) -> TurnOutcome`" in page
+
+
+def test_a_changed_dot_file_is_stale(copy: Path) -> None:
+    dot = copy / "docs" / "images" / "loop.dot"
+    dot.write_text(dot.read_text().replace("thinking", "pondering"))
+
+    problems = gen_docs.stale(copy)
+
+    assert "docs/images/loop.dot is stale" in problems
+    # The SVG was rendered from the true DOT, which still matches the code: it stays fresh.
+    assert not [p for p in problems if p.startswith("docs/images/loop.svg")]
+
+
+def test_an_edited_table_in_the_lifecycle_page_is_stale(copy: Path) -> None:
+    page = copy / "docs" / "lifecycle.md"
+    page.write_text(page.read_text().replace("| `start` | created | — | ready |", "", 1))
+
+    assert gen_docs.stale(copy) == ["docs/lifecycle.md is stale"]
+
+
+def test_text_outside_the_generated_part_of_the_lifecycle_page_is_kept(copy: Path) -> None:
+    page = copy / "docs" / "lifecycle.md"
+    page.write_text(page.read_text() + "\nA note added by hand.\n")
+
+    assert gen_docs.stale(copy) == []
+
+
+def test_a_changed_docstring_makes_the_api_page_stale(copy: Path) -> None:
+    page = copy / "docs" / "api.md"
+    page.write_text(page.read_text().replace("An agent loop whose", "A loop whose", 1))
+
+    assert gen_docs.stale(copy) == ["docs/api.md is stale"]
+
+
+def test_svg_problems_are_named(copy: Path) -> None:
+    images = copy / "docs" / "images"
+    run_svg = images / "run.svg"
+    run_svg.write_text(re.sub(r"sha256=[0-9a-f]+", "sha256=0000", run_svg.read_text()))
+    loop_svg = images / "loop.svg"
+    loop_svg.write_text(loop_svg.read_text().replace(">awaiting_input<", ">waiting<"))
+    (images / "combined.svg").write_text("<svg><g></svg>")
+
+    problems = gen_docs.stale(copy)
+
+    assert problems == [
+        "docs/images/run.svg was not rendered from the current run.dot",
+        "docs/images/loop.svg does not name the states awaiting_input",
+        problems[2],
+    ]
+    assert problems[2].startswith("docs/images/combined.svg is not well-formed XML")
+
+
+def test_a_missing_svg_is_reported(copy: Path) -> None:
+    (copy / "docs" / "images" / "run.svg").unlink()
+
+    assert gen_docs.stale(copy) == ["docs/images/run.svg is missing"]
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' missing")
+def test_write_regenerates_what_is_stale_and_only_that(copy: Path) -> None:
+    images = copy / "docs" / "images"
+    (images / "loop.dot").write_text("digraph {}")
+    (images / "run.svg").unlink()
+    combined = (images / "combined.svg").read_text()
+
+    written = gen_docs.write(copy)
+
+    assert sorted(p.name for p in written) == ["loop.dot", "run.svg"]
+    assert gen_docs.stale(copy) == []
+    assert (images / "combined.svg").read_text() == combined
+    assert "<!-- rendered from run.dot sha256=" in (images / "run.svg").read_text()
+
+
+def test_write_adds_the_reference_to_a_page_without_one(copy: Path) -> None:
+    page = copy / "docs" / "lifecycle.md"
+    page.write_text("# The lifecycle machines\n")
+
+    gen_docs.write(copy)
+
+    text = page.read_text()
+    assert text.startswith("# The lifecycle machines\n\n" + gen_docs.BEGIN)
+    assert text.endswith(gen_docs.END + "\n")
+    assert gen_docs.stale(copy) == []
