@@ -19,7 +19,7 @@ from agentfsm.diagrams import View, diagram, save_diagram
 from agentfsm.diagrams.dot import TRANSITION_MACHINES
 from agentfsm.errors import DiagramRenderError, StoreError
 from agentfsm.states.events import Event
-from agentfsm.states.json import JSONValue
+from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import ToolCall
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.sqlite import DEFAULT_PATH, SQLiteStore
@@ -27,7 +27,7 @@ from agentfsm.stores.sqlite import DEFAULT_PATH, SQLiteStore
 DEFAULT_EVENTS = 10
 """How many of a run's last events ``agentfsm inspect`` shows by default."""
 
-_VALUE_WIDTH = 60
+_DATA_WIDTH = 100
 
 
 class CommandError(Exception):
@@ -71,9 +71,28 @@ def _load(store: SQLiteStore, run_id: str, store_path: str | None) -> Snapshot:
     return snapshot
 
 
+def _message(value: JSONObject) -> str:
+    """A stored message, shortly: its role, its text and the tools it calls."""
+    text = str(value.get("role"))
+    if isinstance(value.get("content"), str):
+        text += " " + json.dumps(value["content"], ensure_ascii=False)
+    calls = value.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        names = [str(c.get("name")) for c in calls if isinstance(c, dict)]
+        text += " calling " + ", ".join(names)
+    return text
+
+
 def _short(value: JSONValue) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= _VALUE_WIDTH else text[: _VALUE_WIDTH - 1] + "…"
+    if isinstance(value, dict) and "role" in value:
+        return _message(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _data(data: JSONObject) -> str:
+    """An event's arguments as ``key=value`` pairs (None left out), cut to a line's width."""
+    text = ", ".join(f"{key}={_short(value)}" for key, value in data.items() if value is not None)
+    return text if len(text) <= _DATA_WIDTH else text[: _DATA_WIDTH - 1] + "…"
 
 
 def event_line(event: Event) -> str:
@@ -82,7 +101,7 @@ def event_line(event: Event) -> str:
     A transition shows ``source → target`` (``↺`` when it stays); a record of another
     machine (``conversation``: a message, a tool started…) shows only its data.
     """
-    data = ", ".join(f"{key}={_short(value)}" for key, value in event.data.items())
+    data = _data(event.data)
     machine = str(event.machine)
     if machine in TRANSITION_MACHINES:
         arrow = "↺" if event.source == event.target else "→"

@@ -20,6 +20,7 @@ from agentfsm._runs_cli import describe, event_line
 from agentfsm.diagrams import combined_diagram, path_counts, run_diagram
 from agentfsm.fsm import AnyMachine
 from agentfsm.states import MachineName
+from agentfsm.states.json import JSONValue
 from agentfsm.stores import Snapshot, SQLiteStore
 
 CALL = ToolCall(id="call_1", name="book_table", arguments='{"city": "Paris"}')
@@ -316,7 +317,7 @@ def test_diagram_store_without_run_is_a_usage_error(store_file: Path, tmp_path: 
     assert not (tmp_path / "x.dot").exists()
 
 
-def _record(seq: int, event: str, **data: str) -> Event:
+def _record(seq: int, event: str, **data: JSONValue) -> Event:
     # A record of the conversation (not a transition); built without validation, since
     # MachineName may not have its member yet.
     return Event.model_construct(
@@ -350,7 +351,13 @@ def test_conversation_records_are_listed_without_an_arrow_and_not_drawn() -> Non
     assert "→" not in line
     assert "↺" not in line
     assert line.endswith("…")
-    assert len(line) < 120
+    assert len(line) == len("    2  conversation message         ") + 100
+    calls = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "name": "f"}]}
+    told = {"role": "tool", "content": "Sunny", "tool_call_id": "c1"}
+    assert event_line(_record(4, "message", message=calls, deadline=None)).endswith(
+        "message         message=assistant calling f"
+    )
+    assert event_line(_record(5, "message", message=told)).endswith('message=tool "Sunny"')
     assert path_counts([submit, record, _record(3, "reset")]) == {
         ("run", "submit", "ready", "busy"): 1
     }
