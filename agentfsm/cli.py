@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -112,6 +113,17 @@ def _diagram_command(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (``agentfsm table run | head``): stop quietly, as cat does,
+        # and keep Python from complaining again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "verify":

@@ -419,3 +419,16 @@ def test_stored_conversation_records_show_in_inspect_and_stay_off_the_diagram(
     ]
     assert drawn.returncode == 0, drawn.stderr
     assert "not in the table" not in drawn.stdout
+
+
+def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "agentfsm.cli", "table", "run"]
+    with subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None
+        process.stdout.close()  # no reader left: the command's first write fails (EPIPE)
+        _, err = process.communicate(timeout=60)
+
+    assert process.returncode == 1
+    assert err == b""
