@@ -95,6 +95,15 @@ def _is_overload(node: ast.stmt) -> bool:
     return any(ast.unparse(d).endswith("overload") for d in decorators)
 
 
+def _imported_module(module: str, node: ast.ImportFrom) -> str:
+    """The absolute name of the module ``from … import`` reads, inside ``module``."""
+    if not node.level:
+        return node.module or ""
+    is_package = hasattr(importlib.import_module(module), "__path__")
+    package = module if is_package else module.rpartition(".")[0]
+    return importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+
+
 def find(module: str, name: str, hops: int = 6) -> Found:
     """The definition of ``name`` as ``module`` exports it, following re-exports."""
     tree = _tree(module)
@@ -111,19 +120,9 @@ def find(module: str, name: str, hops: int = 6) -> Found:
         found = Found(module, node, doc)
     if found is not None:
         return found
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
-            if node.level:
-                package = (
-                    module
-                    if hasattr(importlib.import_module(module), "__path__")
-                    else (module.rpartition(".")[0])
-                )
-                source = importlib.util.resolve_name(
-                    "." * node.level + (node.module or ""), package
-                )
-            else:
-                source = node.module or ""
+    for imported in ast.walk(tree):
+        if isinstance(imported, ast.ImportFrom) and any(a.name == name for a in imported.names):
+            source = _imported_module(module, imported)
             if hops and source.startswith("agentfsm"):
                 return find(source, name, hops - 1)
     raise LookupError(f"cannot find where {module}.{name} is defined")
@@ -358,11 +357,16 @@ HEADER = [
 
 
 def _package(
-    package: str, intro: str, anchors: _Anchors, documented: dict[tuple[str, str], str]
+    package: str,
+    intro: str,
+    anchors: _Anchors,
+    documented: dict[tuple[str, str], str],
+    contents: list[str],
 ) -> list[str]:
+    """The section of one package; adds its line(s) to ``contents``."""
     names = _exports(package)
     lines = [f"## `{package}`", "", intro, ""]
-    anchors.add(package)
+    package_anchor = anchors.add(package)
     found = {n: find(package, n) for n in names}
     seen = [n for n in names if (found[n].module, n) in documented]
     if seen:
@@ -376,13 +380,18 @@ def _package(
             continue
         if top:
             lines += [f"### {title}", ""]
-            anchors.add(title)
+            title_anchor = anchors.add(title)
         for name in chosen:
             section = entry(name, found[name])
             if top:
                 section[0] = "#" + section[0]
             documented[(found[name].module, name)] = anchors.add(name)
             lines += section
+        links = ", ".join(f"[`{n}`](#{documented[(found[n].module, n)]})" for n in chosen)
+        if top:
+            contents.append(f"- [{title}](#{title_anchor}): {links}")
+        else:
+            contents.append(f"- [`{package}`](#{package_anchor}): {links}")
     return lines
 
 
@@ -392,9 +401,11 @@ def generate() -> str:
     anchors = _Anchors()
     anchors.add("API reference")
     documented: dict[tuple[str, str], str] = {}
-    lines = list(HEADER)
+    contents: list[str] = []
+    body: list[str] = []
     for package, intro in PACKAGES:
-        lines += _package(package, intro, anchors, documented)
+        body += _package(package, intro, anchors, documented, contents)
+    lines = [*HEADER, *contents, "", *body]
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join(lines) + "\n"
