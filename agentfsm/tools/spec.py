@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import math
 import re
 from collections.abc import Callable
@@ -65,6 +66,7 @@ class Tool(Generic[P, R]):
 
     __slots__ = (
         "_parser",
+        "_schema_text",
         "_signature",
         "client_side",
         "description",
@@ -119,11 +121,17 @@ class Tool(Generic[P, R]):
         """Whether the body is a coroutine function (awaited rather than called)."""
         self._signature = _signature_of(self.name, function, parameters)
         self._parser = ArgumentParser(self.name, self._signature)
+        self._schema_text = _json_copyable(self._signature.schema)
 
     @property
     def parameters(self) -> JSONObject:
         """The JSON Schema of the arguments (a copy: changing it changes nothing)."""
-        return copy.deepcopy(self._signature.schema)
+        # The schema is offered to the model at every iteration: parsing its JSON text is
+        # a deep copy about 20 times cheaper than copy.deepcopy.
+        if self._schema_text is None:
+            return copy.deepcopy(self._signature.schema)
+        copied: JSONObject = json.loads(self._schema_text)
+        return copied
 
     @property
     def context_parameter(self) -> str | None:
@@ -165,6 +173,19 @@ class Tool(Generic[P, R]):
         if self.timeout is not None:
             options += f", timeout={self.timeout!r}"
         return f"Tool({self.name!r}, {options})"
+
+
+def _json_copyable(schema: JSONObject) -> str | None:
+    """The schema's JSON text, when parsing it gives back an equal schema; else None.
+
+    A schema holding something JSON turns into something else (a tuple, a non-string key)
+    is left to ``copy.deepcopy``, so that the copy stays equal to the original.
+    """
+    try:
+        text = json.dumps(schema, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return text if json.loads(text) == schema else None  # [1] != (1,): tuples fall back
 
 
 def _name_of(function: Callable[..., object] | None, name: str | None) -> str:
