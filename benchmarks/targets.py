@@ -1,0 +1,59 @@
+"""The targets of ``docs/…/performance.md``, checked against one `report` run's results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+AGENTFSM = "agentfsm Agent, async"
+"""The implementation the iteration targets are about: the Agent's async core."""
+AGENT_MEMORY = "agentfsm Agent, started (ask_user=False)"
+"""The idle run the memory target is about."""
+BURR = "Apache Burr"
+LANGGRAPH = "LangGraph StateGraph"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target: what it asks, what was measured, and whether it was met."""
+
+    goal: str
+    measured: str
+    met: bool
+
+
+def check_targets(results: dict[str, Any]) -> list[Target]:
+    """Each target of performance.md, met or missed, from `report`'s results."""
+    per_iteration = results["overhead"]["per_iteration"]
+    ours = per_iteration[AGENTFSM]
+    burr = ours["us"] / per_iteration[BURR]["us"]
+    langgraph = ours["us"] / per_iteration[LANGGRAPH]["us"]
+    idle = results["memory"]["bytes_per_idle_run"][AGENT_MEMORY]
+    concurrent = results["concurrency"]["candidates"][AGENTFSM]
+    hand_concurrent = results["concurrency"]["candidates"]["hand-written loop, async"]
+    persist = results["store"]["persist one transition"]["SQLiteStore FULL"]
+    resume = results["store"]["load a run of 50 messages"]["SQLiteStore FULL"]
+    return [
+        Target(
+            "per iteration ≤ 2x the hand-written loop",
+            f"{ours['ratio']:.2f}x ({ours['us']:.0f} µs)",
+            ours["ratio"] <= 2,
+        ),
+        Target("per iteration ≤ 1/10 of Burr's", f"1/{1 / burr:.1f}", burr <= 1 / 10),
+        Target(
+            "per iteration ≤ 1/40 of LangGraph's", f"1/{1 / langgraph:.1f}", langgraph <= 1 / 40
+        ),
+        Target("≤ 2 KB per idle run (Agent)", f"{idle:,.0f} bytes", idle <= 2048),
+        Target(
+            f"{results['concurrency']['runs']:,} concurrent runs within 1.2x the latency bound",
+            f"{concurrent['ratio_to_bound']:.1f}x (hand-written loop: "
+            f"{hand_concurrent['ratio_to_bound']:.1f}x)",
+            concurrent["ratio_to_bound"] <= 1.2,
+        ),
+        Target(
+            "SQLite persist of one transition ≤ a few hundred µs",
+            f"{persist:.0f} µs (synchronous=FULL)",
+            persist <= 500,
+        ),
+        Target("SQLite resume (load) ≤ 1 ms", f"{resume:.0f} µs", resume <= 1000),
+    ]
