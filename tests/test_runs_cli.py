@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import Emitter, Event, Message, RunData, ToolCall, loop_machine, run_machine
+from agentfsm import Emitter, Event, Message, RunData, ToolCall, cli, loop_machine, run_machine
 from agentfsm._runs_cli import describe, event_line
+from agentfsm.cli import main
 from agentfsm.diagrams import combined_diagram, path_counts, run_diagram
 from agentfsm.fsm import AnyMachine
 from agentfsm.states import MachineName
@@ -432,3 +433,82 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(tmp_path: 
 
     assert process.returncode == 1
     assert err == b""
+
+
+# The same commands in process (so coverage sees them): exit code, stdout and stderr.
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "out", "err"),
+    [
+        (["runs"], 0, "r-approval  requires_action     1      4        1", ""),
+        (["runs", "--store", "empty.db"], 0, "no runs in 'empty.db'", ""),
+        (["runs", "--store", "none.db"], 1, "", "error: no store at 'none.db' (no such file)"),
+        (["runs", "--store", "junk.db"], 1, "", "it is not a readable SQLite database"),
+        (["inspect", "r-question"], 0, "question     Which day?", ""),
+        (["inspect", "r-nope"], 1, "", "'agentfsm runs' lists its runs"),
+        (["inspect", "r-done", "--events", "1"], 0, "last 1 of 8 events", ""),
+        (["diagram", "run", "-o", "machine.dot"], 0, "wrote machine.dot", ""),
+        (["diagram", "run", "-o", "machine.jpg"], 1, "", "unknown suffix '.jpg'"),
+        (["inspect", "r-1", "--store", "junk.db"], 1, "", "not a readable SQLite database"),
+        (["diagram", "--run", "r-done"], 0, "digraph agentfsm {", ""),
+        (["diagram", "loop", "--run", "r-done", "-o", "l.dot"], 0, "wrote l.dot", ""),
+        (["diagram", "--run", "r-done", "-o", "l.gif"], 1, "", "unknown suffix '.gif'"),
+        (["diagram", "--run", "r-nope"], 1, "", "error: no run 'r-nope'"),
+        (["diagram", "--run", "r-1", "--store", "junk.db"], 1, "", "not a readable SQLite"),
+    ],
+)
+def test_store_commands_in_process(
+    args: list[str],
+    code: int,
+    out: str,
+    err: str,
+    store_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / ".agentfsm").mkdir()
+    store_file.rename(tmp_path / ".agentfsm" / "runs.db")
+    SQLiteStore(tmp_path / "empty.db").close()
+    (tmp_path / "junk.db").write_bytes(b"junk" * 100)
+    monkeypatch.chdir(tmp_path)
+
+    assert main(args) == code
+
+    printed = capsys.readouterr()
+    assert out in printed.out
+    assert err in printed.err
+    assert printed.err.count("\n") == (1 if code else 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["diagram", "--store", "x.db", "-o", "x.dot"], "--store needs --run RUN_ID"),
+        (["diagram", "run"], "the following arguments are required: -o/--output"),
+        (["inspect", "r", "--events", "many"], "expected a whole number >= 0, got 'many'"),
+    ],
+)
+def test_usage_errors_in_process_exit_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_broken_pipe_in_process_returns_1_and_silences_stdout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def closed_reader(argv: object) -> int:
+        raise BrokenPipeError
+
+    sink = (tmp_path / "stdout").open("w")
+    monkeypatch.setattr(cli, "_main", closed_reader)
+    monkeypatch.setattr(sys, "stdout", sink)
+
+    assert cli.main(["table", "run"]) == 1
+    sink.close()
