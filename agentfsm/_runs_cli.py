@@ -47,8 +47,10 @@ def open_store(path: str | None) -> Iterator[SQLiteStore]:
         CommandError: There is no file at ``path``, or it cannot be opened as a run store.
     """
     where = Path(path) if path is not None else DEFAULT_PATH
-    if not where.is_file():
+    if not where.is_file() or where.stat().st_size == 0:
+        # An empty file is no store either: SQLite would make one in it, and we only read.
         problem = "it is a directory" if where.is_dir() else "no such file"
+        problem = "the file is empty" if where.is_file() else problem
         raise CommandError(
             f"no store at {str(where)!r} ({problem}); pass --store FILE to name the SQLite "
             "file an agent saved its runs in"

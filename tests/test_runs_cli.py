@@ -139,6 +139,11 @@ def test_a_missing_named_store_is_an_error_and_is_not_created(tmp_path: Path) ->
     assert done.returncode == 1
     assert "no store at 'nowhere/runs.db'" in done.stderr
     assert not (tmp_path / "nowhere").exists()
+    (tmp_path / "empty.db").touch()
+    empty = agentfsm("runs", "--store", "empty.db", cwd=tmp_path)
+    assert (empty.returncode, empty.stderr.count("\n")) == (1, 1)
+    assert "no store at 'empty.db' (the file is empty)" in empty.stderr
+    assert (tmp_path / "empty.db").stat().st_size == 0
     folder = agentfsm("runs", "--store", ".", cwd=tmp_path)
     assert (folder.returncode, folder.stderr.count("\n")) == (1, 1)
     assert "(it is a directory)" in folder.stderr
