@@ -82,8 +82,6 @@ OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
 """The error type of the tool message a resumed run gives a non-idempotent call that had
 started before a crash without its result being stored (at-most-once, I11)."""
 
-_ROUND_OPEN = (LoopState.ACTING, LoopState.AWAITING_ACTION, LoopState.AWAITING_INPUT)
-
 
 def _durable(
     method: Callable[Concatenate[Agent, P], Coroutine[Any, Any, R]],
@@ -230,7 +228,7 @@ class Agent(SyncFacade):
         self._decisions = dict(snapshot.decisions)
         self._answers = list(snapshot.answers)
         self._started = list(snapshot.started)
-        self._round = open_round(self._messages, self._data.loop_state)
+        self._round = open_round(self._messages)
         self._version = snapshot.version
         self._emitter.seq = snapshot.seq
 
@@ -344,6 +342,10 @@ class Agent(SyncFacade):
             self.remove_listener(queue.put_nowait)
 
     def _on_event(self, event: Event) -> None:
+        if self._data.loop_state is None and self._data.state == RunState.BUSY:
+            # A turn's loop enters thinking as part of the transition that starts the turn,
+            # so the transition's snapshot has it (replay does the same).
+            self._loop = loop_machine(self._data, self._emitter, self._engine)
         if self.store is not None:
             version = self._version + 1
             self.store.save(
@@ -416,6 +418,9 @@ class Agent(SyncFacade):
             self._claim()
             if self.state == RunState.BUSY:
                 await self._drive()
+            elif self._round and self._loop is not None and self._loop.is_final:
+                # The process stopped between ending a turn and closing its round.
+                self._close_turn(self._data.reason or "cancelled")
             return self.outcome()
         self._restored = False
         max_iterations, max_turns, input_policy = self._config
@@ -467,7 +472,6 @@ class Agent(SyncFacade):
         self._cancel_requested = self._pause_requested = False
         self._round = ()
         await self._user_input(text, defer=False)
-        self._loop = loop_machine(self._data, self._emitter, self._engine)
         await self._drive()
 
     @_durable
@@ -537,10 +541,13 @@ class Agent(SyncFacade):
 
     @_durable
     async def ashutdown(self) -> TurnOutcome:
-        """Close the run for good; a waiting turn is closed as for cancel. Not while busy."""
-        waiting = self.state in (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED)
+        """Close the run for good. Not while busy.
+
+        An unfinished turn (waiting, or paused mid-turn) is closed as for cancel.
+        """
+        unfinished = self._loop is not None and not self._loop.is_final
         self._run.send("shutdown")
-        if waiting:
+        if unfinished:
             self._close_turn("cancelled")
         return self.outcome()
 
@@ -849,13 +856,10 @@ class Agent(SyncFacade):
         )
 
 
-def open_round(messages: Sequence[Message], loop_state: str | None) -> tuple[ToolCall, ...]:
-    """The calls of the round a turn has open: those of its last assistant message.
+def open_round(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
+    """The calls of the round a turn has open: those of its last message, if it has any.
 
-    A round is open while the loop is acting or awaiting the application; its tool
-    messages join the conversation only when it closes, so the calls are those of the last
-    message.
+    A round's tool messages join the conversation only when it closes, so while it is open
+    the assistant message asking for its calls is the last one.
     """
-    if loop_state not in _ROUND_OPEN or not messages:
-        return ()
-    return messages[-1].tool_calls
+    return messages[-1].tool_calls if messages else ()

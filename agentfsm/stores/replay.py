@@ -18,12 +18,10 @@ from agentfsm.errors import IllegalTransitionError, ReplayError
 from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE, Emitter, Machine, RunData
 from agentfsm.states.events import Event
 from agentfsm.states.messages import Message, ToolCall
-from agentfsm.states.names import InputPolicy, LoopState, MachineName, RecordKind, RunState
+from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.snapshot import Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.results import ToolResult
-
-_ROUND_OPEN = (LoopState.ACTING, LoopState.AWAITING_ACTION, LoopState.AWAITING_INPUT)
 
 
 class _Run:
@@ -163,9 +161,8 @@ class _Run:
         self.deferred = []
 
     def open_round(self) -> tuple[ToolCall, ...]:
-        if self.data.loop_state not in _ROUND_OPEN or not self.messages:
-            return ()
-        return self.messages[-1].tool_calls
+        # Tool messages join the conversation only when their round closes.
+        return self.messages[-1].tool_calls if self.messages else ()
 
     def parse(self, event: Event, model: Any, value: object) -> Any:
         try:
@@ -177,11 +174,13 @@ class _Run:
             ) from error
 
 
-def replay(events: Iterable[Event]) -> Snapshot:
+def replay(events: Iterable[Event], expected: Snapshot | None = None) -> Snapshot:
     """The snapshot of the run whose event log this is, rebuilt from the log alone (I10).
 
     Args:
         events: The run's whole log, in order, from its ``start`` (``seq`` 1).
+        expected: The run's stored snapshot, to check the log against: a log edited into
+            another legal run (a message's text changed, say) replays, but not to it.
 
     Returns:
         The snapshot at the log's last event, with ``version`` 1 and an empty trace (a
@@ -189,7 +188,9 @@ def replay(events: Iterable[Event]) -> Snapshot:
 
     Raises:
         ReplayError: The log has a gap, another run's event, a transition the machines do
-            not take from where the run is, or a record without the data its kind carries.
+            not take from where the run is, or a record without the data its kind carries;
+            or it replays to a snapshot that differs from ``expected`` (the first differing
+            field is named).
     """
     log = list(events)
     if not log:
@@ -204,7 +205,7 @@ def replay(events: Iterable[Event]) -> Snapshot:
             run.record(event)
         else:
             run.transition(event)
-    return Snapshot.from_data(
+    rebuilt = Snapshot.from_data(
         run.data,
         run.messages,
         (),
@@ -215,3 +216,39 @@ def replay(events: Iterable[Event]) -> Snapshot:
         answers=run.answers,
         started=run.started,
     )
+    if expected is not None:
+        _compare(rebuilt, expected, log[-1])
+    return rebuilt
+
+
+_NOT_LOGGED = frozenset({"trace", "version"})
+
+
+def _compare(rebuilt: Snapshot, expected: Snapshot, last: Event) -> None:
+    for field in Snapshot.model_fields:
+        if field in _NOT_LOGGED:
+            continue
+        mine, theirs = getattr(rebuilt, field), getattr(expected, field)
+        if mine == theirs:
+            continue
+        detail = f"{field} is {_short(mine)}, but the stored snapshot has {_short(theirs)}"
+        if field == "messages":
+            index = next(
+                (i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b),
+                min(len(mine), len(theirs)),
+            )
+            detail = (
+                f"message {index} is {_short(mine[index] if index < len(mine) else None)}, "
+                f"but the stored snapshot has "
+                f"{_short(theirs[index] if index < len(theirs) else None)}"
+            )
+        raise ReplayError(
+            expected.run_id,
+            last.seq,
+            f"the log replays to another run than the stored one: {detail}",
+        )
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -1,0 +1,111 @@
+"""A child process for the crash tests: runs or resumes the durable test agent on a SQLite file.
+
+``python -m tests.stores.crash_child run DB LOG RUN_ID POINT`` runs one turn and SIGKILLs
+itself at ``POINT``; ``... resume DB LOG RUN_ID`` restores the run, takes it up with
+``start()`` and prints the final conversation as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from agentfsm import Event, SQLiteStore
+from agentfsm.llm.base import ModelResponse, RetryListener
+from agentfsm.states import Message
+from agentfsm.states.json import JSONObject
+from agentfsm.stores import Snapshot
+from tests.stores.durable_support import agent, respond
+
+POINTS = (
+    "before_model",
+    "after_reply",
+    "between_tools",
+    "inside_tool",
+    "inside_book",
+    "before_final_save",
+)
+"""Where a run can be killed: before the model call, after the reply is stored, between two
+tools, inside an idempotent tool's body, inside a non-idempotent one's, before the save of
+the turn's last transition."""
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class KillingStore(SQLiteStore):
+    """Dies instead of saving the turn's ``complete``."""
+
+    def __init__(self, path: Path, point: str) -> None:
+        super().__init__(path)
+        self.point = point
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        if self.point == "before_final_save" and any(e.event == "complete" for e in events):
+            die()
+        super().save(snapshot, events, expected_version=expected_version)
+
+
+class KillingModel:
+    """The test model, dying when it is first called if asked to."""
+
+    name = "scripted"
+
+    def __init__(self, point: str) -> None:
+        self.point = point
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[JSONObject],
+        *,
+        on_retry: RetryListener | None = None,
+    ) -> ModelResponse:
+        if self.point == "before_model":
+            die()
+        return respond(messages, tools)
+
+
+def run(db: Path, log: Path, run_id: str, point: str) -> None:
+    def on_run(line: str) -> None:
+        if (point, line) in (("inside_tool", "weather:Nice"), ("inside_book", "book:Rome")):
+            die()  # the side effect happened; its result will never be stored
+
+    the_agent = agent(KillingStore(db, point), run_id, log, on_run)
+    the_agent.model = KillingModel(point)
+
+    def listener(item: object) -> None:
+        if not isinstance(item, Event):
+            return
+        if point == "after_reply" and item.event == "model_replied":
+            die()
+        if point == "between_tools" and item.event == "tool_result":
+            die()
+
+    the_agent.add_listener(listener)
+    the_agent.start()
+    the_agent.submit("Plan my trip")
+    print("not killed", file=sys.stderr)
+    sys.exit(3)
+
+
+def resume(db: Path, log: Path, run_id: str) -> None:
+    with SQLiteStore(db) as store:
+        the_agent = agent(store, run_id, log)
+        the_agent.start()
+        print(json.dumps([m.model_dump(mode="json") for m in the_agent.messages]))
+
+
+if __name__ == "__main__":
+    command, db, log, run_id, *rest = sys.argv[1:]
+    if command == "run":
+        run(Path(db), Path(log), run_id, rest[0])
+    else:
+        resume(Path(db), Path(log), run_id)

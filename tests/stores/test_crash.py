@@ -1,0 +1,90 @@
+"""Real crashes: a child process is SIGKILLed at each boundary of a turn, another resumes it.
+
+After each kill the database must hold a valid history (I7) that its own log replays to
+(I10); after the resume the conversation must equal an uninterrupted run's, no completed
+tool call may have run twice, and a non-idempotent call cut short runs at most once (I11).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from agentfsm import MemoryStore, Message, SQLiteStore, replay
+from agentfsm.states import LoopState
+from agentfsm.testing import assert_history_valid
+from tests.stores.crash_child import POINTS
+from tests.stores.durable_support import agent
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_ID = "trip"
+
+
+def child(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tests.stores.crash_child", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def uninterrupted() -> tuple[Message, ...]:
+    the_agent = agent(MemoryStore(), RUN_ID)
+    the_agent.start()
+    the_agent.submit("Plan my trip")
+    return the_agent.messages
+
+
+def ran(log: Path) -> Counter[str]:
+    return Counter(log.read_text().split()) if log.exists() else Counter()
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_run_killed_at_any_boundary_resumes_in_a_new_process(tmp_path: Path, point: str) -> None:
+    db, log = tmp_path / "runs.db", tmp_path / "effects.log"
+
+    killed = child("run", str(db), str(log), RUN_ID, point)
+
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with SQLiteStore(db) as store:
+        stored = store.load(RUN_ID)
+        assert stored is not None
+        open_round = stored.loop_state in (LoopState.ACTING, LoopState.AWAITING_ACTION)
+        assert_history_valid(stored.messages, open_round=open_round)
+        replay(store.events(RUN_ID), expected=stored)
+        before = ran(log)
+
+    resumed = child("resume", str(db), str(log), RUN_ID)
+
+    assert resumed.returncode == 0, resumed.stderr
+    final = tuple(Message.model_validate(m) for m in json.loads(resumed.stdout))
+    after = ran(log)
+    with SQLiteStore(db) as store:
+        stored = store.load(RUN_ID)
+        assert stored is not None
+        assert stored.state == "completed"
+        assert stored.messages == final
+        assert_history_valid(final)
+        replay(store.events(RUN_ID), expected=stored)
+    if point == "inside_book":
+        # at-most-once: the booking ran once, and the model is told its outcome is unknown
+        assert after["book:Rome"] == 1
+        booked = next(m for m in final if m.role == "tool" and m.name == "book")
+        assert "ToolOutcomeUnknown" in str(booked.content)
+        assert "outcome is unknown" in str(final[-1].content)
+        return
+    assert final == uninterrupted()
+    # nothing that had finished ran again; only the idempotent call cut short did
+    rerun = {"weather:Nice"} if point == "inside_tool" else set()
+    for line, count in after.items():
+        assert count == 1 + (line in rerun), (line, before, after)
+    assert sum(after.values()) == 3 + len(rerun)
