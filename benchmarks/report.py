@@ -154,6 +154,22 @@ def store_table(store: dict[str, dict[str, float]]) -> list[str]:
     return lines
 
 
+def persist_table(persist: dict[str, Any]) -> list[str]:
+    """The Markdown table of the Agent's cost with each store."""
+    lines = [
+        "| store | µs / iteration | µs / saved event | µs / resume |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, micros in persist["per_iteration_us"].items():
+        saved = persist["per_saved_event_us"].get(name)
+        resumed = persist["resume_us"].get(name)
+        lines.append(
+            f"| {name} | {micros:,.1f} | {'' if saved is None else f'{saved:,.1f}'} | "
+            f"{'' if resumed is None else f'{resumed:,.1f}'} |"
+        )
+    return lines
+
+
 def targets_table(targets: list[Target]) -> list[str]:
     """The Markdown table of the targets of performance.md, met or missed."""
     lines = ["| target | measured | met? |", "|---|---|:---:|"]
@@ -202,7 +218,17 @@ def render(results: dict[str, Any], appendix: dict[str, str]) -> str:
         "",
         *concurrency_table(concurrency),
         "",
-        "## Persist and resume (SQLiteStore, from bench_store.py)",
+        "## Persist and resume",
+        "",
+        f"The Agent with a store (bench_persist.py): runs of {results['persist']['iterations']} "
+        f"iterations, {results['persist']['events_per_run']} events each, every event saved "
+        "with the run's snapshot; a resume is `Agent(..., store=store, run_id=run_id)` of a "
+        "finished run.",
+        "",
+        *persist_table(results["persist"]),
+        "",
+        "The store alone (bench_store.py): one save of an event and a 4-message snapshot, "
+        "one load of a 50-message run.",
         "",
         *store_table(results["store"]),
         "",
@@ -226,6 +252,7 @@ def main() -> None:
         "concurrency": run_json(
             "bench_concurrency.py", *(["--runs", "1000"] if options.quick else [])
         ),
+        "persist": run_json("bench_persist.py", *quick),
         "store": store_results(),
     }
     appendix = {script: run_text(script) for script in ("bench_transitions.py", "bench_tools.py")}

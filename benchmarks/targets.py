@@ -31,8 +31,9 @@ def check_targets(results: dict[str, Any]) -> list[Target]:
     idle = results["memory"]["bytes_per_idle_run"][AGENT_MEMORY]
     concurrent = results["concurrency"]["candidates"][AGENTFSM]
     hand_concurrent = results["concurrency"]["candidates"]["hand-written loop, async"]
-    persist = results["store"]["persist one transition"]["SQLiteStore FULL"]
-    resume = results["store"]["load a run of 50 messages"]["SQLiteStore FULL"]
+    raw_save = results["store"]["persist one transition"]["SQLiteStore FULL"]
+    persist = results["persist"]["per_saved_event_us"]["SQLiteStore FULL"]
+    resume = results["persist"]["resume_us"]["SQLiteStore FULL"]
     return [
         Target(
             "per iteration ≤ 2x the hand-written loop",
@@ -52,8 +53,14 @@ def check_targets(results: dict[str, Any]) -> list[Target]:
         ),
         Target(
             "SQLite persist of one transition ≤ a few hundred µs",
-            f"{persist:.0f} µs (synchronous=FULL)",
+            f"{persist:.0f} µs per event saved by the Agent, synchronous=FULL "
+            f"(the store alone, 4 messages: {raw_save:.0f} µs)",
             persist <= 500,
         ),
-        Target("SQLite resume (load) ≤ 1 ms", f"{resume:.0f} µs", resume <= 1000),
+        Target(
+            "SQLite resume ≤ 1 ms",
+            f"{resume:.0f} µs (Agent of a finished {results['persist']['iterations']}-iteration "
+            "run, synchronous=FULL)",
+            resume <= 1000,
+        ),
     ]
