@@ -10,8 +10,9 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from agentfsm._demo import run_story
+from agentfsm._demo import fresh_folder, run_story
 from agentfsm._runs_cli import (
     DEFAULT_EVENTS,
     inspect_command,
@@ -19,7 +20,7 @@ from agentfsm._runs_cli import (
     runs_command,
 )
 from agentfsm.diagrams import FORMATS, View, markdown_table, save_diagram
-from agentfsm.errors import DiagramRenderError
+from agentfsm.errors import AgentFSMError, DiagramRenderError
 from agentfsm.states import TABLES, MachineName
 from agentfsm.stores.sqlite import DEFAULT_PATH
 from agentfsm.verify.command import add_arguments, run_verify
@@ -63,9 +64,24 @@ def _parser() -> argparse.ArgumentParser:
         "the runs of a store.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("demo", help="walk one run through its lifecycle and print it")
+    demo = commands.add_parser(
+        "demo",
+        help="run one agent through every state, pausing in one process and resuming in "
+        "another; print the transcript and write the diagrams",
+    )
+    demo.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="where to make the demo's fresh folder (store and SVGs); default: here",
+    )
+    demo.add_argument(
+        "--model",
+        metavar="SPEC",
+        help="a real model instead of the scripted one, e.g. openai:gpt-4o-mini (it needs "
+        "OPENAI_API_KEY; OPENAI_BASE_URL chooses an OpenAI-compatible server)",
+    )
     table = commands.add_parser("table", help="print a machine's transitions as Markdown")
-    table.add_argument("machine", choices=[name.value for name in MachineName])
+    table.add_argument("machine", choices=[name.value for name in TABLES])
     add_arguments(
         commands.add_parser(
             "verify", help="explore both machines exhaustively and check their invariants"
@@ -137,13 +153,18 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "table":
         print(markdown_table(TABLES[MachineName(args.machine)]))
         return 0
-    print("agentfsm demo: one run, both machines, every transition as an event\n")
-    print("seq  machine event          transition")
-    run_story(sys.stdout)
-    print("\nRunLifecycle transitions (lifecycle.md §1):\n")
-    print(markdown_table(TABLES[MachineName.RUN]))
-    print("\nTurnLoop transitions (lifecycle.md §2):\n")
-    print(markdown_table(TABLES[MachineName.LOOP]))
+    return _demo_command(args.dir, args.model)
+
+
+def _demo_command(base: str | None, model: str | None) -> int:
+    if model is None and os.environ.get("OPENAI_API_KEY"):
+        print("(OPENAI_API_KEY is set: add --model openai:gpt-4o-mini to use a real model)\n")
+    try:
+        folder = fresh_folder(Path(base) if base is not None else None)
+        run_story(sys.stdout, folder, model)
+    except (AgentFSMError, OSError, RuntimeError) as error:
+        print(f"agentfsm demo: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
