@@ -15,7 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import Emitter, Event, Message, RunData, ToolCall, cli, loop_machine, run_machine
+from agentfsm import (
+    Agent,
+    Emitter,
+    Event,
+    Message,
+    RunData,
+    ScriptedModel,
+    ToolCall,
+    cli,
+    loop_machine,
+    run_machine,
+    tool,
+)
 from agentfsm._runs_cli import describe, event_line
 from agentfsm.cli import main
 from agentfsm.diagrams import combined_diagram, path_counts, run_diagram
@@ -517,3 +529,34 @@ def test_a_broken_pipe_in_process_returns_1_and_silences_stdout(
 
     assert cli.main(["table", "run"]) == 1
     sink.close()
+
+
+def test_a_run_saved_by_an_agent_is_listed_inspected_and_drawn(tmp_path: Path) -> None:
+    @tool
+    def weather(city: str) -> str:
+        """Today's weather in a city."""
+        return f"sunny in {city}"
+
+    @tool(policy="require_approval")
+    def book(city: str) -> str:
+        """Book a table."""
+        return f"booked in {city}"
+
+    model = ScriptedModel().tool_call("weather", city="Oslo").tool_call("book", city="Oslo")
+    with SQLiteStore(tmp_path / ".agentfsm" / "runs.db") as store:
+        agent = Agent(model, [weather, book], run_id="oslo", store=store)
+        agent.start()
+        assert agent.submit("Weather, then book").state == "requires_action"
+
+    listed = agentfsm("runs", cwd=tmp_path)
+    shown = agentfsm("inspect", "oslo", "--events", "20", cwd=tmp_path)
+    drawn = agentfsm("diagram", "--run", "oslo", cwd=tmp_path)
+
+    assert listed.stdout.splitlines()[1].split()[:3] == ["oslo", "requires_action", "1"]
+    assert '  call_2  book({"city": "Oslo"})' in shown.stdout.splitlines()
+    records = [line for line in shown.stdout.splitlines() if " conversation " in line]
+    assert records
+    assert not [line for line in records if "→" in line or "↺" in line]
+    assert drawn.returncode == 0, drawn.stderr
+    assert "not in the table" not in drawn.stdout
+    assert 'label="model_replied [may_run_now]\\n1x"' in drawn.stdout
