@@ -1,13 +1,14 @@
 """The store commands of the CLI: ``agentfsm runs``, ``inspect`` and ``diagram --run``.
 
-They read a `SQLiteStore` file and never create one: a path with no file is an error, so a
-typo in ``--store`` cannot leave an empty database behind. Every expected failure (no
+They read a `SQLiteStore` file and never create one: a path with no file (or an empty one)
+is an error, so a typo in ``--store`` cannot leave an empty database behind. Every expected failure (no
 store, no such run, a damaged file) is one line on stderr and exit code 1.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -66,7 +67,7 @@ def open_store(path: str | None) -> Iterator[SQLiteStore]:
 def _load(store: SQLiteStore, run_id: str, store_path: str | None) -> Snapshot:
     snapshot = store.load(run_id)
     if snapshot is None:
-        option = f" --store {store_path}" if store_path is not None else ""
+        option = f" --store {shlex.quote(store_path)}" if store_path is not None else ""
         raise CommandError(
             f"no run {run_id!r} in {str(store.path)!r}; 'agentfsm runs{option}' lists its runs"
         )
