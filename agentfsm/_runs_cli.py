@@ -1,8 +1,8 @@
 """The store commands of the CLI: ``agentfsm runs``, ``inspect`` and ``diagram --run``.
 
 They read a `SQLiteStore` file and never create one: a path with no file (or an empty one)
-is an error, so a typo in ``--store`` cannot leave an empty database behind. Every expected failure (no
-store, no such run, a damaged file) is one line on stderr and exit code 1.
+is an error, so a typo in ``--store`` cannot leave an empty database behind. Every expected
+failure (no store, no such run, a damaged file) is one line on stderr and exit code 1.
 """
 
 from __future__ import annotations
