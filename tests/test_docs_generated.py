@@ -6,6 +6,7 @@ it writes.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import re
 import shutil
@@ -58,10 +59,25 @@ def copy(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _differences(limit: int = 40) -> str:
+    """The first lines of a diff between each stale text file and what is generated now."""
+    lines: list[str] = []
+    for item in gen_docs.text_files(ROOT):
+        old = item.path.read_text() if item.path.is_file() else ""
+        new = item.make(old)
+        name = str(item.path.relative_to(ROOT))
+        lines += difflib.unified_diff(
+            old.splitlines(), new.splitlines(), name, f"{name} (generated)", lineterm=""
+        )
+    return "\n".join(lines[:limit])
+
+
 def test_generated_docs_are_fresh() -> None:
     problems = gen_docs.stale(ROOT)
 
-    assert problems == [], "run 'make docs' and commit the result: " + "; ".join(problems)
+    assert problems == [], (
+        "run 'make docs' and commit the result: " + "; ".join(problems) + "\n" + _differences()
+    )
 
 
 @pytest.mark.parametrize("view", ["run", "loop", "combined"])
