@@ -217,14 +217,18 @@ def main(argv: list[str] | None = None) -> int:
     """Write the generated docs, or with ``--check`` report the stale ones (exit 1)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only report stale files")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the repository whose docs/ to generate"
+    )
     args = parser.parse_args(argv)
+    root: Path = args.root
     if args.check:
-        problems = stale()
+        problems = stale(root)
         for problem in problems:
             print(f"{problem}; run 'make docs'", file=sys.stderr)
         return 1 if problems else 0
-    for path in write():
-        print(f"wrote {path.relative_to(ROOT)}")
+    for path in write(root):
+        print(f"wrote {path.relative_to(root)}")
     return 0
 
 

@@ -10,6 +10,7 @@ import difflib
 import importlib.util
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -185,3 +186,19 @@ def test_write_adds_the_reference_to_a_page_without_one(copy: Path) -> None:
     assert text.startswith("# The lifecycle machines\n\n" + gen_docs.BEGIN)
     assert text.endswith(gen_docs.END + "\n")
     assert gen_docs.stale(copy) == []
+
+
+def test_the_script_checks_and_writes_from_the_command_line(copy: Path) -> None:
+    script = [sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--root", str(copy)]
+    (copy / "docs" / "images" / "run.dot").write_text("digraph {}\n")
+
+    check = subprocess.run([*script, "--check"], capture_output=True, text=True, check=False)
+    write = subprocess.run(script, capture_output=True, text=True, check=False)
+    again = subprocess.run([*script, "--check"], capture_output=True, text=True, check=False)
+
+    assert (check.returncode, check.stderr) == (
+        1,
+        "docs/images/run.dot is stale; run 'make docs'\n",
+    )
+    assert (write.returncode, write.stdout) == (0, "wrote docs/images/run.dot\n")
+    assert (again.returncode, again.stderr) == (0, "")
