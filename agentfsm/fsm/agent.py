@@ -367,6 +367,7 @@ class Agent(SyncFacade):
             decisions=self._decisions,
             answers=self._answers,
             started=self._started,
+            trusted=True,
         )
 
     def snapshot(self) -> Snapshot:

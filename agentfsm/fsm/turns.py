@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +31,13 @@ INCOMPLETE_MESSAGE = (
 """The final assistant message of a turn that hit its iteration cap."""
 
 
+@functools.cache
 def ask_user_tool() -> Tool[..., object]:
-    """The built-in client-side ``ask_user`` tool: its answer comes from `provide_input`."""
+    """The built-in client-side ``ask_user`` tool: its answer comes from `provide_input`.
+
+    Built once and shared by every Agent (a tool is immutable, and checking its schema
+    costs milliseconds).
+    """
     return Tool(
         None,
         name=ASK_USER,

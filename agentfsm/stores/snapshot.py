@@ -120,6 +120,7 @@ class Snapshot(BaseModel):
         decisions: Mapping[str, Decision] | None = None,
         answers: Sequence[ToolAnswer] = (),
         started: Sequence[str] = (),
+        trusted: bool = False,
     ) -> Snapshot:
         """The snapshot of a run's machines' data, conversation and trace.
 
@@ -133,8 +134,12 @@ class Snapshot(BaseModel):
             decisions: The decisions for the open round.
             answers: The open round's answered calls.
             started: The open round's calls started without an answer.
+            trusted: Skip validation: every value comes from a live run's own checked
+                models (the Agent builds one snapshot per event; validating its whole
+                conversation and trace again each time would make a long run quadratic).
         """
-        return cls(
+        build = cls.model_construct if trusted else cls
+        return build(
             run_id=data.run_id,
             state=data.state,
             loop_state=data.loop_state,

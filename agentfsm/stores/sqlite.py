@@ -2,8 +2,13 @@
 
 Layout (file format 1, kept in ``PRAGMA user_version``):
 
-- ``runs``: one row per run — its latest snapshot as JSON, the snapshot's
-  ``schema_version``, and ``version``, ``seq``, ``state``, ``turn`` for listing.
+- ``runs``: one row per run — its latest snapshot as JSON but for its messages and trace,
+  the snapshot's ``schema_version``, and ``version``, ``seq``, ``state``, ``turn`` for
+  listing.
+- ``items``: the snapshot's messages (kind ``m``) and trace entries (kind ``t``), one row
+  each, keyed by ``(run_id, kind, idx)``. Both only grow between saves of a run (a reset is
+  the exception), so a save writes just the new ones: its cost does not grow with the
+  conversation.
 - ``events``: the append-only event log, keyed by ``(run_id, seq)``; a trigger refuses
   any ``UPDATE`` of it.
 
@@ -19,11 +24,13 @@ half-applied, on power loss; it is faster on disks where fsync is slow.
 
 from __future__ import annotations
 
+import operator
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -63,10 +70,36 @@ _SCHEMA = (
         event TEXT NOT NULL,
         PRIMARY KEY (run_id, seq)
     ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS items (
+        run_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        item TEXT NOT NULL,
+        PRIMARY KEY (run_id, kind, idx)
+    ) WITHOUT ROWID""",
     """CREATE TRIGGER IF NOT EXISTS events_append_only BEFORE UPDATE ON events
     BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END""",
 )
-_OUR_TABLES = {"runs", "events", "events_append_only"}
+_OUR_TABLES = {"runs", "events", "items", "events_append_only"}
+_ITEMS = {"messages": "m", "trace": "t"}
+"""The snapshot's growing fields, kept as rows of ``items`` (field → kind)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """What this store last wrote (or read) of a run: the version and its items."""
+
+    version: int
+    items: dict[str, tuple[object, ...]]
+
+
+def _kept(before: tuple[object, ...], after: tuple[object, ...]) -> int | None:
+    """How many items of ``before`` begin ``after`` unchanged (the very same objects)."""
+    if len(after) < len(before):
+        return None
+    return len(before) if all(map(operator.is_, before, after)) else None
+
+
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
@@ -109,6 +142,7 @@ class SQLiteStore:
         """The database file."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._written: dict[str, _Written] = {}
         self._conn = (connect or _connect)(self.path)
         self._closed = False
         self._conn.isolation_level = None  # transactions are begun explicitly
@@ -180,6 +214,7 @@ class SQLiteStore:
                         "INSERT INTO events (run_id, seq, event) VALUES (?, ?, ?)",
                         [(run_id, e.seq, e.model_dump_json()) for e in events],
                     )
+                    self._write_items(conn, snapshot, expected_version)
                     conn.execute(
                         "INSERT OR REPLACE INTO runs (run_id, schema_version, version, seq, "
                         "state, turn, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -190,11 +225,40 @@ class SQLiteStore:
                             snapshot.seq,
                             snapshot.state,
                             snapshot.turn,
-                            snapshot.model_dump_json(),
+                            snapshot.model_dump_json(exclude=set(_ITEMS)),
                         ),
                     )
             except sqlite3.Error as exc:
+                self._written.pop(run_id, None)
                 raise self._failure(exc, run_id, writing=True) from exc
+            except BaseException:
+                self._written.pop(run_id, None)
+                raise
+            self._remember(snapshot)
+
+    def _write_items(
+        self, conn: sqlite3.Connection, snapshot: Snapshot, expected_version: int | None
+    ) -> None:
+        """Write the messages and trace entries the stored run does not have yet."""
+        run_id = snapshot.run_id
+        written = self._written.get(run_id)
+        if written is not None and written.version != expected_version:
+            written = None  # what we wrote is not what is stored (or the run is new)
+        for field, kind in _ITEMS.items():
+            items: tuple[Any, ...] = getattr(snapshot, field)
+            start = None if written is None else _kept(written.items[field], items)
+            if start is None:
+                conn.execute("DELETE FROM items WHERE run_id = ? AND kind = ?", (run_id, kind))
+                start = 0
+            conn.executemany(
+                "INSERT INTO items (run_id, kind, idx, item) VALUES (?, ?, ?, ?)",
+                [(run_id, kind, i, items[i].model_dump_json()) for i in range(start, len(items))],
+            )
+
+    def _remember(self, snapshot: Snapshot) -> None:
+        self._written[snapshot.run_id] = _Written(
+            snapshot.version, {field: getattr(snapshot, field) for field in _ITEMS}
+        )
 
     def load(self, run_id: str) -> Snapshot | None:
         """The run's latest snapshot, or None.
@@ -203,20 +267,49 @@ class SQLiteStore:
             SchemaVersionError: The snapshot was written by a newer agentfsm.
             StoreCorruptError: The snapshot, or the file, cannot be read.
         """
-        row = self._query("SELECT schema_version, snapshot FROM runs WHERE run_id = ?", run_id)
+        with self._lock:
+            try:
+                with self._reading() as conn:
+                    row = conn.execute(
+                        "SELECT schema_version, snapshot FROM runs WHERE run_id = ?", (run_id,)
+                    ).fetchall()
+                    items = conn.execute(
+                        "SELECT kind, item FROM items WHERE run_id = ? ORDER BY kind, idx",
+                        (run_id,),
+                    ).fetchall()
+            except sqlite3.Error as exc:
+                raise self._failure(exc, run_id, writing=False) from exc
         if not row:
             return None
-        schema_version, text = row[0]
+        schema_version, core = row[0]
         if schema_version not in READABLE_SCHEMA_VERSIONS:
             raise SchemaVersionError(
                 str(self.path), run_id, schema_version, READABLE_SCHEMA_VERSIONS
             )
+        parts: dict[str, list[str]] = {kind: [] for kind in _ITEMS.values()}
+        for kind, item in items:
+            parts.setdefault(kind, []).append(item)
+        grown = "".join(f',"{field}":[{",".join(parts[kind])}]' for field, kind in _ITEMS.items())
+        text = f"{core.rstrip()[:-1]}{grown}}}" if core.rstrip().endswith("}") else core
         try:
-            return Snapshot.model_validate_json(text)
+            snapshot = Snapshot.model_validate_json(text)
         except ValidationError as exc:
             raise StoreCorruptError(
                 str(self.path), f"its snapshot is not a valid Snapshot ({exc})", run_id
             ) from exc
+        with self._lock:
+            self._remember(snapshot)
+        return snapshot
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: its queries see one committed state of the file."""
+        self._conn.execute("BEGIN")
+        try:
+            yield self._conn
+        finally:
+            if self._conn.in_transaction:
+                self._conn.execute("COMMIT")
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         """The run's events after ``after_seq``, in order.
@@ -247,7 +340,9 @@ class SQLiteStore:
             try:
                 with self._transaction() as conn:
                     conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+                    conn.execute("DELETE FROM items WHERE run_id = ?", (run_id,))
                     conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+                self._written.pop(run_id, None)
             except sqlite3.Error as exc:
                 raise self._failure(exc, run_id, writing=True) from exc
 
