@@ -11,10 +11,11 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentfsm import Event, SQLiteStore
+from agentfsm import Event, SnapshotConflictError, SQLiteStore
 from agentfsm.llm.base import ModelResponse, RetryListener
 from agentfsm.states import Message
 from agentfsm.states.json import JSONObject
@@ -103,9 +104,28 @@ def resume(db: Path, log: Path, run_id: str) -> None:
         print(json.dumps([m.model_dump(mode="json") for m in the_agent.messages]))
 
 
+def race(db: Path, log: Path, run_id: str, go: Path) -> None:
+    """Restore the run, say so, wait for ``go`` to exist, then try to take it up."""
+    with SQLiteStore(db) as store:
+        the_agent = agent(store, run_id, log)
+        print(f"restored {the_agent.state}", flush=True)
+        while not go.exists():
+            time.sleep(0.001)
+        try:
+            the_agent.start()
+            the_agent.resume()
+            the_agent.submit("Plan my trip")
+        except SnapshotConflictError:
+            print("conflict", flush=True)
+            return
+        print(f"won {the_agent.state}", flush=True)
+
+
 if __name__ == "__main__":
     command, db, log, run_id, *rest = sys.argv[1:]
     if command == "run":
         run(Path(db), Path(log), run_id, rest[0])
+    elif command == "race":
+        race(Path(db), Path(log), run_id, Path(rest[0]))
     else:
         resume(Path(db), Path(log), run_id)

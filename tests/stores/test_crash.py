@@ -88,3 +88,41 @@ def test_a_run_killed_at_any_boundary_resumes_in_a_new_process(tmp_path: Path, p
     for line, count in after.items():
         assert count == 1 + (line in rerun), (line, before, after)
     assert sum(after.values()) == 3 + len(rerun)
+
+
+def test_of_two_processes_taking_up_one_paused_run_exactly_one_wins(tmp_path: Path) -> None:
+    db, log, go = tmp_path / "runs.db", tmp_path / "effects.log", tmp_path / "go"
+    with SQLiteStore(db) as store:
+        paused = agent(store, RUN_ID, log)
+        paused.start()
+        paused.pause()
+    racers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.stores.crash_child",
+                "race",
+                str(db),
+                str(log),
+                RUN_ID,
+                str(go),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        for racer in racers:  # both have loaded the paused run before either goes on
+            assert racer.stdout is not None
+            assert racer.stdout.readline().strip() == "restored paused"
+        go.touch()
+        results = sorted(racer.communicate(timeout=60)[0].strip() for racer in racers)
+    finally:
+        for racer in racers:
+            racer.kill()
+    assert results == ["conflict", "won completed"]
+    assert ran(log) == Counter({"weather:Paris": 1, "book:Rome": 1, "weather:Nice": 1})
