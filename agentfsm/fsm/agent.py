@@ -66,14 +66,12 @@ from agentfsm.tools.hooks import HookContext, HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
 from agentfsm.tools.results import (
-    ObservationType,
     ToolErrorInfo,
-    ToolObservation,
     ToolResult,
     ToolStatus,
     failure_content,
 )
-from agentfsm.tools.system import ToolSystem
+from agentfsm.tools.system import Answer, ToolSystem
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -165,9 +163,7 @@ class Agent(SyncFacade):
         registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         if ask_user and registry.find(ASK_USER) is None:
             registry.register(ask_user_tool())
-        self.tools = ToolSystem(
-            registry, hooks=self.hooks, observer=self._observe, timer=timer, clock=clock
-        )
+        self.tools = ToolSystem(registry, hooks=self.hooks, timer=timer, clock=clock)
         """The ToolSystem that runs the tool rounds."""
         self.enabled_tools = None if enabled_tools is None else frozenset(enabled_tools)
         if self.enabled_tools is not None and ask_user:
@@ -208,7 +204,7 @@ class Agent(SyncFacade):
         self._round: tuple[ToolCall, ...] = ()
         self._deferred: list[Message] = []
         self._decisions: dict[str, Decision] = {}
-        self._answers: list[ToolAnswer] = []
+        self._answers: list[Answer] = []
         self._started: list[str] = []
         self._version = 0
         self._emitter.seq = 0
@@ -226,7 +222,7 @@ class Agent(SyncFacade):
         self._trace = list(snapshot.trace)
         self._deferred = list(snapshot.deferred)
         self._decisions = dict(snapshot.decisions)
-        self._answers = list(snapshot.answers)
+        self._answers = [(answer.result, answer.message) for answer in snapshot.answers]
         self._started = list(snapshot.started)
         self._round = open_round(self._messages)
         self._version = snapshot.version
@@ -365,7 +361,10 @@ class Agent(SyncFacade):
             version,
             deferred=self._deferred,
             decisions=self._decisions,
-            answers=self._answers,
+            answers=[
+                ToolAnswer.model_construct(result=result, message=message)
+                for result, message in self._answers
+            ],
             started=self._started,
             trusted=True,
         )
@@ -731,7 +730,8 @@ class Agent(SyncFacade):
             decisions=self._decisions,
             enabled=self.enabled_tools,
             messages=self._messages,
-            answered={a.result.call_id: (a.result, a.message) for a in self._answers},
+            answered={result.call_id: (result, message) for result, message in self._answers},
+            on_start=self._on_start,
             on_answer=self._on_answer,
         )
         self._close_round()
@@ -768,18 +768,14 @@ class Agent(SyncFacade):
             text = failure_content(ToolStatus.ERROR, info)
             self._on_answer(result, Message.tool(call_id, text, name=name))
 
-    def _observe(self, observation: ToolObservation) -> None:
-        if observation.type is ObservationType.STARTED:
-            self._started.append(observation.call_id)
-            self._note(
-                RecordKind.TOOL_STARTED,
-                {"call_id": observation.call_id, "name": observation.tool_name},
-            )
+    def _on_start(self, call: ToolCall) -> None:
+        self._started.append(call.id)
+        self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
         if result.call_id in self._started:
             self._started.remove(result.call_id)
-        self._answers.append(ToolAnswer.model_construct(result=result, message=message))
+        self._answers.append((result, message))
         self._note(
             RecordKind.TOOL_RESULT,
             {"result": result.model_dump(mode="json"), "message": message.model_dump(mode="json")},
@@ -789,8 +785,8 @@ class Agent(SyncFacade):
         """The open round's tool messages join the conversation, in call order."""
         self._data.at_boundary = True
         order = {call.id: index for index, call in enumerate(self._round)}
-        answers = sorted(self._answers, key=lambda a: order.get(a.result.call_id, len(order)))
-        self._messages.extend(answer.message for answer in answers)
+        answers = sorted(self._answers, key=lambda a: order.get(a[0].call_id, len(order)))
+        self._messages.extend(message for _, message in answers)
         self._answers, self._started, self._decisions = [], [], {}
         self._round = ()
         self._note(RecordKind.ROUND_CLOSED, {})
@@ -815,7 +811,7 @@ class Agent(SyncFacade):
     def _answer_unanswered(self, why: str) -> None:
         if not self._round:
             return
-        answered = {answer.result.call_id for answer in self._answers}
+        answered = {result.call_id for result, _ in self._answers}
         for call in self._round:
             if call.id in answered:
                 continue

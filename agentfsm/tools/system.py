@@ -78,6 +78,8 @@ class _Round:
     available: tuple[str, ...]
     hooked: bool
     """Whether any per-call hook has handlers (if not, the loop skips them entirely)."""
+    on_start: Callable[[ToolCall], None] | None = None
+    """Told of each body about to run."""
 
 
 class ToolSystem:
@@ -186,6 +188,7 @@ class ToolSystem:
         enabled: Collection[str] | None = None,
         messages: Sequence[Message] = (),
         answered: Mapping[str, Answer] | None = None,
+        on_start: Callable[[ToolCall], None] | None = None,
         on_answer: Callable[[ToolResult, Message], None] | None = None,
     ) -> RoundResult:
         """Answer every call of one round, sequentially, in call order.
@@ -200,6 +203,8 @@ class ToolSystem:
             messages: The conversation so far, as hooks see it.
             answered: Calls already answered (a round resumed after a crash): their stored
                 result and tool message are reused; no check, body or per-call hook runs.
+            on_start: Told of each call whose body is about to run, just before it runs (an
+                Agent with a store saves the start there: if it raises, the body does not run).
             on_answer: Told of each call's result and tool message as soon as it has them,
                 before the next call starts (an Agent with a store saves it there).
 
@@ -214,7 +219,7 @@ class ToolSystem:
             HookFailedError: A hook handler raised.
         """
         calls = tuple(calls)
-        round_ = self._start(calls, context, decisions or {}, enabled)
+        round_ = self._start(calls, context, decisions or {}, enabled, on_start)
         conversation = list(messages)
         added = await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
         results: list[ToolResult] = []
@@ -252,6 +257,7 @@ class ToolSystem:
         context: ToolContext,
         decisions: Mapping[str, Decision],
         enabled: Collection[str] | None,
+        on_start: Callable[[ToolCall], None] | None = None,
     ) -> _Round:
         ids = Counter(call.id for call in calls)
         duplicates = tuple(sorted(i for i, count in ids.items() if count > 1))
@@ -263,7 +269,7 @@ class ToolSystem:
         allowed = None if enabled is None else frozenset(enabled)
         available = tuple(n for n in self.registry.names if allowed is None or n in allowed)
         hooked = any(kind in self._hooks for kind in _PER_CALL_HOOKS)
-        return _Round(context, decisions, allowed, available, hooked)
+        return _Round(context, decisions, allowed, available, hooked, on_start)
 
     async def _answer(self, index: int, call: ToolCall, round_: _Round) -> tuple[ToolResult, str]:
         started = self._timer()
@@ -277,6 +283,8 @@ class ToolSystem:
         else:
             if found.context_parameter is not None:
                 kwargs[found.context_parameter] = round_.context.for_call(call.id)
+            if round_.on_start is not None:
+                round_.on_start(call)
             self._observe(ObservationType.STARTED, round_, index, call, None)
             attempted = await execute(found, kwargs, call.id, self._retry)
         if attempted.error is not None:
