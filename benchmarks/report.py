@@ -255,7 +255,10 @@ def main() -> None:
         "persist": run_json("bench_persist.py", *quick),
         "store": store_results(),
     }
-    appendix = {script: run_text(script) for script in ("bench_transitions.py", "bench_tools.py")}
+    appendix = {
+        script: run_text(script)
+        for script in ("bench_transitions.py", "bench_tools.py", "bench_durable_agent.py")
+    }
     results["targets"] = check_targets(results)
     plot_overhead(results["overhead"], HERE / "overhead.png")
     (HERE / "RESULTS.md").write_text(render(results, appendix))
