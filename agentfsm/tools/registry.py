@@ -22,10 +22,11 @@ class ToolRegistry:
         DuplicateToolError: Two tools share a name.
     """
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_offered", "_tools")
 
     def __init__(self, tools: Iterable[AnyTool | Callable[..., object]] = ()) -> None:
         self._tools: dict[str, AnyTool] = {}
+        self._offered: dict[tuple[int, frozenset[str] | None], tuple[JSONObject, ...]] = {}
         for item in tools:
             self.register(item)
 
@@ -80,7 +81,9 @@ class ToolRegistry:
     def openai_tools(self, enabled: Collection[str] | None = None) -> list[JSONObject]:
         """The ``tools=[...]`` argument of a chat completion for a run.
 
-        Only enabled tools are listed: a disabled tool is never offered to the model.
+        Only enabled tools are listed: a disabled tool is never offered to the model. The
+        schemas are built once per set of tools (every model call asks for them) and shared:
+        treat them as read-only.
 
         Args:
             enabled: The names enabled for the run, or None for every registered tool.
@@ -88,7 +91,12 @@ class ToolRegistry:
         Raises:
             UnknownToolError: ``enabled`` names a tool that is not registered.
         """
-        return [found.to_openai() for found in self.enabled(enabled)]
+        key = (len(self._tools), None if enabled is None else frozenset(enabled))
+        offered = self._offered.get(key)
+        if offered is None:  # tools are only ever added, so the count names the set
+            offered = tuple(found.to_openai() for found in self.enabled(enabled))
+            self._offered[key] = offered
+        return list(offered)
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
