@@ -1,11 +1,36 @@
-"""Helpers for testing agents built with agentfsm.
+"""Helpers for testing agents built with agentfsm (the ``testing`` extra).
 
-`LoopbackOpenAIServer` is an OpenAI-compatible chat completions server on 127.0.0.1 that
-answers from a script of `Reply` steps and faults, for end-to-end tests with no network.
+- `AgentStateMachine`: subclass it and implement ``make_agent`` to property-test your own
+  Agent (tools, hooks, store) with hypothesis; it checks lifecycle.md's invariants after
+  every step.
+- Strategies (`model_responses`, `tool_calls`, `decisions`, `event_sequences`…) for your
+  own hypothesis tests; the tool-call strategies follow your tools' JSON Schemas.
+- Invariant checks (`assert_history_valid`, `assert_tools_permitted`, `DurabilityProbe`…)
+  for hand-written tests, and `FakeClock`.
+- Hypothesis profiles `CI_PROFILE` (derandomised) and `NIGHTLY_PROFILE`, and a pytest plugin
+  with the `scripted_model` and `fake_clock` fixtures.
+- `LoopbackOpenAIServer`: an OpenAI-compatible chat completions server on 127.0.0.1 that
+  answers from a script of `Reply` steps and faults, for end-to-end tests with no network.
+
+The names built on hypothesis are imported on first use, so ``import agentfsm.testing``
+works without it.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
+from agentfsm.testing.clock import FakeClock
+from agentfsm.testing.invariants import (
+    DurabilityProbe,
+    InvariantError,
+    assert_history_valid,
+    assert_iterations_within_cap,
+    assert_pending_valid,
+    assert_tools_permitted,
+    is_transition,
+)
 from agentfsm.testing.openai_server import (
     Disconnect,
     EmptyChoices,
@@ -18,14 +43,113 @@ from agentfsm.testing.openai_server import (
     TruncatedStream,
 )
 
+if TYPE_CHECKING:
+    from agentfsm.testing.profiles import (
+        CI_PROFILE,
+        DEV_PROFILE,
+        NIGHTLY_PROFILE,
+        load_profile_from_environment,
+        register_profiles,
+    )
+    from agentfsm.testing.stateful import FALLBACK_ANSWER, AgentStateMachine
+    from agentfsm.testing.strategies import (
+        ModelStep,
+        call_arguments,
+        decisions,
+        event_arguments,
+        event_sends,
+        event_sequences,
+        invalid_arguments,
+        json_values,
+        malformed_arguments,
+        model_errors,
+        model_responses,
+        text_responses,
+        tool_call_batches,
+        tool_calls,
+        user_inputs,
+        valid_arguments,
+    )
+
+_NEEDS_HYPOTHESIS = {
+    "agentfsm.testing.profiles": (
+        "CI_PROFILE",
+        "DEV_PROFILE",
+        "NIGHTLY_PROFILE",
+        "load_profile_from_environment",
+        "register_profiles",
+    ),
+    "agentfsm.testing.stateful": ("FALLBACK_ANSWER", "AgentStateMachine"),
+    "agentfsm.testing.strategies": (
+        "ModelStep",
+        "call_arguments",
+        "decisions",
+        "event_arguments",
+        "event_sends",
+        "event_sequences",
+        "invalid_arguments",
+        "json_values",
+        "malformed_arguments",
+        "model_errors",
+        "model_responses",
+        "text_responses",
+        "tool_call_batches",
+        "tool_calls",
+        "user_inputs",
+        "valid_arguments",
+    ),
+}
+_LAZY = {name: module for module, names in _NEEDS_HYPOTHESIS.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentfsm.testing' has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "CI_PROFILE",
+    "DEV_PROFILE",
+    "FALLBACK_ANSWER",
+    "NIGHTLY_PROFILE",
+    "AgentStateMachine",
     "Disconnect",
+    "DurabilityProbe",
     "EmptyChoices",
     "ErrorResponse",
+    "FakeClock",
+    "InvariantError",
     "LoopbackOpenAIServer",
     "MalformedBody",
+    "ModelStep",
     "RecordedRequest",
     "Reply",
     "Step",
     "TruncatedStream",
+    "assert_history_valid",
+    "assert_iterations_within_cap",
+    "assert_pending_valid",
+    "assert_tools_permitted",
+    "call_arguments",
+    "decisions",
+    "event_arguments",
+    "event_sends",
+    "event_sequences",
+    "invalid_arguments",
+    "is_transition",
+    "json_values",
+    "load_profile_from_environment",
+    "malformed_arguments",
+    "model_errors",
+    "model_responses",
+    "register_profiles",
+    "text_responses",
+    "tool_call_batches",
+    "tool_calls",
+    "user_inputs",
+    "valid_arguments",
 ]

@@ -1,12 +1,14 @@
-"""Response builders and a history checker for the Agent's tests."""
+"""Response builders for the Agent's tests, and the kit's history checker (I7)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 from agentfsm.llm.base import FinishReason, ModelResponse
-from agentfsm.states import Message, ToolCall
+from agentfsm.states import ToolCall
+from agentfsm.testing import assert_history_valid
+
+__all__ = ["answer", "assert_history_valid", "calls"]
 
 
 def answer(text: str) -> ModelResponse:
@@ -22,22 +24,3 @@ def calls(*specs: tuple[str, str, dict[str, object]]) -> ModelResponse:
         ),
         finish_reason=FinishReason.TOOL_CALLS,
     )
-
-
-def assert_history_valid(messages: Sequence[Message]) -> None:
-    """Check I7 on a history.
-
-    Each assistant message with tool calls is followed at once by one tool message per call
-    id, in call order, before any other message.
-    """
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        index += 1
-        if message.role == "assistant" and message.tool_calls:
-            expected = [call.id for call in message.tool_calls]
-            answered = [m.tool_call_id for m in messages[index : index + len(expected)]]
-            assert answered == expected, (expected, answered, messages)
-            index += len(expected)
-        else:
-            assert message.role != "tool", f"stray tool message at {index - 1}: {message}"

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from agentfsm.errors import IllegalTransitionError
 from agentfsm.fsm import Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.states import LOOP_TABLE, RUN_TABLE, Event
-from tests.properties.strategies import args_for, policies
+from agentfsm.testing.strategies import event_arguments
+from tests.properties.strategies import policies
 
 KINDS = ["run", "run", "run", "loop", "loop", "loop", "boundary", "policy", "new_loop"]
 
@@ -65,7 +66,7 @@ def draw_step(data: st.DataObject, side: Side) -> tuple[str, Any]:
     machine, table = (side.run, RUN_TABLE) if kind == "run" else (side.loop, LOOP_TABLE)
     likely = machine.allowed_events() or table.events
     event = data.draw(st.one_of(st.sampled_from(likely), st.sampled_from([*table.events, "x"])))
-    return kind, (event, data.draw(args_for(event)))
+    return kind, (event, data.draw(event_arguments(event)))
 
 
 @settings(max_examples=300)

@@ -11,7 +11,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from agentfsm.errors import GuardFailedError, IllegalTransitionError
 from agentfsm.fsm import Emitter, RunData, loop_machine, run_machine
 from agentfsm.states import LOOP_TABLE, RUN_TABLE, Event, MachineTable
-from tests.properties.strategies import loop_outcomes, policies, sends_for
+from agentfsm.testing.strategies import event_sends
+from tests.properties.strategies import loop_outcomes, policies
 
 
 class _MachineTest(RuleBasedStateMachine):
@@ -56,7 +57,7 @@ class RunLifecycleTest(_MachineTest):
         self.turns_started = 0
         self.was_shutdown = False
 
-    @rule(step=sends_for(RUN_TABLE.events))
+    @rule(step=event_sends(RUN_TABLE))
     def send(self, step: tuple[str, dict[str, Any]]) -> None:
         event, args = step
         turn = self.data.turn
@@ -92,7 +93,7 @@ class TurnLoopTest(_MachineTest):
         self.machine = loop_machine(self.data, Emitter("prop", [self.events.append]))
         self.final_state: str | None = None
 
-    @rule(step=sends_for(LOOP_TABLE.events))
+    @rule(step=event_sends(LOOP_TABLE))
     def send(self, step: tuple[str, dict[str, Any]]) -> None:
         event, args = step
         self._send(event, args)

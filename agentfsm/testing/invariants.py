@@ -1,0 +1,267 @@
+"""Checks of lifecycle.md's invariants on a live `Agent`, for tests of your own agent.
+
+Each check raises `InvariantError` (an `AssertionError`, so pytest and hypothesis report
+it as a failed test) naming the invariant and what broke it. `AgentStateMachine` runs them
+after every step; they are plain functions, so a hand-written test can call them too::
+
+    agent.submit("hello")
+    assert_history_valid(agent.messages, open_round=agent.state in RUN_WAITING)
+
+Needs nothing beyond agentfsm itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
+
+from agentfsm.fsm.trace import AnyTraceEntry, ToolExecutionTrace
+from agentfsm.fsm.turns import AgentEvent
+from agentfsm.states.events import Event
+from agentfsm.states.messages import Message
+from agentfsm.states.names import RunState
+from agentfsm.tools.policy import Decision, ToolPolicy
+from agentfsm.tools.registry import ToolRegistry
+from agentfsm.tools.results import ToolStatus
+
+if TYPE_CHECKING:
+    from agentfsm.fsm.agent import Agent
+    from agentfsm.stores.base import RunStore
+
+TRANSITION_MACHINES = frozenset({"run", "loop"})
+"""The machines whose events are transitions (others, like ``conversation``, are records)."""
+
+_REFUSED = frozenset(
+    {
+        ToolStatus.NOT_FOUND,
+        ToolStatus.DISABLED,
+        ToolStatus.DENIED,
+        ToolStatus.INVALID_ARGUMENTS,
+    }
+)
+
+
+class InvariantError(AssertionError):
+    """An invariant of lifecycle.md does not hold.
+
+    Attributes:
+        invariant: Which one (``"I7"``…).
+    """
+
+    def __init__(self, invariant: str, message: str) -> None:
+        self.invariant = invariant
+        super().__init__(f"{invariant} violated: {message}")
+
+
+def _check(condition: object, invariant: str, message: str) -> None:
+    if not condition:
+        raise InvariantError(invariant, message)
+
+
+def is_transition(item: AgentEvent) -> bool:
+    """Whether a listener's ``item`` is a transition of RunLifecycle or TurnLoop."""
+    return isinstance(item, Event) and str(item.machine) in TRANSITION_MACHINES
+
+
+def assert_history_valid(messages: Sequence[Message], *, open_round: bool = False) -> None:
+    """I7: tool messages follow their calls.
+
+    Each assistant message with tool calls is followed at once by one tool message per call
+    id, in call order, before any other message.
+
+    Args:
+        messages: The conversation.
+        open_round: The run waits for the application (requires_action, input_required, or
+            paused in one), so the last assistant message with tool calls has no tool
+            messages yet; messages a hook added after it wait with it.
+    """
+    end = len(messages)
+    if open_round:
+        asking = [i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_calls]
+        _check(asking, "I7", "the run waits for tool calls, but no assistant message asks any")
+        end = asking[-1]
+        strays = [m for m in messages[end + 1 :] if m.role in ("tool", "assistant")]
+        _check(not strays, "I7", f"the open round's calls are answered or followed: {strays}")
+    index = 0
+    while index < end:
+        message = messages[index]
+        index += 1
+        if message.role == "assistant" and message.tool_calls:
+            expected = [call.id for call in message.tool_calls]
+            answers = messages[index : index + len(expected)]
+            answered = [m.tool_call_id if m.role == "tool" else None for m in answers]
+            _check(
+                answered == expected,
+                "I7",
+                f"the calls {expected} of message {index - 1} are answered by {answered}",
+            )
+            index += len(expected)
+        else:
+            _check(message.role != "tool", "I7", f"stray tool message at {index - 1}: {message}")
+
+
+def assert_pending_valid(agent: Agent) -> None:
+    """I6: while the run waits, its pending calls are unanswered calls of the last turn.
+
+    In requires_action and input_required there is at least one pending call, and each is
+    a call of the last assistant message with tool calls that has no tool message yet.
+    """
+    if agent.state not in (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED):
+        return
+    pending = [call.id for call in agent.pending]
+    _check(pending, "I6", f"the run is {agent.state} with no pending call")
+    messages = agent.messages
+    asking = [i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_calls]
+    _check(asking, "I6", "pending calls, but no assistant message asked for any")
+    last = asking[-1]
+    asked = [call.id for call in messages[last].tool_calls]
+    answered = {m.tool_call_id for m in messages[last + 1 :] if m.role == "tool"}
+    strays = [call_id for call_id in pending if call_id not in asked or call_id in answered]
+    _check(not strays, "I6", f"pending {strays} are not unanswered calls of message {last}")
+    if agent.state == RunState.INPUT_REQUIRED:
+        question = agent.question
+        _check(question and question.strip(), "I6", "input_required without a question")
+
+
+def assert_iterations_within_cap(agent: Agent, max_iterations: int) -> None:
+    """I8: ``iteration ≤ max_iterations``."""
+    _check(
+        0 <= agent.iteration <= max_iterations,
+        "I8",
+        f"iteration {agent.iteration} is outside 0..{max_iterations}",
+    )
+
+
+def assert_tools_permitted(
+    trace: Sequence[AnyTraceEntry],
+    registry: ToolRegistry,
+    *,
+    enabled: Collection[str] | None,
+    decisions: Mapping[str, Decision],
+) -> None:
+    """I9: no tool body ran unless it was registered, enabled, permitted and valid.
+
+    Judged from each tool execution of the trace against the tools as declared: a call
+    whose tool is unknown, disabled, denied by policy, not approved (when approval is
+    required), client-side without an ``output`` decision, or whose arguments fail the
+    tool's schema must be refused and never attempted; a permitted valid call must not be
+    refused for a reason that does not apply.
+
+    Args:
+        trace: The agent's trace.
+        registry: The agent's tools.
+        enabled: The tools enabled for the run (None for all).
+        decisions: The decision the application gave each call it resolved, by call id.
+    """
+    for entry in trace:
+        if isinstance(entry, ToolExecutionTrace):
+            why = _why_refused(entry, registry, enabled, decisions.get(entry.call_id))
+            ran = entry.result.attempts > 0 or entry.status not in _REFUSED
+            _check(
+                why is None or not ran,
+                "I9",
+                f"call {entry.call_id!r} of {entry.name!r} {entry.arguments!r} ended "
+                f"{entry.status.value!r} after {entry.result.attempts} attempt(s) though {why}",
+            )
+
+
+def _why_refused(
+    entry: ToolExecutionTrace,
+    registry: ToolRegistry,
+    enabled: Collection[str] | None,
+    decision: Decision | None,
+) -> str | None:
+    declared = registry.find(entry.name)
+    if declared is None:
+        return "no such tool is registered"
+    if enabled is not None and entry.name not in enabled:
+        return "the tool is not enabled for the run"
+    if declared.policy is ToolPolicy.DENY:
+        return "the tool's policy is 'deny'"
+    if decision is not None and decision.kind == "deny":
+        return "the application denied it"
+    kind = None if decision is None else decision.kind
+    if declared.client_side and kind != "output":
+        return "it is client-side and got no output decision"
+    if not declared.client_side and kind == "output":
+        return "it got an output decision, which is only for client-side tools"
+    if declared.policy is ToolPolicy.REQUIRE_APPROVAL and kind != "approve":
+        return "it requires approval and was not approved"
+    if not _valid_arguments(entry.arguments, Draft202012Validator(declared.parameters)):
+        return "its arguments do not validate against its schema"
+    return None
+
+
+def _valid_arguments(text: str, validator: Draft202012Validator) -> bool:
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return False
+    return isinstance(value, dict) and bool(validator.is_valid(value))
+
+
+class DurabilityProbe:
+    """I11, as a listener: every event is already stored when it is delivered.
+
+    Add it to an agent that has a store (``agent.add_listener(probe)``); for each event it
+    is told of, the store's latest snapshot of the run must reflect that event or a later
+    one, and the store's log must hold the very event at its ``seq``. `assert_at_rest`
+    then checks that nothing acknowledged is missing from the store between calls.
+
+    Args:
+        store: The agent's store.
+        run_id: The agent's run.
+    """
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self.store = store
+        """Where the run is stored."""
+        self.run_id = run_id
+        """The run being watched."""
+        self.last_seq = 0
+        """The ``seq`` of the last event delivered."""
+
+    def __call__(self, item: AgentEvent) -> None:
+        """Check one delivered item (trace entries are not events, and pass)."""
+        if not isinstance(item, Event):
+            return
+        snapshot = self.store.load(self.run_id)
+        stored_seq = 0 if snapshot is None else snapshot.seq
+        _check(
+            stored_seq >= item.seq,
+            "I11",
+            f"event {item.seq} ({item.machine}.{item.event}) was delivered while the stored "
+            f"snapshot reflects only seq {stored_seq}",
+        )
+        logged = self.store.events(self.run_id, after_seq=item.seq - 1)[:1]
+        _check(
+            logged == [item],
+            "I11",
+            f"event {item.seq} ({item.machine}.{item.event}) was delivered but the stored log "
+            f"has {logged} at that seq",
+        )
+        self.last_seq = max(self.last_seq, item.seq)
+
+    def assert_at_rest(self, agent: Agent) -> None:
+        """Between calls: the stored run is the agent's run, every message included."""
+        snapshot = self.store.load(self.run_id)
+        if snapshot is None:
+            _check(self.last_seq == 0, "I11", "events were delivered but no snapshot is stored")
+            return
+        _check(
+            snapshot.seq >= self.last_seq,
+            "I11",
+            f"the stored snapshot reflects seq {snapshot.seq}, events up to {self.last_seq} "
+            "were delivered",
+        )
+        stored = (snapshot.state, snapshot.turn, snapshot.messages)
+        live = (agent.state, agent.turn, agent.messages)
+        _check(
+            stored == live,
+            "I11",
+            f"the stored run differs from the live one: state/turn {stored[:2]} vs {live[:2]}, "
+            f"{len(stored[2])} vs {len(live[2])} messages",
+        )
