@@ -130,6 +130,40 @@ class Agent(SyncFacade):
             and `start` takes it up without re-running any enter action.
     """
 
+    __slots__ = (
+        "_answers",
+        "_cancel_requested",
+        "_clock",
+        "_config",
+        "_data",
+        "_decisions",
+        "_deferred",
+        "_emitter",
+        "_engine",
+        "_listeners",
+        "_loop",
+        "_messages",
+        "_pause_requested",
+        "_restored",
+        "_round",
+        "_run",
+        "_started",
+        "_sync",
+        "_system",
+        "_system_prompt",
+        "_timer",
+        "_trace",
+        "_version",
+        "action_timeout",
+        "enabled_tools",
+        "hooks",
+        "input_timeout",
+        "model",
+        "store",
+        "tools",
+        "user_id",
+    )
+
     def __init__(
         self,
         model: Model | str,

@@ -65,6 +65,9 @@ _REFUSALS: dict[type[ToolCallError], ToolStatus] = {
     ToolArgumentsError: ToolStatus.INVALID_ARGUMENTS,
 }
 
+_DEFAULT_WAIT = wait_random_exponential(multiplier=0.1, max=5.0)
+"""Exponential backoff with jitter between an idempotent call's tries (stateless: shared)."""
+
 _PER_CALL_HOOKS = (HookKind.BEFORE_EACH_TOOL, HookKind.AFTER_EACH_TOOL, HookKind.ON_ERROR)
 
 
@@ -122,9 +125,7 @@ class ToolSystem:
         self._limits = limits if limits is not None else ArgumentLimits()
         self._retry = RetrySettings(
             max_attempts=max_attempts,
-            wait=retry_wait
-            if retry_wait is not None
-            else wait_random_exponential(multiplier=0.1, max=5.0),
+            wait=retry_wait if retry_wait is not None else _DEFAULT_WAIT,
             sleep=sleep,
             cancel_grace=cancel_grace,
         )
