@@ -101,7 +101,9 @@ def test_the_kit_passes_an_agent_whose_hooks_add_messages_where_allowed() -> Non
 
 
 class FailingHookMachine(AgentStateMachine):
-    """A model-side hook fails every third time: each such turn fails (lifecycle.md §3)."""
+    """Hooks fail every third time: each such turn fails (lifecycle.md §3)."""
+
+    hooks: tuple[str, ...] = ("before_llm", "after_llm", "before_tools", "after_tools")
 
     def make_agent(self, model: ScriptedModel, store: RunStore | None) -> Agent:
         calls = iter(range(10**6))
@@ -110,11 +112,24 @@ class FailingHookMachine(AgentStateMachine):
             if next(calls) % 3 == 2:
                 raise RuntimeError("the hook broke")
 
-        return Agent(model, TOOLS, hooks={"after_llm": flaky, "after_tools": flaky})
+        return Agent(model, TOOLS, hooks=dict.fromkeys(self.hooks, flaky), store=store)
 
 
 def test_the_kit_accepts_a_failing_hook_that_fails_the_turn() -> None:
     run_kit(FailingHookMachine, max_examples=30)
+
+
+class FailingInputHookMachine(FailingHookMachine):
+    hooks = ("after_user_input",)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=InvariantError,
+    reason="Agent bug the kit found: a failing after_user_input handler leaves the run busy",
+)
+def test_the_kit_accepts_a_failing_input_hook_that_fails_the_turn() -> None:
+    run_kit(FailingInputHookMachine, max_examples=30)
 
 
 # -- agents the kit must catch -----------------------------------------------------------
