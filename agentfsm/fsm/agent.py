@@ -13,6 +13,7 @@ import functools
 import json
 import time
 import uuid
+import weakref
 from collections.abc import (
     AsyncIterator,
     Callable,
@@ -131,6 +132,7 @@ class Agent(SyncFacade):
     """
 
     __slots__ = (
+        "__weakref__",
         "_answers",
         "_cancel_requested",
         "_clock",
@@ -212,7 +214,9 @@ class Agent(SyncFacade):
         self._system_prompt = system_prompt
         self._system = [Message.system(system_prompt)] if system_prompt is not None else []
         self._config = (max_iterations, max_turns, InputPolicy(input_policy))
-        self._emitter = Emitter(run_id or uuid.uuid4().hex, [self._on_event], clock=clock)
+        # The emitter holds the Agent weakly: no reference cycle, so an Agent nobody holds is
+        # freed at once, and its private event loop closed with it.
+        self._emitter = Emitter(run_id or uuid.uuid4().hex, [_weak_listener(self)], clock=clock)
         self._cancel_requested = False
         self._pause_requested = False
         self._sync = SyncRunner()
@@ -505,7 +509,7 @@ class Agent(SyncFacade):
             raise
         self._cancel_requested = self._pause_requested = False
         self._round = ()
-        await self._user_input(text, defer=False)
+        await self._failing_the_turn(self._user_input(text, defer=False))
         await self._drive()
 
     @_durable
@@ -528,7 +532,7 @@ class Agent(SyncFacade):
         self._expire_if_due()
         pending = self._data.pending
         self._run.send("provide_input", text=text)
-        await self._user_input(text, defer=True)
+        await self._failing_the_turn(self._user_input(text, defer=True))
         self._decisions = {call_id: Decision.output(text) for call_id in pending}
         payload: JSONObject = {
             call_id: decision.model_dump(mode="json")
@@ -651,6 +655,14 @@ class Agent(SyncFacade):
             self._fail_turn(error)
             raise
         await self._next_queued()
+
+    async def _failing_the_turn(self, step: Coroutine[Any, Any, None]) -> None:
+        """Run a step of a busy turn whose hook failure fails the turn (lifecycle.md §3)."""
+        try:
+            await step
+        except (HookFailedError, HookMessageError) as error:
+            self._fail_turn(error)
+            raise
 
     async def _finish(self, loop_state: str | None) -> None:
         """End a turn whose loop has ended (also one a crash left between two steps)."""
@@ -885,6 +897,17 @@ class Agent(SyncFacade):
                 at=self._clock(),
             )
         )
+
+
+def _weak_listener(agent: Agent) -> Callable[[Event], None]:
+    ref = weakref.ref(agent)
+
+    def on_event(event: Event) -> None:
+        alive = ref()
+        if alive is not None:
+            alive._on_event(event)
+
+    return on_event
 
 
 def open_round(messages: Sequence[Message]) -> tuple[ToolCall, ...]:

@@ -301,6 +301,23 @@ def test_failing_hook_propagates_and_fails_the_run() -> None:
     assert (agent.state, agent.reason, agent.loop_state) == ("failed", "error", "aborted")
 
 
+@pytest.mark.parametrize("answering", [False, True], ids=["submit", "provide_input"])
+def test_a_failing_after_user_input_hook_fails_the_turn(answering: bool) -> None:
+    # found by the testing kit: the input's hook ran outside the turn's failure handling
+    agent, _, _ = make(calls(("q", "ask_user", {"question": "Why?"})), answer("never seen"))
+    if answering:
+        assert agent.submit("go").state == "input_required"
+
+    @agent.on("after_user_input")
+    def broken(context: HookContext) -> None:
+        raise RuntimeError("profanity filter down")
+
+    with pytest.raises(HookFailedError, match="broken"):
+        agent.provide_input("because") if answering else agent.submit("go")
+    assert (agent.state, agent.reason, agent.loop_state) == ("failed", "error", "aborted")
+    assert_history_valid(agent.messages)
+
+
 def test_queued_input_is_submitted_when_the_turn_ends() -> None:
     agent, _, _ = make(
         calls(("c1", "weather", {"city": "A"})), answer("first"), answer("second"),

@@ -23,7 +23,7 @@ from agentfsm import (
     tool,
 )
 from agentfsm.states import LoopState, RunState
-from agentfsm.stores import Snapshot
+from agentfsm.stores import RunStore, Snapshot
 from agentfsm.testing import assert_history_valid
 from agentfsm.tools import ToolPolicy
 from tests.stores.durable_support import agent
@@ -56,7 +56,7 @@ def test_every_event_is_stored_before_any_listener_sees_it(tmp_path: Path) -> No
         )
 
 
-def approval_agent(store: MemoryStore, model: ScriptedModel, ran: list[str]) -> Agent:
+def approval_agent(store: RunStore, model: ScriptedModel, ran: list[str]) -> Agent:
     @tool(policy=ToolPolicy.REQUIRE_APPROVAL)
     def pay(amount: int) -> str:
         """Pay an amount."""
@@ -224,18 +224,22 @@ def test_a_turn_paused_mid_way_resumes_in_another_agent_where_it_stopped() -> No
     assert_history_valid(again.messages, open_round=True)
 
 
-def test_of_two_processes_resuming_one_run_exactly_one_wins(tmp_path: Path) -> None:
-    db = tmp_path / "runs.db"
-    ran: list[str] = []
+def stored_run(db: Path, ran: list[str], steps: list[Step]) -> None:
+    """The approval story taken through ``steps`` in a SQLite file, by an Agent now gone."""
     with SQLiteStore(db) as store:
-        first = approval_agent(store, script(), ran)  # type: ignore[arg-type]
-        first.start()
-        first.submit("Book Oslo")
-        first.resolve_action({c.id: "approve" for c in first.pending})
-        first.pause()
+        first = approval_agent(store, script(), ran)
+        for step in steps:
+            step(first)
+
+
+def test_of_two_agents_on_two_connections_resuming_one_run_exactly_one_wins(
+    tmp_path: Path,
+) -> None:
+    db, ran = tmp_path / "runs.db", []
+    stored_run(db, ran, [*STOPS["input_required"][0], lambda a: a.pause()])
     with SQLiteStore(db) as one, SQLiteStore(db) as two:
-        a = approval_agent(one, script(3), ran)  # type: ignore[arg-type]
-        b = approval_agent(two, script(3), ran)  # type: ignore[arg-type]
+        a = approval_agent(one, script(3), ran)
+        b = approval_agent(two, script(3), ran)
         a.start()
         with pytest.raises(SnapshotConflictError):
             b.start()
@@ -249,15 +253,11 @@ def test_of_two_processes_resuming_one_run_exactly_one_wins(tmp_path: Path) -> N
 
 
 def test_two_resumers_deciding_the_same_approval_run_the_tool_once(tmp_path: Path) -> None:
-    db = tmp_path / "runs.db"
-    ran: list[str] = []
-    with SQLiteStore(db) as store:
-        first = approval_agent(store, script(), ran)  # type: ignore[arg-type]
-        first.start()
-        first.submit("Book Oslo")
+    db, ran = tmp_path / "runs.db", []
+    stored_run(db, ran, STOPS["requires_action"][0])
     with SQLiteStore(db) as one, SQLiteStore(db) as two:
-        a = approval_agent(one, script(2), ran)  # type: ignore[arg-type]
-        b = approval_agent(two, script(2), ran)  # type: ignore[arg-type]
+        a = approval_agent(one, script(2), ran)
+        b = approval_agent(two, script(2), ran)
         a.resolve_action({c.id: "approve" for c in a.pending})
         with pytest.raises(SnapshotConflictError):
             b.resolve_action({c.id: "approve" for c in b.pending})
