@@ -32,18 +32,24 @@ failing example it would annotate is printed all the same."""
 
 
 def register_profiles() -> None:
-    """Register `CI_PROFILE`, `DEV_PROFILE` and `NIGHTLY_PROFILE` (harmless to repeat)."""
+    """Register `CI_PROFILE`, `DEV_PROFILE` and `NIGHTLY_PROFILE` (harmless to repeat).
+
+    Each is hypothesis's defaults plus its own settings, whichever profile is loaded now.
+    """
+    default = settings.get_profile("default")
     settings.register_profile(
         CI_PROFILE,
+        parent=default,
         derandomize=True,
         deadline=None,
         print_blob=True,
         suppress_health_check=[HealthCheck.too_slow],
         phases=PHASES,
     )
-    settings.register_profile(DEV_PROFILE, deadline=None, phases=PHASES)
+    settings.register_profile(DEV_PROFILE, parent=default, deadline=None, phases=PHASES)
     settings.register_profile(
         NIGHTLY_PROFILE,
+        parent=default,
         max_examples=2_000,
         stateful_step_count=100,
         deadline=None,
