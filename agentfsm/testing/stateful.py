@@ -271,6 +271,21 @@ class AgentStateMachine(RuleBasedStateMachine):
     # -- the invariants --------------------------------------------------------------------
 
     @invariant()
+    def lifecycle_invariants_hold(self) -> None:
+        """I1, I5, I6, I7, I8, I9 and I11 (I4 is checked by every action as it happens).
+
+        Each is a method of its own, which a subclass may extend.
+        """
+        if self.agent is None:
+            return
+        self.shutdown_is_absorbing()
+        self.turn_counts_accepted_submits()
+        self.pending_calls_are_unanswered_calls()
+        self.tool_messages_follow_their_calls()
+        self.iterations_stay_within_the_cap()
+        self.only_permitted_valid_calls_ran()
+        self.the_store_has_the_run()
+
     def shutdown_is_absorbing(self) -> None:
         """I1: once shut down, the run stays so and no transition follows."""
         if self._shutdown_at is not None:
@@ -279,20 +294,17 @@ class AgentStateMachine(RuleBasedStateMachine):
             after = self.transitions[self._shutdown_at :]
             _check(not after, "I1", f"transitions after shutdown: {after}")
 
-    @invariant()
     def turn_counts_accepted_submits(self) -> None:
         """I5: ``turn`` is the number of accepted submits."""
         if self.agent is not None:
             turn = self.agent.turn
             _check(turn == self._submits, "I5", f"turn {turn} after {self._submits} submits")
 
-    @invariant()
     def pending_calls_are_unanswered_calls(self) -> None:
         """I6."""
         if self.agent is not None:
             assert_pending_valid(self.agent)
 
-    @invariant()
     def tool_messages_follow_their_calls(self) -> None:
         """I7, in the agent's history and in every conversation the model was sent."""
         if self.agent is None:
@@ -306,14 +318,12 @@ class AgentStateMachine(RuleBasedStateMachine):
             assert_history_valid(request.messages)
         self._requests_checked = len(self.model.requests)
 
-    @invariant()
     def iterations_stay_within_the_cap(self) -> None:
         """I8."""
         if self.agent is not None:
             # The cap is not public on the Agent; the machine reads it from the run's data.
             assert_iterations_within_cap(self.agent, self.agent._data.max_iterations)
 
-    @invariant()
     def only_permitted_valid_calls_ran(self) -> None:
         """I9."""
         if self.agent is not None:
@@ -324,7 +334,6 @@ class AgentStateMachine(RuleBasedStateMachine):
                 decisions=self.decisions,
             )
 
-    @invariant()
     def the_store_has_the_run(self) -> None:
         """I11 between calls (the probe checks it at every event)."""
         if self.agent is not None and self._probe is not None:

@@ -54,7 +54,7 @@ class _SpiedAgentMachine(AgentStateMachine):
         )
 
     @invariant()
-    def only_permitted_valid_calls_ran(self) -> None:  # I9, from the spies
+    def bodies_ran_only_when_permitted(self) -> None:  # I9, from the spies
         assert all(name != "wipe" for name, _ in RAN)
         ran = {
             entry.call_id: entry.arguments
