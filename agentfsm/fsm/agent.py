@@ -303,6 +303,11 @@ class Agent(SyncFacade):
         return self._data.iteration
 
     @property
+    def max_iterations(self) -> int:
+        """Model calls allowed in one turn (I8: ``iteration`` never exceeds it)."""
+        return self._data.max_iterations
+
+    @property
     def reason(self) -> str | None:
         """Why the last turn ended."""
         return self._data.reason

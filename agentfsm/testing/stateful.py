@@ -322,7 +322,7 @@ class AgentStateMachine(RuleBasedStateMachine):
         """I8."""
         if self.agent is not None:
             # The cap is not public on the Agent; the machine reads it from the run's data.
-            assert_iterations_within_cap(self.agent, self.agent._data.max_iterations)
+            assert_iterations_within_cap(self.agent, self.agent.max_iterations)
 
     def only_permitted_valid_calls_ran(self) -> None:
         """I9."""

@@ -8,7 +8,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Generic, ParamSpec, TypeVar, overload
+from typing import Generic, Literal, ParamSpec, TypeVar, overload
 
 from agentfsm.errors import InvalidToolNameError, ToolDefinitionError
 from agentfsm.states.json import JSONObject
@@ -28,6 +28,9 @@ R = TypeVar("R", covariant=True)
 NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 """What a tool name must match (the chat completions API's rule)."""
 _NAME = re.compile(NAME_PATTERN)
+
+PolicyName = Literal["allow", "require_approval", "deny"]
+"""A `ToolPolicy` by its value, as ``@tool(policy="require_approval")`` may spell it."""
 
 
 class Tool(Generic[P, R]):
@@ -87,7 +90,7 @@ class Tool(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
         parameters: JSONObject | None = None,
-        policy: ToolPolicy = ToolPolicy.ALLOW,
+        policy: ToolPolicy | PolicyName = ToolPolicy.ALLOW,
         client_side: bool = False,
         idempotent: bool = False,
         timeout: float | None = None,
@@ -246,7 +249,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     parameters: JSONObject | None = None,
-    policy: ToolPolicy = ToolPolicy.ALLOW,
+    policy: ToolPolicy | PolicyName = ToolPolicy.ALLOW,
     client_side: bool = False,
     idempotent: bool = False,
     timeout: float | None = None,
@@ -261,7 +264,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     parameters: JSONObject | None = None,
-    policy: ToolPolicy = ToolPolicy.ALLOW,
+    policy: ToolPolicy | PolicyName = ToolPolicy.ALLOW,
     client_side: bool = False,
     idempotent: bool = False,
     timeout: float | None = None,

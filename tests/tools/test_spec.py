@@ -389,3 +389,20 @@ def test_a_tools_repr_shows_its_options() -> None:
     declared = Tool(explicit_body, name="remote", client_side=True, idempotent=True)
 
     assert repr(declared) == "Tool('remote', policy='allow', client_side=True, idempotent=True)"
+
+
+@pytest.mark.parametrize("name", ["allow", "require_approval", "deny"])
+def test_a_policy_may_be_given_by_its_value(name: str) -> None:
+    @tool(policy=name)  # type: ignore[arg-type]  # a str, not the Literal: checked at run time
+    def act() -> None:
+        """Act."""
+
+    assert act.policy is ToolPolicy(name)
+
+
+def test_an_unknown_policy_name_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="'maybe' is not a valid ToolPolicy"):
+
+        @tool(policy="maybe")  # type: ignore[arg-type]
+        def act() -> None:
+            """Act."""
