@@ -23,6 +23,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
+from types import MappingProxyType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from agentfsm.errors import (
@@ -76,6 +77,8 @@ from agentfsm.tools.system import Answer, ToolSystem
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+_NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
 """The error type of the tool message a resumed run gives a non-idempotent call that had
@@ -212,7 +215,7 @@ class Agent(SyncFacade):
         self._clock, self._timer, self._engine = clock, timer, engine
         self._listeners: list[AgentListener] = list(listeners)
         self._system_prompt = system_prompt
-        self._system = [Message.system(system_prompt)] if system_prompt is not None else []
+        self._system = (Message.system(system_prompt),) if system_prompt is not None else ()
         self._config = (max_iterations, max_turns, InputPolicy(input_policy))
         # The emitter holds the Agent weakly: no reference cycle, so an Agent nobody holds is
         # freed at once, and its private event loop closed with it.
@@ -240,10 +243,12 @@ class Agent(SyncFacade):
         self._messages: list[Message] = list(self._system)
         self._trace: list[AnyTraceEntry] = []
         self._round: tuple[ToolCall, ...] = ()
-        self._deferred: list[Message] = []
-        self._decisions: dict[str, Decision] = {}
-        self._answers: list[Answer] = []
-        self._started: list[str] = []
+        # Empty between rounds, so immutable (and shared) until a round fills them: an idle
+        # run costs no containers.
+        self._deferred: tuple[Message, ...] = ()
+        self._decisions: Mapping[str, Decision] = _NO_DECISIONS
+        self._answers: tuple[Answer, ...] = ()
+        self._started: tuple[str, ...] = ()
         self._version = 0
         self._emitter.seq = 0
 
@@ -258,10 +263,10 @@ class Agent(SyncFacade):
         )
         self._messages = list(snapshot.messages)
         self._trace = list(snapshot.trace)
-        self._deferred = list(snapshot.deferred)
+        self._deferred = tuple(snapshot.deferred)
         self._decisions = dict(snapshot.decisions)
-        self._answers = [(answer.result, answer.message) for answer in snapshot.answers]
-        self._started = list(snapshot.started)
+        self._answers = tuple((answer.result, answer.message) for answer in snapshot.answers)
+        self._started = tuple(snapshot.started)
         self._round = open_round(self._messages)
         self._version = snapshot.version
         self._emitter.seq = snapshot.seq
@@ -428,13 +433,13 @@ class Agent(SyncFacade):
 
     def _defer(self, messages: Iterable[Message]) -> None:
         for message in messages:
-            self._deferred.append(message)
+            self._deferred = (*self._deferred, message)
             self._note(RecordKind.DEFERRED, {"message": message.model_dump(mode="json")})
 
     def _flush_deferred(self) -> None:
         if self._deferred:
             self._messages.extend(self._deferred)
-            self._deferred = []
+            self._deferred = ()
             self._note(RecordKind.FLUSH_DEFERRED, {})
 
     def _deliver(self, item: AgentEvent) -> None:
@@ -606,7 +611,7 @@ class Agent(SyncFacade):
                 detail=" (reset only while ready, completed or failed)",
             )
         self._messages = list(self._system)
-        self._round, self._deferred = (), []
+        self._round, self._deferred = (), ()
         try:
             self._note(RecordKind.RESET, {"keep": len(self._system)})
         except StoreError:
@@ -805,7 +810,7 @@ class Agent(SyncFacade):
             call = next((c for c in self._round if c.id == call_id), None)
             found = None if call is None else self.tools.registry.find(call.name)
             if call is not None and found is not None and found.idempotent:
-                self._started.remove(call_id)
+                self._started = tuple(i for i in self._started if i != call_id)
                 continue
             name = call.name if call is not None else "unknown"
             info = ToolErrorInfo(
@@ -820,13 +825,13 @@ class Agent(SyncFacade):
             self._on_answer(result, Message.tool(call_id, text, name=name))
 
     def _on_start(self, call: ToolCall) -> None:
-        self._started.append(call.id)
+        self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
         if result.call_id in self._started:
-            self._started.remove(result.call_id)
-        self._answers.append((result, message))
+            self._started = tuple(i for i in self._started if i != result.call_id)
+        self._answers = (*self._answers, (result, message))
         self._note(
             RecordKind.TOOL_RESULT,
             {"result": result.model_dump(mode="json"), "message": message.model_dump(mode="json")},
@@ -838,7 +843,7 @@ class Agent(SyncFacade):
         order = {call.id: index for index, call in enumerate(self._round)}
         answers = sorted(self._answers, key=lambda a: order.get(a[0].call_id, len(order)))
         self._messages.extend(message for _, message in answers)
-        self._answers, self._started, self._decisions = [], [], {}
+        self._answers, self._started, self._decisions = (), (), _NO_DECISIONS
         self._round = ()
         self._note(RecordKind.ROUND_CLOSED, {})
 
