@@ -122,7 +122,8 @@ def main() -> None:
         )
     memory = statistics.median(resumes["MemoryStore"])  # type: ignore[type-var]
     print(
-        f"resume a run of 50 messages: Agent(run_id=..., store=...) + start() (median of {REPEATS}):"
+        "resume a run of 50 messages: Agent(run_id=..., store=...) + start() "
+        f"(median of {REPEATS}):"
     )
     for name, values in resumes.items():
         micros = statistics.median(values)  # type: ignore[type-var]
