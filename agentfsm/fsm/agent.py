@@ -421,6 +421,16 @@ class Agent(SyncFacade):
         """The run as a `Snapshot` (what a store holds of it after its last event)."""
         return self._snapshot(self._emitter.seq, max(self._version, 1))
 
+    def _dump(self, model: Message | ToolResult) -> JSONObject:
+        """``model`` as a record's JSON, if anyone hears of records: a store or a listener.
+
+        With neither, the record is still numbered (``seq`` stays the same either way), but
+        the dump, a few µs per message, is skipped: nobody could read it.
+        """
+        if self.store is None and not self._listeners:
+            return {}
+        return model.model_dump(mode="json")
+
     def _note(self, kind: RecordKind, data: JSONObject) -> None:
         """Record a change to the conversation (already made) as a ``conversation`` event."""
         state = self._data.state
@@ -429,12 +439,12 @@ class Agent(SyncFacade):
     def _append(self, messages: Iterable[Message]) -> None:
         for message in messages:
             self._messages.append(message)
-            self._note(RecordKind.MESSAGE, {"message": message.model_dump(mode="json")})
+            self._note(RecordKind.MESSAGE, {"message": self._dump(message)})
 
     def _defer(self, messages: Iterable[Message]) -> None:
         for message in messages:
             self._deferred = (*self._deferred, message)
-            self._note(RecordKind.DEFERRED, {"message": message.model_dump(mode="json")})
+            self._note(RecordKind.DEFERRED, {"message": self._dump(message)})
 
     def _flush_deferred(self) -> None:
         if self._deferred:
@@ -759,7 +769,7 @@ class Agent(SyncFacade):
             tool_calls=len(calls),
             needing_action=len(waiting) - len(asking),
             asking_user=len(asking),
-            message=reply.model_dump(mode="json"),
+            message=self._dump(reply),
         )
         if loop.state == LoopState.AWAITING_ACTION:
             self._run.send("need_action", calls=list(waiting), deadline=self._deadline(True))
@@ -834,7 +844,7 @@ class Agent(SyncFacade):
         self._answers = (*self._answers, (result, message))
         self._note(
             RecordKind.TOOL_RESULT,
-            {"result": result.model_dump(mode="json"), "message": message.model_dump(mode="json")},
+            {"result": self._dump(result), "message": self._dump(message)},
         )
 
     def _close_round(self) -> None:

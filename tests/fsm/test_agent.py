@@ -492,3 +492,22 @@ def test_queued_input_past_the_turn_limit_stays_queued() -> None:
     assert (outcome.state, outcome.reply, agent.turn) == ("completed", "only turn", 1)
     assert agent._data.queued == ("one more",)
     assert len(model.requests) == 2
+
+
+def test_records_are_numbered_alike_whether_or_not_anyone_listens() -> None:
+    heard: list[Event] = []
+
+    def agent() -> Agent:
+        model = ScriptedModel([calls(("c1", "weather", {"city": "A"})), answer("done")])
+        return Agent(model, [weather])
+
+    quiet, loud = agent(), agent()
+    loud.add_listener(lambda item: heard.append(item) if isinstance(item, Event) else None)
+    for each in (quiet, loud):
+        each.start()
+        each.submit("go")
+
+    assert quiet.snapshot().seq == loud.snapshot().seq == heard[-1].seq
+    assert quiet.messages == loud.messages
+    (result,) = [e for e in heard if e.event == "tool_result"]
+    assert result.data["message"] == loud.messages[2].model_dump(mode="json")
