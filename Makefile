@@ -21,8 +21,8 @@ demo: $(STAMP) dot
 	$(BIN)/agentfsm demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check agentfsm tests benchmarks scripts
-	$(BIN)/ruff format --check agentfsm tests benchmarks scripts
+	$(BIN)/ruff check agentfsm tests benchmarks scripts examples
+	$(BIN)/ruff format --check agentfsm tests benchmarks scripts examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict agentfsm
