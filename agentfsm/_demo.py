@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from agentfsm._runs_cli import event_line
 from agentfsm.diagrams import combined_diagram, loop_diagram, render, run_diagram
 from agentfsm.errors import DiagramRenderError, IllegalTransitionError
 from agentfsm.fsm.agent import Agent
@@ -131,14 +132,9 @@ def demo_agent(folder: Path, store: SQLiteStore, model: str | None, out: TextIO)
 
 
 def transcript_line(event: Event) -> str:
-    """One transition as a line of the transcript."""
-    arrow = "↺" if event.source == event.target else "→"
-    shown = {k: v for k, v in event.data.items() if k != "message" and v is not None}
-    data = "  " + ", ".join(f"{k}={v!r}" for k, v in shown.items()) if shown else ""
-    return (
-        f"{event.seq:>4}  {event.machine.value:<4} {event.event:<15} "
-        f"{event.source} {arrow} {event.target}{data}"
-    )
+    """One transition as a line of the transcript (its reply is shown as a message line)."""
+    shown = {k: v for k, v in event.data.items() if k != "message"}
+    return event_line(event.model_copy(update={"data": shown}))
 
 
 def message_line(message: Message) -> str:

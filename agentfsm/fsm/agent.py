@@ -52,7 +52,9 @@ from agentfsm.fsm.turns import (
     TurnOutcome,
     ask_user_tool,
     hooks_from,
+    open_round,
     question_of,
+    round_messages,
     to_decision,
 )
 from agentfsm.llm.base import Model, RetryNotice
@@ -519,12 +521,10 @@ class Agent(SyncFacade):
         args: dict[str, JSONValue] = {"text": text}
         if from_queue:
             args["from_queue"] = True
-        if not self._run.can_send("submit", **args):
-            self._run.send("submit", **args)  # raises the machine's own refusal
-        self._messages.append(Message.user(text))
+        self._messages.append(Message.user(text))  # in the transition's snapshot
         try:
             self._run.send("submit", **args)
-        except IllegalTransitionError:  # pragma: no cover - can_send said it would pass
+        except IllegalTransitionError:
             self._messages.pop()
             raise
         self._cancel_requested = self._pause_requested = False
@@ -850,9 +850,7 @@ class Agent(SyncFacade):
     def _close_round(self) -> None:
         """The open round's tool messages join the conversation, in call order."""
         self._data.at_boundary = True
-        order = {call.id: index for index, call in enumerate(self._round)}
-        answers = sorted(self._answers, key=lambda a: order.get(a[0].call_id, len(order)))
-        self._messages.extend(message for _, message in answers)
+        self._messages.extend(round_messages(self._round, self._answers))
         self._answers, self._started, self._decisions = (), (), _NO_DECISIONS
         self._round = ()
         self._note(RecordKind.ROUND_CLOSED, {})
@@ -928,12 +926,3 @@ def _weak_listener(agent: Agent) -> Callable[[Event], None]:
             alive._on_event(event)
 
     return on_event
-
-
-def open_round(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
-    """The calls of the round a turn has open: those of its last message, if it has any.
-
-    A round's tool messages join the conversation only when it closes, so while it is open
-    the assistant message asking for its calls is the last one.
-    """
-    return messages[-1].tool_calls if messages else ()

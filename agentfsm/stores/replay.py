@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from agentfsm.errors import IllegalTransitionError, ReplayError
 from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE, Emitter, Machine, RunData
+from agentfsm.fsm.turns import open_round, round_messages
 from agentfsm.states.events import Event
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
@@ -35,7 +36,7 @@ class _Run:
         self.messages: list[Message] = []
         self.deferred: list[Message] = []
         self.decisions: dict[str, Decision] = {}
-        self.answers: list[ToolAnswer] = []
+        self.answers: list[tuple[ToolResult, Message]] = []
         self.started: list[str] = []
 
     def fail(self, event: Event, problem: str) -> ReplayError:
@@ -143,13 +144,11 @@ class _Run:
             raise self.fail(event, f"call {result.call_id!r} is not a call of the open round")
         if result.call_id in self.started:
             self.started.remove(result.call_id)
-        self.answers.append(ToolAnswer(result=result, message=message))
+        self.answers.append((result, message))
         self.data.at_boundary = False
 
     def _round_closed(self, event: Event) -> None:
-        order = {call.id: index for index, call in enumerate(self.open_round())}
-        answers = sorted(self.answers, key=lambda a: order.get(a.result.call_id, len(order)))
-        self.messages.extend(answer.message for answer in answers)
+        self.messages.extend(round_messages(self.open_round(), self.answers))
         self.answers, self.started, self.decisions = [], [], {}
         self.data.at_boundary = True
 
@@ -161,8 +160,7 @@ class _Run:
         self.deferred = []
 
     def open_round(self) -> tuple[ToolCall, ...]:
-        # Tool messages join the conversation only when their round closes.
-        return self.messages[-1].tool_calls if self.messages else ()
+        return open_round(self.messages)
 
     def parse(self, event: Event, model: Any, value: object) -> Any:
         try:
@@ -213,7 +211,7 @@ def replay(events: Iterable[Event], expected: Snapshot | None = None) -> Snapsho
         1,
         deferred=run.deferred,
         decisions=run.decisions,
-        answers=run.answers,
+        answers=[ToolAnswer(result=result, message=message) for result, message in run.answers],
         started=run.started,
     )
     if expected is not None:
