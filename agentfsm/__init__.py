@@ -7,6 +7,8 @@ an event that is not allowed raises `IllegalTransitionError` and changes nothing
 
 from __future__ import annotations
 
+from agentfsm.agent.core import Agent
+from agentfsm.agent.turns import TurnOutcome
 from agentfsm.diagrams import combined_diagram, loop_diagram, run_diagram, save_diagram
 from agentfsm.errors import (
     AgentFSMError,
@@ -49,8 +51,6 @@ from agentfsm.fsm import (
     loop_machine,
     run_machine,
 )
-from agentfsm.fsm.agent import Agent
-from agentfsm.fsm.turns import TurnOutcome
 from agentfsm.llm import Model, ModelResponse, OpenAIModel, ScriptedModel
 from agentfsm.states import (
     CompletedReason,

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TextIO
 
 from agentfsm._runs_cli import event_line
+from agentfsm.agent.core import Agent
+from agentfsm.agent.turns import AgentEvent
 from agentfsm.diagrams import combined_diagram, loop_diagram, render, run_diagram
 from agentfsm.errors import DiagramRenderError, IllegalTransitionError
-from agentfsm.fsm.agent import Agent
-from agentfsm.fsm.turns import AgentEvent
 from agentfsm.llm.base import FinishReason, Model, ModelResponse
 from agentfsm.llm.resolve import resolve_model
 from agentfsm.llm.scripted import ScriptedModel

@@ -7,8 +7,8 @@ durable SQLite file. See docs/persistence.md.
 from __future__ import annotations
 
 from agentfsm.stores.base import RunStore, RunSummary
+from agentfsm.stores.exact_replay import replay
 from agentfsm.stores.memory import MemoryStore
-from agentfsm.stores.replay import replay
 from agentfsm.stores.snapshot import SNAPSHOT_SCHEMA_VERSION, Snapshot, ToolAnswer
 from agentfsm.stores.sqlite import SQLiteStore
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
 
+from agentfsm.agent.turns import AgentEvent
 from agentfsm.fsm.trace import AnyTraceEntry, ToolExecutionTrace
-from agentfsm.fsm.turns import AgentEvent
 from agentfsm.states.events import Event
 from agentfsm.states.messages import Message
 from agentfsm.states.names import RunState
@@ -28,7 +28,7 @@ from agentfsm.tools.registry import ToolRegistry
 from agentfsm.tools.results import ToolStatus
 
 if TYPE_CHECKING:
-    from agentfsm.fsm.agent import Agent
+    from agentfsm.agent.core import Agent
     from agentfsm.stores.base import RunStore
 
 TRANSITION_MACHINES = frozenset({"run", "loop"})

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from agentfsm.agent.core import Agent
+from agentfsm.agent.turns import AgentEvent, TurnOutcome
 from agentfsm.errors import HookFailedError, HookMessageError, IllegalTransitionError
-from agentfsm.fsm.agent import Agent
-from agentfsm.fsm.turns import AgentEvent, TurnOutcome
 from agentfsm.llm.base import ModelResponse
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states.events import Event

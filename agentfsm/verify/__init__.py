@@ -16,7 +16,7 @@ from agentfsm.verify.domains import (
     turn_limit_reached,
     valuations,
 )
-from agentfsm.verify.replay import Divergence, DivergenceKind, LogCheck, check_log
+from agentfsm.verify.log_check import Divergence, DivergenceKind, LogCheck, check_log
 from agentfsm.verify.report import (
     PROPERTIES,
     Counterexample,

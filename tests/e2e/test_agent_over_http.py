@@ -24,7 +24,7 @@ from agentfsm.testing import (
     Reply,
     TruncatedStream,
 )
-from tests.fsm.agent_support import assert_history_valid
+from tests.agent.agent_support import assert_history_valid
 
 RAN: list[str] = []
 

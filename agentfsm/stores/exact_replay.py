@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from agentfsm.errors import IllegalTransitionError, ReplayError
 from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE, Emitter, Machine, RunData
-from agentfsm.fsm.turns import open_round, round_messages
+from agentfsm.fsm.rounds import open_round, round_messages
 from agentfsm.states.events import Event
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState

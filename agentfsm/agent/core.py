@@ -26,6 +26,19 @@ from collections.abc import (
 from types import MappingProxyType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from agentfsm.agent._sync import SyncFacade, SyncRunner
+from agentfsm.agent.turns import (
+    ASK_USER,
+    INCOMPLETE_MESSAGE,
+    AgentEvent,
+    AgentListener,
+    DecisionLike,
+    TurnOutcome,
+    ask_user_tool,
+    hooks_from,
+    question_of,
+    to_decision,
+)
 from agentfsm.errors import (
     AgentFSMError,
     HookFailedError,
@@ -35,27 +48,13 @@ from agentfsm.errors import (
     StoreError,
 )
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
-from agentfsm.fsm._sync import SyncFacade, SyncRunner
+from agentfsm.fsm.rounds import open_round, round_messages
 from agentfsm.fsm.trace import (
     AnyTraceEntry,
     LLMRetryTrace,
     UserInputTrace,
     llm_call_entry,
     tool_entries,
-)
-from agentfsm.fsm.turns import (
-    ASK_USER,
-    INCOMPLETE_MESSAGE,
-    AgentEvent,
-    AgentListener,
-    DecisionLike,
-    TurnOutcome,
-    ask_user_tool,
-    hooks_from,
-    open_round,
-    question_of,
-    round_messages,
-    to_decision,
 )
 from agentfsm.llm.base import Model, RetryNotice
 from agentfsm.llm.resolve import resolve_model

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agentfsm import ScriptedModel
+from agentfsm.agent.core import INCOMPLETE_MESSAGE, Agent
 from agentfsm.errors import (
     GuardFailedError,
     HookFailedError,
@@ -15,12 +16,11 @@ from agentfsm.errors import (
     IllegalTransitionError,
     ModelCallError,
 )
-from agentfsm.fsm.agent import INCOMPLETE_MESSAGE, Agent
 from agentfsm.fsm.trace import LLMCallTrace, ToolExecutionTrace, UserInputTrace
 from agentfsm.states import Event, Message
 from agentfsm.tools import HookContext, HookKind, tool
 from agentfsm.tools.policy import Decision
-from tests.fsm.agent_support import answer, assert_history_valid, calls
+from tests.agent.agent_support import answer, assert_history_valid, calls
 
 RAN: list[str] = []
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agentfsm.fsm.trace import LLMCallTrace, LLMRetryTrace, ToolExecutionTrace, UserInputTrace
 from agentfsm.states.events import Event
-from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.messages import ToolCall
 from agentfsm.tools.hooks import HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision
-from agentfsm.tools.results import ToolResult
 from agentfsm.tools.spec import Tool
 
 AgentEvent = Event | UserInputTrace | LLMCallTrace | LLMRetryTrace | ToolExecutionTrace
@@ -103,21 +102,3 @@ def hooks_from(
         for handler in value if isinstance(value, Sequence) else (value,):
             hooks.add(kind, handler)
     return hooks
-
-
-def open_round(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
-    """The calls of the round a turn has open: those of its last message, if it has any.
-
-    A round's tool messages join the conversation only when it closes, so while it is open
-    the assistant message asking for its calls is the last one.
-    """
-    return messages[-1].tool_calls if messages else ()
-
-
-def round_messages(
-    calls: Sequence[ToolCall], answers: Iterable[tuple[ToolResult, Message]]
-) -> list[Message]:
-    """The tool messages that close a round: one per answered call, in call order (I7)."""
-    order = {call.id: index for index, call in enumerate(calls)}
-    ranked = sorted(answers, key=lambda answer: order.get(answer[0].call_id, len(order)))
-    return [message for _, message in ranked]

@@ -1,0 +1,28 @@
+"""The Agent: drives a run's two machines, its model, its tools and its store.
+
+It sits above `agentfsm.fsm` (the machines) and `agentfsm.stores` (where runs persist), and
+below the verifier, the testing kit and the command line.
+"""
+
+from __future__ import annotations
+
+from agentfsm.agent.core import OUTCOME_UNKNOWN, Agent
+from agentfsm.agent.turns import (
+    ASK_USER,
+    INCOMPLETE_MESSAGE,
+    AgentEvent,
+    AgentListener,
+    DecisionLike,
+    TurnOutcome,
+)
+
+__all__ = [
+    "ASK_USER",
+    "INCOMPLETE_MESSAGE",
+    "OUTCOME_UNKNOWN",
+    "Agent",
+    "AgentEvent",
+    "AgentListener",
+    "DecisionLike",
+    "TurnOutcome",
+]
