@@ -8,7 +8,7 @@ an event that is not allowed raises `IllegalTransitionError` and changes nothing
 from __future__ import annotations
 
 from agentfsm.agent.core import Agent
-from agentfsm.agent.turns import TurnOutcome
+from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.diagrams import combined_diagram, loop_diagram, run_diagram, save_diagram
 from agentfsm.errors import (
     AgentFSMError,
