@@ -38,8 +38,10 @@ LABEL_BOXES = """() => Array.from(document.querySelectorAll('g.edge, g.node'))
     const boxes = texts.map(t => t.getBBox());
     return {
       text: texts.map(t => t.textContent).join(' / '),
-      box: [Math.min(...boxes.map(b => b.x)), Math.min(...boxes.map(b => b.y)),
-            Math.max(...boxes.map(b => b.x + b.width)), Math.max(...boxes.map(b => b.y + b.height))],
+      box: [Math.min(...boxes.map(b => b.x)),
+            Math.min(...boxes.map(b => b.y)),
+            Math.max(...boxes.map(b => b.x + b.width)),
+            Math.max(...boxes.map(b => b.y + b.height))],
     };
   })"""
 """Every edge label (all its lines) and every ``now`` mark of an SVG, as boxes measured by
@@ -50,9 +52,7 @@ the browser that draws them: [x0, y0, x1, y1] in the SVG's units."""
 def chromium() -> Iterator[Browser]:
     """A headless Chromium, closed afterwards."""
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=ARGS
-        )
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
             yield browser
         finally:
