@@ -32,7 +32,7 @@ from starlette.staticfiles import StaticFiles
 
 from agentfsm.errors import StoreError
 from agentfsm.serve.actions import ActionError, AgentFactory, parse_action, perform
-from agentfsm.serve.feed import DEFAULT_INTERVAL, ChangeFeed, Marks, PollingFeed
+from agentfsm.serve.feed import DEFAULT_INTERVAL, ChangeFeed, PollingFeed
 from agentfsm.serve.views import RUN_STATES, RunRows, diagram_svg, event_view, run_view
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
@@ -168,7 +168,8 @@ class _LiveView:
 
     async def runs_stream(self, request: Request) -> Response:
         async def updates() -> AsyncIterator[ServerSentEvent]:
-            seen: Marks = {}
+            seen = self.feed.marks()
+            yield _sse("runs", self.rows.rows())
             while True:
                 seen = await self.feed.changed(seen)
                 yield _sse("runs", self.rows.rows())
@@ -179,21 +180,22 @@ class _LiveView:
         stream = _RunStream(self.stores.reader, request.path_params["run_id"])
 
         async def updates() -> AsyncIterator[ServerSentEvent]:
-            seen: Marks = {}
-            shown: tuple[int, int] | None = None
+            seen = self.feed.marks()
+            shown = seen.get(stream.run_id)
+            yield await self._run_event(stream, reset=True)
             while True:
                 seen = await self.feed.changed(seen)
-                mark = seen.get(stream.run_id)
-                if mark == shown and shown is not None:
-                    continue
-                update = await stream.update(reset=shown is None)
-                shown = mark
-                if update is None:
-                    yield _sse("missing", self._missing(stream.run_id))
-                else:
-                    yield _sse("run", update)
+                if seen.get(stream.run_id) != shown:
+                    shown = seen.get(stream.run_id)
+                    yield await self._run_event(stream, reset=False)
 
         return EventSourceResponse(updates(), ping=15)
+
+    async def _run_event(self, stream: _RunStream, reset: bool) -> ServerSentEvent:
+        update = await stream.update(reset=reset)
+        if update is None:
+            return _sse("missing", self._missing(stream.run_id))
+        return _sse("run", update)
 
     async def act(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
