@@ -52,12 +52,15 @@ def load_factory(spec: str) -> AgentFactory:
 
 def _bind(host: str, port: int) -> socket.socket:
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        family = infos[0][0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except OSError as error:
+        raise UICommandError(f"cannot listen on {host}:{port} ({error})") from error
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
     except OSError as error:
+        sock.close()
         raise UICommandError(f"cannot listen on {host}:{port} ({error})") from error
     return sock
 
@@ -66,9 +69,14 @@ def ui_command(store: str, host: str, port: int, agent: str | None, out: TextIO)
     """Serve the view of ``store`` on ``host:port`` until interrupted; returns the exit code."""
     try:
         factory = load_factory(agent) if agent is not None else None
-        app = create_app(store, agent=factory)
         sock = _bind(host, port)
-    except (UICommandError, StoreError) as error:
+    except UICommandError as error:
+        print(f"agentfsm ui: error: {error}", file=sys.stderr)
+        return 1
+    try:
+        app = create_app(store, agent=factory)
+    except StoreError as error:
+        sock.close()
         print(f"agentfsm ui: error: {error}", file=sys.stderr)
         return 1
     bound_host, bound_port = sock.getsockname()[:2]
