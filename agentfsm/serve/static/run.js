@@ -66,8 +66,10 @@ function showActions(view) {
   const answer = document.getElementById("answer");
   answer.hidden = !allowed.has("provide_input");
   document.getElementById("question").textContent = view.question || "";
+  // While busy, the process running the turn owns the run: the view offers nothing.
+  const idle = view.state !== "busy";
   for (const button of document.querySelectorAll("button[data-event]")) {
-    button.hidden = !allowed.has(button.dataset.event);
+    button.hidden = !(idle && allowed.has(button.dataset.event));
   }
 }
 
