@@ -115,6 +115,12 @@ def test_an_operator_watches_a_run_of_another_process_and_approves_it(
         expect(page.locator('#runs tr[data-run="trip"]')).to_have_attribute(
             "data-state", "completed"
         )
+        expect(page.locator('#runs tr[data-run="trip"] td').nth(2)).to_have_text("answered")
+        page.select_option("#state-filter", "paused")  # the filter hides what does not match
+        expect(page.locator("#runs tbody tr")).to_have_count(0)
+        assert page.url.endswith("?state=paused")
+        page.select_option("#state-filter", "completed")
+        expect(page.locator("#runs tbody tr")).to_have_count(1)
         page.goto("about:blank")  # closes the page's event stream before the server stops
     with SQLiteStore(store_path) as store:
         stored = store.load("trip")
