@@ -6,7 +6,7 @@ STAMP := $(VENV)/.agentfsm-installed
 # The peers the benchmarks measure (the `bench` extra) are never needed by the tests.
 BENCH_STAMP := $(VENV)/.agentfsm-bench-installed
 
-.PHONY: demo test lint typecheck unit bench bench-quick dot docs clean
+.PHONY: demo test lint typecheck unit bench bench-quick dot chromium docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml
 
 dot:
 	@scripts/ensure-dot.sh
+
+# The live view's tests drive Debian's chromium headless (Playwright never downloads one).
+chromium:
+	@scripts/ensure-chromium.sh
 
 demo: $(STAMP) dot
 	$(BIN)/agentfsm demo
@@ -27,7 +31,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict agentfsm
 
-unit: $(STAMP) dot
+unit: $(STAMP) dot chromium
 	$(BIN)/coverage run -m pytest
 	$(BIN)/coverage report
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -309,6 +310,7 @@ def run_story(out: TextIO, folder: Path, model: str | None = None) -> Path:
         file=out,
     )
     print(f"diagrams and the store are in {folder}", file=out)
+    print(f"watch it live: agentfsm ui --store {shlex.quote(str(folder / STORE))}", file=out)
     return folder
 
 

@@ -1,7 +1,8 @@
 """The ``agentfsm`` command line.
 
 ``demo``, ``table``, ``verify``, ``diagram`` (of the machines, or of a stored run's path),
-``runs`` (the runs of a store) and ``inspect`` (where one stored run is).
+``runs`` (the runs of a store), ``inspect`` (where one stored run is) and ``ui`` (a live
+web view of a store, `agentfsm.serve`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,39 @@ def _add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
 
 
+def _add_ui_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ui = commands.add_parser(
+        "ui",
+        help="serve a live web view of a store's runs: the machines, the event log, the "
+        "conversation, and the operator's actions (needs the ui extra)",
+    )
+    ui.add_argument("--store", metavar="PATH", help=_STORE_HELP)
+    ui.add_argument("--host", default="127.0.0.1", help="where to listen (default: 127.0.0.1)")
+    ui.add_argument(
+        "--port", type=_non_negative, default=8765, metavar="N", help="default 8765; 0 picks one"
+    )
+    ui.add_argument(
+        "--agent",
+        metavar="MODULE:FUNCTION",
+        help="your agent factory, (run_id, store) -> Agent, so the view can approve, deny "
+        "and answer (the run then calls your model and tools)",
+    )
+
+
+def _ui(args: argparse.Namespace) -> int:
+    try:
+        from agentfsm.serve.command import ui_command
+    except ImportError as error:
+        print(
+            f"agentfsm ui: error: the web view needs the ui extra ({error}); "
+            "install it with: pip install 'agentfsm[ui]'",
+            file=sys.stderr,
+        )
+        return 1
+    store = args.store if args.store is not None else str(DEFAULT_PATH)
+    return ui_command(store, args.host, args.port, args.agent, sys.stdout)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentfsm",
@@ -102,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     diagram.add_argument("--run", metavar="RUN_ID", help="draw this stored run's path")
     diagram.add_argument("--store", metavar="PATH", help=_STORE_HELP + " (with --run)")
     _add_store_commands(commands)
+    _add_ui_command(commands)
     return parser
 
 
@@ -150,6 +185,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return runs_command(args.store, sys.stdout)
     if args.command == "inspect":
         return inspect_command(args.run_id, args.store, args.events, sys.stdout)
+    if args.command == "ui":
+        return _ui(args)
     if args.command == "table":
         print(markdown_table(TABLES[MachineName(args.machine)]))
         return 0

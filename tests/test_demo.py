@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -129,3 +130,18 @@ def test_with_a_key_the_demo_runs_on_a_real_model_over_http(tmp_path: Path) -> N
     assert "model: openai:gpt-test" in done.stdout
     assert "💬 assistant: Booked." in done.stdout.split("restored", 1)[1]
     assert "completed → shutdown" in done.stdout
+
+
+def test_the_demo_ends_with_the_command_that_opens_the_live_view(demo: tuple[str, Path]) -> None:
+    from starlette.testclient import TestClient
+
+    from agentfsm.serve import create_app
+
+    out, folder = demo
+    words = shlex.split(out.splitlines()[-1].removeprefix("watch it live: "))
+    assert words[:3] == ["agentfsm", "ui", "--store"]
+    store = folder.parent / words[3]
+    assert store.resolve() == (folder / "runs.db").resolve()
+    with TestClient(create_app(store)) as client:
+        runs = client.get("/api/runs").json()["runs"]
+    assert [(run["run_id"], run["state"]) for run in runs] == [(RUN_ID, "shutdown")]

@@ -1,0 +1,227 @@
+"""Operator actions of the live view, each the Agent's own guarded transition.
+
+An action restores the run as a real `Agent` from the store and calls its public method
+(``resolve_action``, ``provide_input``, ``pause``, ``resume``, ``cancel``), so it is the
+same transition, with the same guards, as a call from the application: one that is not
+allowed raises `IllegalTransitionError` and changes nothing. Another process may be driving
+the run, so an action is refused when the page showed an older version than the store holds,
+and a save that loses the race raises `SnapshotConflictError` (nothing of it is stored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, cast, get_args
+
+from agentfsm.agent.core import Agent
+from agentfsm.agent.turns import TurnOutcome
+from agentfsm.errors import (
+    AgentFSMError,
+    IllegalTransitionError,
+    SnapshotConflictError,
+)
+from agentfsm.llm.base import ModelResponse
+from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.states.messages import Message
+from agentfsm.states.names import RunState
+from agentfsm.stores.base import RunStore
+from agentfsm.stores.snapshot import Snapshot
+
+AgentFactory = Callable[[str, RunStore], Agent]
+"""Builds the application's Agent for a stored run: ``factory(run_id, store)`` returns
+``Agent(model, tools, run_id=run_id, store=store, ...)``, which restores the run. The view
+needs one to approve, deny or answer (the run then calls the model and the tools)."""
+
+ActionName = Literal["resolve", "answer", "pause", "resume", "cancel"]
+"""An operator action: ``resolve`` (approve or deny every pending call), ``answer`` (the
+pending question), ``pause``, ``resume``, ``cancel``."""
+
+ACTIONS: tuple[str, ...] = get_args(ActionName)
+"""The operator actions, in the order the page offers them."""
+
+
+class ActionError(Exception):
+    """An action the view refused or the run refused: an HTTP status, a kind and a message.
+
+    Args:
+        status: The HTTP status of the answer (400 bad request, 404 no such run, 409
+            refused, 500 failed).
+        kind: What went wrong: the error class's name (``IllegalTransitionError``…).
+        message: The message the page shows.
+    """
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        """The HTTP status."""
+        self.kind = kind
+        """What went wrong."""
+        self.message = message
+        """The message shown."""
+
+    def as_json(self) -> JSONObject:
+        """The error as the API answers it."""
+        return {"error": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One parsed operator action."""
+
+    name: ActionName
+    """Which action."""
+    version: int | None = None
+    """The run's version the page showed; the action is refused if the store moved on."""
+    decisions: Mapping[str, str] = field(default_factory=dict)
+    """For ``resolve``: call id → ``"approve"`` or ``"deny"``."""
+    text: str = ""
+    """For ``answer``: the user's answer."""
+
+
+def _bad(message: str) -> ActionError:
+    return ActionError(400, "BadRequest", message)
+
+
+def _decisions(value: JSONValue) -> dict[str, str]:
+    if not isinstance(value, dict) or not value:
+        raise _bad(f"decisions must be a non-empty object of call id → decision, not {value!r}")
+    for call_id, decision in value.items():
+        if decision not in ("approve", "deny"):
+            raise _bad(
+                f"the decision for call {call_id!r} is {decision!r}; allowed: 'approve', 'deny'"
+            )
+    return {call_id: str(decision) for call_id, decision in value.items()}
+
+
+def parse_action(body: JSONValue) -> Action:
+    """The action a request's JSON body asks for.
+
+    Raises:
+        ActionError: 400, naming the field, what was given and what is allowed.
+    """
+    if not isinstance(body, dict):
+        raise _bad(f"the body must be a JSON object, not {body!r}")
+    name = body.get("action")
+    if name not in ACTIONS:
+        raise _bad(f"action is {name!r}; allowed: {', '.join(map(repr, ACTIONS))}")
+    version = body.get("version")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        raise _bad(f"version must be the run's version (an integer), not {version!r}")
+    if name == "resolve":
+        return Action("resolve", version, decisions=_decisions(body.get("decisions")))
+    if name == "answer":
+        text = body.get("text")
+        if not isinstance(text, str):
+            raise _bad(f"text must be the answer (a string), not {text!r}")
+        return Action("answer", version, text=text)
+    return Action(cast(ActionName, name), version)  # pause, resume or cancel
+
+
+class _NoModel:
+    """The model of a view with no agent factory: never called, as such actions need none."""
+
+    name = "agentfsm-ui-no-model"
+
+    async def complete(
+        self, messages: Sequence[Message], tools: Sequence[JSONObject], **_: object
+    ) -> ModelResponse:
+        raise AgentFSMError(
+            "the live view has no agent factory, so it cannot call the model; "
+            "start it with --agent MODULE:FUNCTION"
+        )
+
+
+def _needs_agent(action: Action, snapshot: Snapshot) -> bool:
+    """Whether the action goes on to call the application's model and tools."""
+    if action.name in ("resolve", "answer"):
+        return True
+    return action.name == "resume" and snapshot.paused_from == RunState.BUSY
+
+
+def _check(action: Action, snapshot: Snapshot, factory: AgentFactory | None) -> None:
+    run_id = snapshot.run_id
+    if action.version is not None and action.version != snapshot.version:
+        raise ActionError(
+            409,
+            "StaleView",
+            f"run {run_id!r} changed since the page showed it (version {action.version}, "
+            f"now {snapshot.version}); nothing was done: look at it again",
+        )
+    if snapshot.state == RunState.BUSY:
+        raise ActionError(
+            409,
+            "RunBusy",
+            f"run {run_id!r} is busy: the process running its turn owns it until the turn "
+            "ends or waits; nothing was done",
+        )
+    if factory is None and _needs_agent(action, snapshot):
+        raise ActionError(
+            409,
+            "NoAgent",
+            f"{action.name!r} runs the application's model and tools, which this view was "
+            "not given: start it with --agent MODULE:FUNCTION (or pass agent= to "
+            "create_app); nothing was done",
+        )
+
+
+def _restore(run_id: str, store: RunStore, factory: AgentFactory | None) -> Agent:
+    agent = (
+        factory(run_id, store)
+        if factory is not None
+        else Agent(_NoModel(), run_id=run_id, store=store)
+    )
+    if agent.run_id != run_id or agent.state == RunState.CREATED:
+        raise ActionError(
+            500,
+            "AgentFactoryError",
+            f"the agent factory did not restore run {run_id!r} (it gave run "
+            f"{agent.run_id!r} in state {agent.state!r}): it must pass run_id= and store= "
+            "to Agent",
+        )
+    return agent
+
+
+async def _dispatch(agent: Agent, action: Action) -> TurnOutcome:
+    if action.name == "resolve":
+        return await agent.aresolve_action(dict(action.decisions))
+    if action.name == "answer":
+        return await agent.aprovide_input(action.text)
+    if action.name == "pause":
+        return await agent.apause()
+    if action.name == "resume":
+        return await agent.aresume()
+    return await agent.acancel()
+
+
+async def perform(
+    action: Action, run_id: str, store: RunStore, factory: AgentFactory | None
+) -> JSONObject:
+    """Do ``action`` on the stored run through a restored Agent; return where it is now.
+
+    Raises:
+        ActionError: 404 for no such run; 409 when the view or the run refuses (the
+            message is the `IllegalTransitionError`'s or the `SnapshotConflictError`'s);
+            500 when the run failed otherwise. Nothing is stored by a refused action.
+    """
+    snapshot = store.load(run_id)
+    if snapshot is None:
+        raise ActionError(404, "NoSuchRun", f"no run {run_id!r} in the store")
+    _check(action, snapshot, factory)
+    agent = _restore(run_id, store, factory)
+    try:
+        outcome = await _dispatch(agent, action)
+    except SnapshotConflictError as error:
+        raise ActionError(
+            409,
+            type(error).__name__,
+            f"{error}: another process changed the run meanwhile; this action was not "
+            "stored, look at the run again",
+        ) from error
+    except IllegalTransitionError as error:
+        raise ActionError(409, type(error).__name__, str(error)) from error
+    except (AgentFSMError, ValueError) as error:
+        raise ActionError(500, type(error).__name__, str(error)) from error
+    finally:
+        agent.close()
+    return {"state": outcome.state, "reason": outcome.reason, "reply": outcome.reply}

@@ -1,0 +1,258 @@
+"""The live view's ASGI app: pages, a JSON API, Server-Sent Events and operator actions.
+
+`create_app` builds a Starlette app over one run store. Mount it in your own Starlette or
+FastAPI app (``app.mount("/runs-ui", create_app("runs.db"))``): every URL the pages use is
+relative, so it works under any prefix.
+
+Routes (relative to where it is mounted):
+
+- ``GET /``: the runs page; ``GET /runs/{run_id}``: a run's page (static HTML and script).
+- ``GET /api/runs``, ``GET /api/runs/{run_id}``: the same data as JSON.
+- ``GET /api/stream/runs``, ``GET /api/stream/runs/{run_id}``: live updates (SSE).
+- ``POST /api/runs/{run_id}/actions``: an operator action (`agentfsm.serve.actions`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.resources import files
+from pathlib import Path
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from agentfsm.errors import StoreError
+from agentfsm.serve.actions import ActionError, AgentFactory, parse_action, perform
+from agentfsm.serve.feed import DEFAULT_INTERVAL, ChangeFeed, PollingFeed
+from agentfsm.serve.views import RUN_STATES, RunRows, diagram_svg, event_view, run_view
+from agentfsm.states.events import Event
+from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.stores.base import RunStore
+from agentfsm.stores.sqlite import SQLiteStore
+
+STATIC = Path(str(files("agentfsm.serve") / "static"))
+"""The pages, script and style sheet, shipped in the package (no CDN, no build step)."""
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that can only read (SQLite's ``mode=ro``): the view never writes by it."""
+    return sqlite3.connect(
+        f"{path.resolve().as_uri()}?mode=ro",
+        uri=True,
+        timeout=30.0,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+
+
+def open_read_only(path: str | os.PathLike[str]) -> SQLiteStore:
+    """Open an existing SQLite run store for reading only.
+
+    Raises:
+        StoreError: There is no file at ``path``, or it is empty (a store is never
+            created by reading it).
+        StoreCorruptError: The file is not an agentfsm run store.
+    """
+    where = Path(path)
+    if not where.is_file() or where.stat().st_size == 0:
+        problem = "the file is empty" if where.is_file() else "no such file"
+        raise StoreError(
+            f"no run store at {str(where)!r} ({problem}); pass the SQLite file an agent "
+            "saved its runs in"
+        )
+    return SQLiteStore(where, connect=_read_only)
+
+
+class _Stores:
+    """The view's stores: one to read (read-only for a SQLite path), one to act through."""
+
+    def __init__(self, store: str | os.PathLike[str] | RunStore) -> None:
+        if isinstance(store, (str, os.PathLike)):
+            self.reader: RunStore = open_read_only(store)
+            self._path: Path | None = Path(store)
+        else:
+            self.reader, self._path = store, None
+        self._writer: RunStore | None = None
+
+    def writer(self) -> RunStore:
+        """The store actions save through, opened read-write on the first action."""
+        if self._writer is None:
+            self._writer = SQLiteStore(self._path) if self._path is not None else self.reader
+        return self._writer
+
+    def close(self) -> None:
+        for store in {id(s): s for s in (self.reader, self._writer) if s is not None}.values():
+            store.close()
+
+
+def _sse(name: str, data: JSONValue) -> ServerSentEvent:
+    return ServerSentEvent(data=json.dumps(data, ensure_ascii=False), event=name)
+
+
+class _RunStream:
+    """One page's view of one run: everything first, then what each change adds."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.events: list[Event] = []
+
+    async def update(self, reset: bool) -> JSONObject | None:
+        snapshot = self.store.load(self.run_id)
+        if snapshot is None:
+            return None
+        after = self.events[-1].seq if self.events and not reset else 0
+        new = self.store.events(self.run_id, after_seq=after)
+        self.events = new if reset else self.events + new
+        svg = await run_in_threadpool(diagram_svg, snapshot, list(self.events))
+        return {
+            "reset": reset,
+            "run": run_view(snapshot),
+            "events": [event_view(event) for event in new],
+            "svg": svg,
+        }
+
+
+class _LiveView:
+    """The app's handlers over one store, one feed and an optional agent factory.
+
+    Args:
+        store: A SQLite file (read through a read-only connection; actions open it
+            read-write) or any `RunStore` (used for both).
+        agent: Builds the application's Agent for a run, for actions that call the model
+            and tools (approve, deny, answer); None leaves those refused.
+        feed: Where live updates come from; by default the store is polled by seq.
+        poll_interval: Seconds between two polls of the default feed.
+    """
+
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | RunStore,
+        *,
+        agent: AgentFactory | None = None,
+        feed: ChangeFeed | None = None,
+        poll_interval: float = DEFAULT_INTERVAL,
+    ) -> None:
+        self.stores = _Stores(store)
+        self.agent = agent
+        self.feed = feed if feed is not None else PollingFeed(self.stores.reader, poll_interval)
+        self.rows = RunRows(self.stores.reader)
+
+    async def runs_page(self, request: Request) -> Response:
+        return FileResponse(STATIC / "runs.html")
+
+    async def run_page(self, request: Request) -> Response:
+        return FileResponse(STATIC / "run.html")
+
+    async def runs(self, request: Request) -> Response:
+        return JSONResponse({"runs": self.rows.rows(), "states": list(RUN_STATES)})
+
+    async def run(self, request: Request) -> Response:
+        stream = _RunStream(self.stores.reader, request.path_params["run_id"])
+        update = await stream.update(reset=True)
+        if update is None:
+            return JSONResponse(self._missing(stream.run_id), status_code=404)
+        return JSONResponse(update)
+
+    @staticmethod
+    def _missing(run_id: str) -> JSONObject:
+        return {"error": "NoSuchRun", "message": f"no run {run_id!r} in the store"}
+
+    async def runs_stream(self, request: Request) -> Response:
+        async def updates() -> AsyncIterator[ServerSentEvent]:
+            seen = self.feed.marks()
+            yield _sse("runs", self.rows.rows())
+            while True:
+                seen = await self.feed.changed(seen)
+                yield _sse("runs", self.rows.rows())
+
+        return EventSourceResponse(updates(), ping=15)
+
+    async def run_stream(self, request: Request) -> Response:
+        stream = _RunStream(self.stores.reader, request.path_params["run_id"])
+
+        async def updates() -> AsyncIterator[ServerSentEvent]:
+            seen = self.feed.marks()
+            shown = seen.get(stream.run_id)
+            yield await self._run_event(stream, reset=True)
+            while True:
+                seen = await self.feed.changed(seen)
+                if seen.get(stream.run_id) != shown:
+                    shown = seen.get(stream.run_id)
+                    yield await self._run_event(stream, reset=False)
+
+        return EventSourceResponse(updates(), ping=15)
+
+    async def _run_event(self, stream: _RunStream, reset: bool) -> ServerSentEvent:
+        update = await stream.update(reset=reset)
+        if update is None:
+            return _sse("missing", self._missing(stream.run_id))
+        return _sse("run", update)
+
+    async def act(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        try:
+            try:
+                body: JSONValue = await request.json()
+            except ValueError as error:
+                raise ActionError(400, "BadRequest", f"the body is not JSON ({error})") from error
+            action = parse_action(body)
+            outcome = await perform(action, run_id, self.stores.writer(), self.agent)
+        except ActionError as error:
+            return JSONResponse(error.as_json(), status_code=error.status)
+        return JSONResponse(outcome)
+
+
+def create_app(
+    store: str | os.PathLike[str] | RunStore,
+    *,
+    agent: AgentFactory | None = None,
+    feed: ChangeFeed | None = None,
+    poll_interval: float = DEFAULT_INTERVAL,
+) -> Starlette:
+    """The live web view of a run store, as an ASGI app (Starlette).
+
+    Args:
+        store: The SQLite file the runs are saved in (opened read-only to read; actions
+            open it read-write), or a `RunStore` to use as it is.
+        agent: ``agent(run_id, store)`` returns the application's `Agent` restored from
+            ``store``; needed to approve, deny or answer (the run then calls the model and
+            tools). Without it, pause, resume and cancel still work.
+        feed: Where live updates come from (default: poll the store every
+            ``poll_interval`` seconds, by seq).
+        poll_interval: Seconds between two polls of the default feed.
+
+    Returns:
+        The app; serve it with uvicorn or mount it in your own Starlette or FastAPI app.
+
+    Raises:
+        StoreError: The SQLite file does not exist, or is not a run store.
+    """
+    view = _LiveView(store, agent=agent, feed=feed, poll_interval=poll_interval)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        view.stores.close()
+
+    routes = [
+        Route("/", view.runs_page),
+        Route("/runs/{run_id}", view.run_page),
+        Route("/api/runs", view.runs),
+        Route("/api/runs/{run_id}", view.run),
+        Route("/api/runs/{run_id}/actions", view.act, methods=["POST"]),
+        Route("/api/stream/runs", view.runs_stream),
+        Route("/api/stream/runs/{run_id}", view.run_stream),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.view = view
+    return app

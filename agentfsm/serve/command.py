@@ -1,0 +1,94 @@
+"""``agentfsm ui``: serve the live web view of a run store with uvicorn.
+
+The socket is bound before anything is printed, so the URL printed is one that answers
+(``--port 0`` picks a free port and prints it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import socket
+import sys
+from typing import TextIO
+
+import uvicorn
+
+from agentfsm.errors import StoreError
+from agentfsm.serve.actions import AgentFactory
+from agentfsm.serve.app import create_app
+
+
+class UICommandError(Exception):
+    """An expected failure of ``agentfsm ui``: printed as one line, exit code 1."""
+
+
+def load_factory(spec: str) -> AgentFactory:
+    """The agent factory ``MODULE:FUNCTION`` names (imported as Python would import it).
+
+    Raises:
+        UICommandError: The spec is not ``MODULE:FUNCTION``, the module cannot be
+            imported, or it has no such callable.
+    """
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UICommandError(
+            f"--agent is {spec!r}; expected MODULE:FUNCTION, e.g. myapp.agents:make_agent"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise UICommandError(
+            f"--agent {spec!r}: cannot import {module_name!r} ({error})"
+        ) from error
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise UICommandError(
+            f"--agent {spec!r}: {module_name!r} has no callable {attribute!r}; it should be "
+            "a function (run_id, store) -> Agent"
+        )
+    loaded: AgentFactory = factory
+    return loaded
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except OSError as error:
+        raise UICommandError(f"cannot listen on {host}:{port} ({error})") from error
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise UICommandError(f"cannot listen on {host}:{port} ({error})") from error
+    return sock
+
+
+def ui_command(store: str, host: str, port: int, agent: str | None, out: TextIO) -> int:
+    """Serve the view of ``store`` on ``host:port`` until interrupted; returns the exit code."""
+    try:
+        factory = load_factory(agent) if agent is not None else None
+        sock = _bind(host, port)
+    except UICommandError as error:
+        print(f"agentfsm ui: error: {error}", file=sys.stderr)
+        return 1
+    try:
+        app = create_app(store, agent=factory)
+    except StoreError as error:
+        sock.close()
+        print(f"agentfsm ui: error: {error}", file=sys.stderr)
+        return 1
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    print(f"agentfsm ui: serving {store} at http://{shown}:{bound_port}/", file=out, flush=True)
+    if factory is None:
+        print(
+            "  (no --agent MODULE:FUNCTION: approving, denying and answering are off; "
+            "pause, resume and cancel work)",
+            file=out,
+            flush=True,
+        )
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server.run(sockets=[sock])
+    return 0
