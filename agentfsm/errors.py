@@ -327,7 +327,7 @@ class HookMessageError(AgentFSMError):
 
     The message was not added: the conversation is as it was. Per-call hooks run between
     an assistant message and its tool messages, where any other message would break the
-    order of tool messages (lifecycle.md I7).
+    order of tool messages (the contract's I7).
 
     Attributes:
         hook: The hook the handler ran in.

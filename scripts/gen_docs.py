@@ -92,7 +92,8 @@ def lifecycle_reference() -> str:
             "## Reference",
             "",
             "Generated from the code by `make docs` (`scripts/gen_docs.py`); a test fails "
-            "when it is stale.",
+            "when it is stale. The specification these tables are checked against, with the "
+            "effects, hooks, projections and invariants, is [the contract](contract.md).",
             "",
             "### Both machines",
             "",

@@ -1,4 +1,4 @@
-"""Checks of lifecycle.md's invariants on a live `Agent`, for tests of your own agent.
+"""Checks of the contract's invariants on a live `Agent`, for tests of your own agent.
 
 Each check raises `InvariantError` (an `AssertionError`, so pytest and hypothesis report
 it as a failed test) naming the invariant and what broke it. `AgentStateMachine` runs them
@@ -45,7 +45,7 @@ _REFUSED = frozenset(
 
 
 class InvariantError(AssertionError):
-    """An invariant of lifecycle.md does not hold.
+    """An invariant of the contract does not hold.
 
     Attributes:
         invariant: Which one (``"I7"``…).
