@@ -21,10 +21,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from agentfsm.errors import InvariantError
 from agentfsm.testing.clock import FakeClock
 from agentfsm.testing.invariants import (
     DurabilityProbe,
-    InvariantError,
     assert_history_valid,
     assert_iterations_within_cap,
     assert_pending_valid,

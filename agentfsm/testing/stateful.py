@@ -26,7 +26,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.turns import AgentEvent, TurnOutcome
-from agentfsm.errors import HookFailedError, HookMessageError, IllegalTransitionError
+from agentfsm.errors import (
+    HookFailedError,
+    HookMessageError,
+    IllegalTransitionError,
+    InvariantError,
+)
 from agentfsm.llm.base import ModelResponse
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states.events import Event
@@ -38,7 +43,6 @@ from agentfsm.stores.memory import MemoryStore
 from agentfsm.testing.clock import FakeClock
 from agentfsm.testing.invariants import (
     DurabilityProbe,
-    InvariantError,
     assert_history_valid,
     assert_iterations_within_cap,
     assert_pending_valid,
