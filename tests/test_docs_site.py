@@ -98,6 +98,7 @@ def _subpackages() -> list[str]:
 def test_every_public_name_of_a_subpackage_is_in_the_api_reference(
     site: Path, module: str
 ) -> None:
+    assert (site / "api" / module / "index.html").is_file(), f"write docs/api/{module}.md"
     page = html(site, f"api/{module}")
     names = importlib.import_module(f"agentfsm.{module}").__all__
 

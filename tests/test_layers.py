@@ -163,14 +163,8 @@ def circles(root: Path) -> set[frozenset[str]]:
         frozenset({a, b})
         for a, targets in graph.items()
         for b in targets
-        if a in reachable.get(b, set()) and not _through_init(a, b)
+        if a in reachable.get(b, set())
     }
-
-
-def _through_init(a: str, b: str) -> bool:
-    # A package's __init__ re-exports its modules, and a module may import a sibling through
-    # the package: the pair (package, its own module) is not a circle of design.
-    return b.startswith(f"{a}.") or a.startswith(f"{b}.")
 
 
 def parts(root: Path) -> set[str]:
