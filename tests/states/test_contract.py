@@ -17,12 +17,15 @@ from agentfsm.states import (
     GUARDS,
     LOOP_TABLE,
     PAUSABLE,
+    PROJECTIONS,
     RUN_TABLE,
     CompletedReason,
     FailedReason,
     InputPolicy,
     MachineTable,
+    Projection,
     RunState,
+    projection,
 )
 from agentfsm.tools import MESSAGE_HOOKS, HookKind
 from agentfsm.verify import PROPERTIES
@@ -199,20 +202,52 @@ def test_the_hooks_are_the_contract_hooks_in_order() -> None:
     assert {cells[3] for cells in rows} == {"yes", "no"}
 
 
-def test_every_state_and_reason_has_its_projections() -> None:
+def page_projections() -> dict[tuple[str, str | None], Projection]:
+    """The contract's projection table, read into the code's `Projection` rows."""
     header = "| agentfsm | A2A TaskState | Assistants-style run status |"
-    rows = table(section("## 4. Projections"), header)
-    projected: list[str] = []
-    for cells in rows:
-        assert all(cells), cells
-        projected += [part.strip() for part in cells[0].split(",")]
-    reasons = {
-        RunState.COMPLETED: [f"completed / {r}" for r in CompletedReason],
-        RunState.FAILED: [f"failed / {r}" for r in FailedReason],
-    }
+    found: dict[tuple[str, str | None], Projection] = {}
+    for first, a2a, assistants in table(section("## 4. Projections"), header):
+        match = re.fullmatch(r"([\w-]+)(?: \((\w+)\))?", a2a)
+        state, note = (match.group(1), match.group(2)) if match else (None, None)
+        row = Projection(state, note, None if assistants == "—" else assistants)
+        for name in first.split(","):
+            state_name, _, reason = name.strip().partition(" / ")
+            found[(state_name, reason or None)] = row
+    return found
 
-    expected = [name for state in RunState for name in reasons.get(state, [str(state)])]
-    assert projected == expected
+
+def test_the_projections_are_the_contract_projections() -> None:
+    assert page_projections() == PROJECTIONS
+    assert list(page_projections()) == list(PROJECTIONS)
+
+
+def test_every_state_and_reason_has_its_projection() -> None:
+    reasons: dict[str, list[str | None]] = {
+        RunState.COMPLETED: list(CompletedReason),
+        RunState.FAILED: list(FailedReason),
+    }
+    expected = [(s, r) for s in RunState for r in reasons.get(s, [None])]
+
+    assert list(PROJECTIONS) == expected
+    assert all(projection(s, r) is PROJECTIONS[(s, r)] for s, r in expected)
+    assert projection("busy", "answered") is PROJECTIONS[(RunState.BUSY, None)]
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "message"),
+    [
+        ("asleep", None, "state must be one of 'created', 'ready', "),
+        ("completed", "error", "reason for state 'completed' must be one of 'answered', "),
+        ("failed", None, "reason for state 'failed' must be one of 'error', 'cancelled', "),
+    ],
+)
+def test_a_projection_of_no_state_or_reason_is_refused(
+    state: str, reason: str | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)) as error:
+        projection(state, reason)
+
+    assert f"got {(state if 'state must' in message else reason)!r}" in str(error.value)
 
 
 def test_the_invariants_are_i1_to_i13_and_cover_the_verifier() -> None:
