@@ -16,7 +16,7 @@ vocabulary in `agentfsm.states`, tools and hooks in `agentfsm.tools`, models in
 from __future__ import annotations
 
 from agentfsm.agent.core import Agent
-from agentfsm.agent.turns import TurnOutcome
+from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.diagrams import combined_diagram, run_diagram, save_diagram
 from agentfsm.errors import (
     AgentFSMError,

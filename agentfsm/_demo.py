@@ -22,7 +22,7 @@ from typing import TextIO
 
 from agentfsm._runs_cli import event_line
 from agentfsm.agent.core import Agent
-from agentfsm.agent.turns import AgentEvent
+from agentfsm.agent.vocabulary import AgentEvent
 from agentfsm.diagrams import combined_diagram, loop_diagram, render, run_diagram
 from agentfsm.errors import DiagramRenderError, IllegalTransitionError
 from agentfsm.llm.base import FinishReason, Model, ModelResponse

@@ -12,7 +12,11 @@ import ...`` from inside the package counts as an import of the facade, which on
 may use (nothing in the package does today).
 
 Within a layer, and within one subpackage, imports may go either way, but the modules must
-not import each other in a circle: one of them should own what both need.
+not import each other in a circle: one of them should own what both need. For circles, only
+the imports that run count (module-level and function-level): an import under
+``if TYPE_CHECKING:`` never runs, so a module may name, for its type hints, a class of a
+module of its own layer that imports it (``agent/record.py`` types its helpers with the
+``Agent`` of ``agent/core.py``).
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ class Import:
     """The imported module, dotted and absolute."""
     line: int
     """Where the import is, in the importing module's file."""
+    typing_only: bool = False
+    """Whether it is under ``if TYPE_CHECKING:`` (never run: no circle at import time)."""
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -86,11 +92,26 @@ def _is_module(dotted: str, root: Path) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
+def _typing_only_lines(tree: ast.AST) -> set[int]:
+    """The lines of the statements under ``if TYPE_CHECKING:`` (not its ``else``)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
+        if isinstance(node, ast.If) and name == "TYPE_CHECKING":
+            lines |= {
+                n.lineno for stmt in node.body for n in ast.walk(stmt) if hasattr(n, "lineno")
+            }
+    return lines
+
+
 def imports_of(path: Path, root: Path) -> Iterator[Import]:
     """Every import of ``root``'s package in one file, at any depth of its syntax tree."""
     module = module_name(path, root)
     top = root.name
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    typing_only = _typing_only_lines(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -105,7 +126,7 @@ def imports_of(path: Path, root: Path) -> Iterator[Import]:
             continue
         for target in targets:
             if target == top or target.startswith(f"{top}."):
-                yield Import(module, target, node.lineno)
+                yield Import(module, target, node.lineno, node.lineno in typing_only)
 
 
 def part_of(module: str) -> str:
@@ -145,6 +166,8 @@ def circles(root: Path) -> set[frozenset[str]]:
     graph: dict[str, set[str]] = {}
     modules = {module_name(path, root) for path in root.rglob("*.py")}
     for item in all_imports(root):
+        if item.typing_only:
+            continue
         if item.target in modules and item.target != item.module:
             graph.setdefault(item.module, set()).add(item.target)
 
@@ -275,3 +298,28 @@ def test_a_circle_of_modules_is_found(tmp_path: Path) -> None:
     names = {"agentfsm.verify.a", "agentfsm.verify.b", "agentfsm.verify.c"}
     assert found
     assert set().union(*found) == names
+
+
+def test_a_circle_through_a_type_checking_import_is_not_a_circle(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "agent/core.py": "from agentfsm.agent.record import Record\n",
+            "agent/record.py": (
+                "import typing\nif typing.TYPE_CHECKING:\n    from agentfsm.agent.core import A\n"
+                "else:\n    pass\n"
+            ),
+        },
+    )
+
+    assert circles(root) == set()
+    assert [i.typing_only for i in all_imports(root)] == [False, True]
+
+
+def test_a_type_checking_import_still_counts_for_the_layers(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {"fsm/a.py": "import typing\nif typing.TYPE_CHECKING:\n    import agentfsm.agent\n"},
+    )
+
+    assert len(upward_imports(root)) == 1

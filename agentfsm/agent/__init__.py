@@ -6,8 +6,9 @@ below the verifier, the testing kit and the command line.
 
 from __future__ import annotations
 
-from agentfsm.agent.core import OUTCOME_UNKNOWN, Agent
-from agentfsm.agent.turns import (
+from agentfsm.agent.core import Agent
+from agentfsm.agent.turn import OUTCOME_UNKNOWN
+from agentfsm.agent.vocabulary import (
     ASK_USER,
     INCOMPLETE_MESSAGE,
     AgentEvent,

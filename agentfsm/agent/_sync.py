@@ -11,7 +11,7 @@ from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from agentfsm.agent.turns import DecisionLike, TurnOutcome
+    from agentfsm.agent.vocabulary import DecisionLike, TurnOutcome
 
 T = TypeVar("T")
 

@@ -9,100 +9,44 @@ the run is always in a state lifecycle.md names, and anything not allowed there 
 from __future__ import annotations
 
 import asyncio
-import functools
-import json
 import time
 import uuid
 import weakref
-from collections.abc import (
-    AsyncIterator,
-    Callable,
-    Collection,
-    Coroutine,
-    Iterable,
-    Mapping,
-    Sequence,
-)
-from types import MappingProxyType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 
 from agentfsm.agent._sync import SyncFacade, SyncRunner
-from agentfsm.agent.turns import (
+from agentfsm.agent.record import durable
+from agentfsm.agent.turn import TurnDriver
+from agentfsm.agent.vocabulary import (
     ASK_USER,
-    INCOMPLETE_MESSAGE,
     AgentEvent,
     AgentListener,
     DecisionLike,
     TurnOutcome,
     ask_user_tool,
     hooks_from,
-    question_of,
     to_decision,
 )
-from agentfsm.errors import (
-    AgentFSMError,
-    HookFailedError,
-    HookMessageError,
-    IllegalTransitionError,
-    ModelError,
-    StoreError,
-)
-from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
-from agentfsm.fsm.rounds import open_round, round_messages
-from agentfsm.fsm.trace import (
-    AnyTraceEntry,
-    LLMRetryTrace,
-    UserInputTrace,
-    llm_call_entry,
-    tool_entries,
-)
-from agentfsm.llm.base import Model, RetryNotice
+from agentfsm.errors import IllegalTransitionError, StoreError
+from agentfsm.fsm import Emitter, Engine
+from agentfsm.fsm.trace import AnyTraceEntry
+from agentfsm.llm.base import Model
 from agentfsm.llm.resolve import resolve_model
 from agentfsm.states.events import Event
-from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
-from agentfsm.states.names import InputPolicy, LoopState, MachineName, RecordKind, RunState
+from agentfsm.states.names import InputPolicy, RecordKind, RunState
 from agentfsm.stores.base import RunStore
-from agentfsm.stores.snapshot import Snapshot, ToolAnswer
-from agentfsm.tools.context import ToolContext
-from agentfsm.tools.hooks import HookContext, HookHandler, HookKind, Hooks
+from agentfsm.stores.snapshot import Snapshot
+from agentfsm.tools.hooks import HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
-from agentfsm.tools.results import (
-    ToolErrorInfo,
-    ToolResult,
-    ToolStatus,
-    failure_content,
-)
-from agentfsm.tools.system import Answer, ToolSystem
+from agentfsm.tools.system import ToolSystem
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-_NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
-
-OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
-"""The error type of the tool message a resumed run gives a non-idempotent call that had
-started before a crash without its result being stored (at-most-once, I11)."""
+__all__ = ["Agent"]
 
 
-def _durable(
-    method: Callable[Concatenate[Agent, P], Coroutine[Any, Any, R]],
-) -> Callable[Concatenate[Agent, P], Coroutine[Any, Any, R]]:
-    """On a store error, put the Agent back to what its store holds, then re-raise."""
-
-    @functools.wraps(method)
-    async def wrapper(self: Agent, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await method(self, *args, **kwargs)
-        except StoreError:
-            self._reload()
-            raise
-
-    return wrapper
-
-
-class Agent(SyncFacade):
+class Agent(TurnDriver, SyncFacade):
     """An agent loop whose every step is a transition of RunLifecycle or TurnLoop.
 
     Args:
@@ -137,37 +81,9 @@ class Agent(SyncFacade):
 
     __slots__ = (
         "__weakref__",
-        "_answers",
-        "_cancel_requested",
-        "_clock",
-        "_config",
-        "_data",
-        "_decisions",
-        "_deferred",
-        "_emitter",
-        "_engine",
-        "_listeners",
-        "_loop",
-        "_messages",
-        "_pause_requested",
         "_restored",
-        "_round",
-        "_run",
-        "_started",
         "_sync",
-        "_system",
         "_system_prompt",
-        "_timer",
-        "_trace",
-        "_version",
-        "action_timeout",
-        "enabled_tools",
-        "hooks",
-        "input_timeout",
-        "model",
-        "store",
-        "tools",
-        "user_id",
     )
 
     def __init__(
@@ -229,59 +145,6 @@ class Agent(SyncFacade):
         if stored is not None:
             self._restore(stored)
         self._restored = stored is not None
-
-    def _fresh(self) -> None:
-        """A new run, in created: nothing said, nothing stored."""
-        max_iterations, max_turns, input_policy = self._config
-        self._data = RunData(
-            self._emitter.run_id,
-            max_iterations=max_iterations,
-            max_turns=max_turns,
-            input_policy=input_policy,
-        )
-        self._run: AnyMachine = run_machine(self._data, self._emitter, self._engine)
-        self._loop: AnyMachine | None = None
-        self._messages: list[Message] = list(self._system)
-        self._trace: list[AnyTraceEntry] = []
-        self._round: tuple[ToolCall, ...] = ()
-        # Empty between rounds, so immutable (and shared) until a round fills them: an idle
-        # run costs no containers.
-        self._deferred: tuple[Message, ...] = ()
-        self._decisions: Mapping[str, Decision] = _NO_DECISIONS
-        self._answers: tuple[Answer, ...] = ()
-        self._started: tuple[str, ...] = ()
-        self._version = 0
-        self._emitter.seq = 0
-
-    def _restore(self, snapshot: Snapshot) -> None:
-        """Become the stored run: its machines where they were, without entering a state."""
-        self._data = snapshot.to_data()
-        self._run = run_machine(self._data, self._emitter, self._engine)
-        self._loop = (
-            None
-            if self._data.loop_state is None
-            else loop_machine(self._data, self._emitter, self._engine)
-        )
-        self._messages = list(snapshot.messages)
-        self._trace = list(snapshot.trace)
-        self._deferred = tuple(snapshot.deferred)
-        self._decisions = dict(snapshot.decisions)
-        self._answers = tuple((answer.result, answer.message) for answer in snapshot.answers)
-        self._started = tuple(snapshot.started)
-        self._round = open_round(self._messages)
-        self._version = snapshot.version
-        self._emitter.seq = snapshot.seq
-
-    def _reload(self) -> None:
-        """After a failed save: be exactly what the store holds (nothing unsaved is kept)."""
-        stored = self.store.load(self.run_id) if self.store is not None else None
-        if stored is None:
-            self._fresh()
-        else:
-            self._restore(stored)
-        self._cancel_requested = self._pause_requested = False
-
-    # -- what the application reads --------------------------------------------------------
 
     @property
     def run_id(self) -> str:
@@ -351,8 +214,6 @@ class Agent(SyncFacade):
         )
         return TurnOutcome(self.state, self.reason, reply, self.pending, self.question)
 
-    # -- how the application listens -------------------------------------------------------
-
     def on(self, kind: HookKind | str) -> Callable[[HookHandler], HookHandler]:
         """A decorator registering a hook handler: ``@agent.on("before_llm")``."""
         return self.hooks.on(kind)
@@ -386,84 +247,11 @@ class Agent(SyncFacade):
         finally:
             self.remove_listener(queue.put_nowait)
 
-    def _on_event(self, event: Event) -> None:
-        if self._data.loop_state is None and self._data.state == RunState.BUSY:
-            # A turn's loop enters thinking as part of the transition that starts the turn,
-            # so the transition's snapshot has it (replay does the same).
-            self._loop = loop_machine(self._data, self._emitter, self._engine)
-        if self.store is not None:
-            version = self._version + 1
-            self.store.save(
-                self._snapshot(event.seq, version),
-                (event,),
-                expected_version=self._version or None,
-            )
-            self._version = version
-        self._deliver(event)
-
-    def _snapshot(self, seq: int, version: int) -> Snapshot:
-        return Snapshot.from_data(
-            self._data,
-            self._messages,
-            self._trace,
-            seq,
-            version,
-            deferred=self._deferred,
-            decisions=self._decisions,
-            answers=[
-                ToolAnswer.model_construct(result=result, message=message)
-                for result, message in self._answers
-            ],
-            started=self._started,
-            trusted=True,
-        )
-
     def snapshot(self) -> Snapshot:
         """The run as a `Snapshot` (what a store holds of it after its last event)."""
         return self._snapshot(self._emitter.seq, max(self._version, 1))
 
-    def _dump(self, model: Message | ToolResult) -> JSONObject:
-        """``model`` as a record's JSON, if anyone hears of records: a store or a listener.
-
-        With neither, the record is still numbered (``seq`` stays the same either way), but
-        the dump, a few µs per message, is skipped: nobody could read it.
-        """
-        if self.store is None and not self._listeners:
-            return {}
-        return model.model_dump(mode="json")
-
-    def _note(self, kind: RecordKind, data: JSONObject) -> None:
-        """Record a change to the conversation (already made) as a ``conversation`` event."""
-        state = self._data.state
-        self._emitter.emit(MachineName.CONVERSATION, kind, state, state, data)
-
-    def _append(self, messages: Iterable[Message]) -> None:
-        for message in messages:
-            self._messages.append(message)
-            self._note(RecordKind.MESSAGE, {"message": self._dump(message)})
-
-    def _defer(self, messages: Iterable[Message]) -> None:
-        for message in messages:
-            self._deferred = (*self._deferred, message)
-            self._note(RecordKind.DEFERRED, {"message": self._dump(message)})
-
-    def _flush_deferred(self) -> None:
-        if self._deferred:
-            self._messages.extend(self._deferred)
-            self._deferred = ()
-            self._note(RecordKind.FLUSH_DEFERRED, {})
-
-    def _deliver(self, item: AgentEvent) -> None:
-        for listener in tuple(self._listeners):
-            listener(item)
-
-    def _record(self, entry: AnyTraceEntry) -> None:
-        self._trace.append(entry)
-        self._deliver(entry)
-
-    # -- the async core ---------------------------------------------------------------------
-
-    @_durable
+    @durable
     async def astart(self) -> TurnOutcome:
         """Open the run: created → ready.
 
@@ -492,15 +280,7 @@ class Agent(SyncFacade):
         )
         return self.outcome()
 
-    def _claim(self) -> None:
-        if self.store is not None:
-            version = self._version + 1
-            self.store.save(
-                self._snapshot(self._emitter.seq, version), (), expected_version=self._version
-            )
-            self._version = version
-
-    @_durable
+    @durable
     async def asubmit(self, text: str) -> TurnOutcome:
         """Give the run a user input and run the turn until it ends or waits.
 
@@ -515,23 +295,7 @@ class Agent(SyncFacade):
         await self._submit(text, from_queue=False)
         return self.outcome()
 
-    async def _submit(self, text: str, *, from_queue: bool) -> None:
-        """Submit an input that starts a turn; its user message is part of the transition."""
-        args: dict[str, JSONValue] = {"text": text}
-        if from_queue:
-            args["from_queue"] = True
-        self._messages.append(Message.user(text))  # in the transition's snapshot
-        try:
-            self._run.send("submit", **args)
-        except IllegalTransitionError:
-            self._messages.pop()
-            raise
-        self._cancel_requested = self._pause_requested = False
-        self._round = ()
-        await self._failing_the_turn(self._user_input(text, defer=False))
-        await self._drive()
-
-    @_durable
+    @durable
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """Decide every pending call: approve it, deny it, or supply a client-side output."""
         self._expire_if_due()
@@ -545,7 +309,7 @@ class Agent(SyncFacade):
         await self._drive()
         return self.outcome()
 
-    @_durable
+    @durable
     async def aprovide_input(self, text: str) -> TurnOutcome:
         """Answer the pending question; the answer becomes the ``ask_user`` tool message."""
         self._expire_if_due()
@@ -561,7 +325,7 @@ class Agent(SyncFacade):
         await self._drive()
         return self.outcome()
 
-    @_durable
+    @durable
     async def acancel(self) -> TurnOutcome:
         """Cancel the turn: at once while it waits, at the next step boundary while busy."""
         if self.state == RunState.BUSY:
@@ -571,7 +335,7 @@ class Agent(SyncFacade):
         self._close_turn("cancelled")
         return self.outcome()
 
-    @_durable
+    @durable
     async def apause(self) -> TurnOutcome:
         """Pause the run: at once when idle or waiting, at the next step boundary while busy."""
         if self.state == RunState.BUSY:
@@ -580,7 +344,7 @@ class Agent(SyncFacade):
         self._run.send("pause")
         return self.outcome()
 
-    @_durable
+    @durable
     async def aresume(self) -> TurnOutcome:
         """Return to the state the run was paused in; a busy turn goes on where it stopped."""
         self._run.send("resume")
@@ -590,13 +354,13 @@ class Agent(SyncFacade):
             await self._drive()
         return self.outcome()
 
-    @_durable
+    @durable
     async def aexpire(self) -> TurnOutcome:
         """Expire the current wait if its deadline has passed (else `GuardFailedError`)."""
         self._expire(self._clock())
         return self.outcome()
 
-    @_durable
+    @durable
     async def ashutdown(self) -> TurnOutcome:
         """Close the run for good. Not while busy.
 
@@ -626,294 +390,6 @@ class Agent(SyncFacade):
         except StoreError:
             self._reload()
             raise
-
-    # -- the turn ---------------------------------------------------------------------------
-
-    def _loop_machine(self) -> AnyMachine:
-        if self._loop is None:  # resolve_action etc. before any turn: the run refuses first
-            raise AgentFSMError("no turn is running")
-        return self._loop
-
-    async def _user_input(self, text: str, *, defer: bool) -> None:
-        self._record(UserInputTrace(turn=self.turn, text=text, at=self._clock()))
-        added = await self._fire(HookKind.AFTER_USER_INPUT)
-        if defer:
-            self._defer(added)
-        else:
-            self._append(added)
-
-    async def _fire(self, kind: HookKind, *extra: Message) -> tuple[Message, ...]:
-        if kind not in self.hooks:
-            return ()
-        context = HookContext(
-            kind,
-            self.run_id,
-            [*self._messages, *extra] if extra else self._messages,
-            turn=self.turn,
-            iteration=self.iteration,
-        )
-        return await self.hooks.fire(context)
-
-    async def _drive(self) -> None:
-        """Run the turn from where its loop is until it ends, waits or pauses."""
-        loop = self._loop_machine()
-        try:
-            if loop.state == LoopState.ACTING:
-                await self._tool_round()
-            while loop.state == LoopState.THINKING:
-                if self._stop_at_boundary():
-                    break
-                await self._think()
-                if loop.state == LoopState.ACTING:
-                    await self._tool_round()
-            if self.state == RunState.BUSY:
-                await self._finish(loop.state)
-        except (HookFailedError, HookMessageError) as error:
-            # lifecycle.md §3: a handler's exception fails the turn (naming the handler)
-            # and propagates.
-            self._fail_turn(error)
-            raise
-        await self._next_queued()
-
-    async def _failing_the_turn(self, step: Coroutine[Any, Any, None]) -> None:
-        """Run a step of a busy turn whose hook failure fails the turn (lifecycle.md §3)."""
-        try:
-            await step
-        except (HookFailedError, HookMessageError) as error:
-            self._fail_turn(error)
-            raise
-
-    async def _finish(self, loop_state: str | None) -> None:
-        """End a turn whose loop has ended (also one a crash left between two steps)."""
-        if loop_state == LoopState.ANSWERED:
-            await self._complete()
-        elif loop_state == LoopState.EXHAUSTED:
-            final = INCOMPLETE_MESSAGE.format(n=self._data.max_iterations)
-            last = self._messages[-1] if self._messages else None
-            if last is None or last.role != "assistant" or last.content != final:
-                self._append((Message.assistant(final),))
-            await self._complete()
-        elif loop_state == LoopState.ERRORED:  # a crash came between the loop's and the run's
-            self._run.send(
-                "fail",
-                error_type="ModelError",
-                message="the model call failed just before the process stopped",
-            )
-
-    def _stop_at_boundary(self) -> bool:
-        if self._cancel_requested or self._data.cancel_requested:
-            self._cancel_requested = False
-            self._run.send("cancel")
-            self._close_turn("cancelled")
-            return True
-        if self._pause_requested:
-            self._pause_requested = False
-            self._run.send("pause")
-            return True
-        return False
-
-    async def _think(self) -> None:
-        self._append(await self._fire(HookKind.BEFORE_LLM))
-        started = self._timer()
-        self._data.at_boundary = False
-        try:
-            response = await self.model.complete(
-                self._messages,
-                self.tools.openai_tools(self.enabled_tools),
-                on_retry=self._on_retry,
-            )
-        except ModelError as error:
-            self._data.at_boundary = True
-            await self._fire(HookKind.ON_ERROR)
-            details = {"error_type": type(error).__name__, "message": str(error)}
-            self._loop_machine().send("model_failed", **details)
-            self._run.send("fail", **details)
-            return
-        self._data.at_boundary = True
-        self._record(
-            llm_call_entry(
-                self.model.name,
-                response,
-                self.turn,
-                self.iteration,
-                self._timer() - started,
-                self._clock(),
-            )
-        )
-        reply = response.to_message()
-        added = await self._fire(HookKind.AFTER_LLM, reply)
-        self._classify(reply)
-        if response.tool_calls:
-            self._defer(added)
-        else:
-            self._append(added)
-
-    def _classify(self, reply: Message) -> None:
-        """Append the reply and send model_replied with the round's shape (and the reply)."""
-        calls = reply.tool_calls
-        # An ask_user call without a usable question is left to the round, which answers it
-        # with an error tool message the model can correct itself from.
-        malformed = {c.id for c in calls if c.name == ASK_USER and question_of(c) is None}
-        waiting = tuple(
-            call_id
-            for call_id in self.tools.awaiting_decision(calls, self.enabled_tools)
-            if call_id not in malformed
-        )
-        asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
-        self._round = calls
-        self._messages.append(reply)
-        loop = self._loop_machine()
-        loop.send(
-            "model_replied",
-            tool_calls=len(calls),
-            needing_action=len(waiting) - len(asking),
-            asking_user=len(asking),
-            message=self._dump(reply),
-        )
-        if loop.state == LoopState.AWAITING_ACTION:
-            self._run.send("need_action", calls=list(waiting), deadline=self._deadline(True))
-        elif loop.state == LoopState.AWAITING_INPUT:
-            self._run.send(
-                "need_input",
-                question=question_of(asking[0]),
-                calls=[call.id for call in asking],
-                deadline=self._deadline(False),
-            )
-
-    def _deadline(self, action: bool) -> float | None:
-        timeout = self.action_timeout if action else self.input_timeout
-        return None if timeout is None else self._clock() + timeout
-
-    async def _tool_round(self) -> None:
-        context = ToolContext(self.run_id, self.turn, self.iteration, user_id=self.user_id)
-        self._data.at_boundary = False
-        self._settle_unknown()
-        calls = self._round
-        round_ = await self.tools.run_round(
-            calls,
-            context,
-            decisions=self._decisions,
-            enabled=self.enabled_tools,
-            messages=self._messages,
-            answered={result.call_id: (result, message) for result, message in self._answers},
-            on_start=self._on_start,
-            on_answer=self._on_answer,
-        )
-        self._close_round()
-        self._append(round_.messages[len(calls) :])
-        self._flush_deferred()
-        for entry in tool_entries(calls, round_.results, self.turn, self.iteration, self._clock()):
-            self._record(entry)
-        loop = self._loop_machine()
-        loop.send("tools_finished")
-        if loop.state == LoopState.EXHAUSTED:
-            await self._finish(loop.state)
-
-    def _settle_unknown(self) -> None:
-        """Resuming a round: a call that started with no stored answer ran, or may have.
-
-        An idempotent tool's call runs again; any other gets an error tool message saying
-        its outcome is unknown, and never runs twice (I11).
-        """
-        for call_id in tuple(self._started):
-            call = next((c for c in self._round if c.id == call_id), None)
-            found = None if call is None else self.tools.registry.find(call.name)
-            if call is not None and found is not None and found.idempotent:
-                self._started = tuple(i for i in self._started if i != call_id)
-                continue
-            name = call.name if call is not None else "unknown"
-            info = ToolErrorInfo(
-                type=OUTCOME_UNKNOWN,
-                message="the call started before the process stopped and its outcome is "
-                "unknown; it was not run again, since the tool is not idempotent",
-            )
-            result = ToolResult(
-                call_id=call_id, tool_name=name, status=ToolStatus.ERROR, error=info
-            )
-            text = failure_content(ToolStatus.ERROR, info)
-            self._on_answer(result, Message.tool(call_id, text, name=name))
-
-    def _on_start(self, call: ToolCall) -> None:
-        self._started = (*self._started, call.id)
-        self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
-
-    def _on_answer(self, result: ToolResult, message: Message) -> None:
-        if result.call_id in self._started:
-            self._started = tuple(i for i in self._started if i != result.call_id)
-        self._answers = (*self._answers, (result, message))
-        self._note(
-            RecordKind.TOOL_RESULT,
-            {"result": self._dump(result), "message": self._dump(message)},
-        )
-
-    def _close_round(self) -> None:
-        """The open round's tool messages join the conversation, in call order."""
-        self._data.at_boundary = True
-        self._messages.extend(round_messages(self._round, self._answers))
-        self._answers, self._started, self._decisions = (), (), _NO_DECISIONS
-        self._round = ()
-        self._note(RecordKind.ROUND_CLOSED, {})
-
-    async def _complete(self) -> None:
-        self._run.send("complete")
-        self._append(await self._fire(HookKind.ON_COMPLETE))
-
-    def _fail_turn(self, error: AgentFSMError) -> None:
-        """A hook failed mid-turn: end the loop, close the history, fail the run."""
-        self._close_turn("failed")
-        if self.state == RunState.BUSY:
-            self._run.send("fail", error_type=type(error).__name__, message=str(error))
-
-    def _close_turn(self, why: str) -> None:
-        """After cancel or expire: end the loop and answer what was left unanswered (I7)."""
-        if self._loop is not None and not self._loop.is_final:
-            self._loop.send("abort", reason=why)
-        self._answer_unanswered(why)
-        self._flush_deferred()
-
-    def _answer_unanswered(self, why: str) -> None:
-        if not self._round:
-            return
-        answered = {result.call_id for result, _ in self._answers}
-        for call in self._round:
-            if call.id in answered:
-                continue
-            info = ToolErrorInfo(type=why, message=f"the call was {why}")
-            content = json.dumps({"error": info.model_dump()})
-            result = ToolResult(
-                call_id=call.id, tool_name=call.name, status=ToolStatus.ERROR, error=info
-            )
-            self._on_answer(result, Message.tool(call.id, content, name=call.name))
-        self._close_round()
-
-    async def _next_queued(self) -> None:
-        """Submit the oldest queued input, if the turn ended and the run accepts it."""
-        if not self._data.queued or self.state not in (RunState.COMPLETED, RunState.FAILED):
-            return
-        text = self._data.queued[0]
-        if self._run.can_send("submit", text=text, from_queue=True):
-            await self._submit(text, from_queue=True)  # the transition pops the queue's head
-
-    def _expire_if_due(self) -> None:
-        # The machine's own guard decides whether the wait is overdue.
-        now = self._clock()
-        if self._run.can_send("expire", now=now):
-            self._expire(now)
-
-    def _expire(self, now: float) -> None:
-        self._run.send("expire", now=now)
-        self._close_turn("expired")
-
-    def _on_retry(self, notice: RetryNotice) -> None:
-        self._record(
-            LLMRetryTrace(
-                model=self.model.name,
-                turn=self.turn,
-                iteration=self.iteration,
-                **notice.model_dump(),
-                at=self._clock(),
-            )
-        )
 
 
 def _weak_listener(agent: Agent) -> Callable[[Event], None]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
 
-from agentfsm.agent.turns import AgentEvent
+from agentfsm.agent.vocabulary import AgentEvent
 from agentfsm.errors import InvariantError
 from agentfsm.fsm.trace import AnyTraceEntry, ToolExecutionTrace
 from agentfsm.states.events import Event

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from agentfsm.agent.core import Agent
-from agentfsm.agent.turns import AgentEvent, TurnOutcome
+from agentfsm.agent.vocabulary import AgentEvent, TurnOutcome
 from agentfsm.errors import (
     HookFailedError,
     HookMessageError,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agentfsm import ScriptedModel
-from agentfsm.agent.core import INCOMPLETE_MESSAGE, Agent
+from agentfsm.agent import INCOMPLETE_MESSAGE, Agent
 from agentfsm.errors import (
     GuardFailedError,
     HookFailedError,

@@ -1,0 +1,234 @@
+"""The run's record beside its machines, and its persistence.
+
+The conversation, the open round and the trace, saved before each event is delivered (I11).
+
+`RunRecord` is the lowest layer of the `Agent`: it holds what a run is made of and knows how
+to restore it from a `Snapshot`, save it, and tell listeners of it. It decides nothing about
+the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from agentfsm.agent.vocabulary import AgentEvent, AgentListener
+from agentfsm.errors import StoreError
+from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
+from agentfsm.fsm.rounds import open_round
+from agentfsm.fsm.trace import AnyTraceEntry
+from agentfsm.states.events import Event
+from agentfsm.states.json import JSONObject
+from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
+from agentfsm.stores.base import RunStore
+from agentfsm.stores.snapshot import Snapshot, ToolAnswer
+from agentfsm.tools.policy import Decision
+from agentfsm.tools.results import ToolResult
+from agentfsm.tools.system import Answer
+
+if TYPE_CHECKING:
+    from agentfsm.agent.core import Agent
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
+"""The decisions of a run with no round open: empty, immutable and shared."""
+
+
+def durable(
+    method: Callable[Concatenate[Agent, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[Agent, P], Coroutine[Any, Any, R]]:
+    """On a store error, put the Agent back to what its store holds, then re-raise."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Agent, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(self, *args, **kwargs)
+        except StoreError:
+            self._reload()
+            raise
+
+    return wrapper
+
+
+class RunRecord:
+    """A run's data, machines, conversation and trace, and how they are saved and told.
+
+    The `Agent` sets them; `TurnDriver` and the `Agent` add their own slots.
+    """
+
+    __slots__ = (
+        "_answers",
+        "_cancel_requested",
+        "_config",
+        "_data",
+        "_decisions",
+        "_deferred",
+        "_emitter",
+        "_engine",
+        "_listeners",
+        "_loop",
+        "_messages",
+        "_pause_requested",
+        "_round",
+        "_run",
+        "_started",
+        "_system",
+        "_trace",
+        "_version",
+        "store",
+    )
+
+    store: RunStore | None
+    _data: RunData
+    _run: AnyMachine
+    _loop: AnyMachine | None
+    _emitter: Emitter
+    _engine: Engine
+    _config: tuple[int, int | None, InputPolicy]
+    _system: tuple[Message, ...]
+    _listeners: list[AgentListener]
+    _messages: list[Message]
+    _trace: list[AnyTraceEntry]
+    _round: tuple[ToolCall, ...]
+    _deferred: tuple[Message, ...]
+    _decisions: Mapping[str, Decision]
+    _answers: tuple[Answer, ...]
+    _started: tuple[str, ...]
+    _version: int
+    _cancel_requested: bool
+    _pause_requested: bool
+
+    def _fresh(self) -> None:
+        """A new run, in created: nothing said, nothing stored."""
+        max_iterations, max_turns, input_policy = self._config
+        self._data = RunData(
+            self._emitter.run_id,
+            max_iterations=max_iterations,
+            max_turns=max_turns,
+            input_policy=input_policy,
+        )
+        self._run: AnyMachine = run_machine(self._data, self._emitter, self._engine)
+        self._loop: AnyMachine | None = None
+        self._messages: list[Message] = list(self._system)
+        self._trace: list[AnyTraceEntry] = []
+        self._round: tuple[ToolCall, ...] = ()
+        # Empty between rounds, so immutable (and shared) until a round fills them: an idle
+        # run costs no containers.
+        self._deferred: tuple[Message, ...] = ()
+        self._decisions: Mapping[str, Decision] = NO_DECISIONS
+        self._answers: tuple[Answer, ...] = ()
+        self._started: tuple[str, ...] = ()
+        self._version = 0
+        self._emitter.seq = 0
+
+    def _restore(self, snapshot: Snapshot) -> None:
+        """Become the stored run: its machines where they were, without entering a state."""
+        self._data = snapshot.to_data()
+        self._run = run_machine(self._data, self._emitter, self._engine)
+        self._loop = (
+            None
+            if self._data.loop_state is None
+            else loop_machine(self._data, self._emitter, self._engine)
+        )
+        self._messages = list(snapshot.messages)
+        self._trace = list(snapshot.trace)
+        self._deferred = tuple(snapshot.deferred)
+        self._decisions = dict(snapshot.decisions)
+        self._answers = tuple((answer.result, answer.message) for answer in snapshot.answers)
+        self._started = tuple(snapshot.started)
+        self._round = open_round(self._messages)
+        self._version = snapshot.version
+        self._emitter.seq = snapshot.seq
+
+    def _reload(self) -> None:
+        """After a failed save: be exactly what the store holds (nothing unsaved is kept)."""
+        stored = self.store.load(self._data.run_id) if self.store is not None else None
+        if stored is None:
+            self._fresh()
+        else:
+            self._restore(stored)
+        self._cancel_requested = self._pause_requested = False
+
+    def _on_event(self, event: Event) -> None:
+        if self._data.loop_state is None and self._data.state == RunState.BUSY:
+            # A turn's loop enters thinking as part of the transition that starts the turn,
+            # so the transition's snapshot has it (replay does the same).
+            self._loop = loop_machine(self._data, self._emitter, self._engine)
+        if self.store is not None:
+            version = self._version + 1
+            self.store.save(
+                self._snapshot(event.seq, version),
+                (event,),
+                expected_version=self._version or None,
+            )
+            self._version = version
+        self._deliver(event)
+
+    def _snapshot(self, seq: int, version: int) -> Snapshot:
+        return Snapshot.from_data(
+            self._data,
+            self._messages,
+            self._trace,
+            seq,
+            version,
+            deferred=self._deferred,
+            decisions=self._decisions,
+            answers=[
+                ToolAnswer.model_construct(result=result, message=message)
+                for result, message in self._answers
+            ],
+            started=self._started,
+            trusted=True,
+        )
+
+    def _claim(self) -> None:
+        if self.store is not None:
+            version = self._version + 1
+            self.store.save(
+                self._snapshot(self._emitter.seq, version), (), expected_version=self._version
+            )
+            self._version = version
+
+    def _dump(self, model: Message | ToolResult) -> JSONObject:
+        """``model`` as a record's JSON, if anyone hears of records: a store or a listener.
+
+        With neither, the record is still numbered (``seq`` stays the same either way), but
+        the dump, a few µs per message, is skipped: nobody could read it.
+        """
+        if self.store is None and not self._listeners:
+            return {}
+        return model.model_dump(mode="json")
+
+    def _note(self, kind: RecordKind, data: JSONObject) -> None:
+        """Record a change to the conversation (already made) as a ``conversation`` event."""
+        state = self._data.state
+        self._emitter.emit(MachineName.CONVERSATION, kind, state, state, data)
+
+    def _append(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            self._messages.append(message)
+            self._note(RecordKind.MESSAGE, {"message": self._dump(message)})
+
+    def _defer(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            self._deferred = (*self._deferred, message)
+            self._note(RecordKind.DEFERRED, {"message": self._dump(message)})
+
+    def _flush_deferred(self) -> None:
+        if self._deferred:
+            self._messages.extend(self._deferred)
+            self._deferred = ()
+            self._note(RecordKind.FLUSH_DEFERRED, {})
+
+    def _deliver(self, item: AgentEvent) -> None:
+        for listener in tuple(self._listeners):
+            listener(item)
+
+    def _record(self, entry: AnyTraceEntry) -> None:
+        self._trace.append(entry)
+        self._deliver(entry)

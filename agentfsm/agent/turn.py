@@ -1,0 +1,368 @@
+"""Driving a turn: model calls, tool rounds, waits, and how a turn ends.
+
+`TurnDriver` moves TurnLoop and RunLifecycle together through one turn (lifecycle.md §2),
+on top of `RunRecord`, which holds and saves what the turn changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from agentfsm.agent.record import NO_DECISIONS, RunRecord
+from agentfsm.agent.vocabulary import ASK_USER, INCOMPLETE_MESSAGE, question_of
+from agentfsm.errors import (
+    AgentFSMError,
+    HookFailedError,
+    HookMessageError,
+    IllegalTransitionError,
+    ModelError,
+)
+from agentfsm.fsm import AnyMachine
+from agentfsm.fsm.rounds import round_messages
+from agentfsm.fsm.trace import LLMRetryTrace, UserInputTrace, llm_call_entry, tool_entries
+from agentfsm.llm.base import Model, RetryNotice
+from agentfsm.states.json import JSONValue
+from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.names import LoopState, RecordKind, RunState
+from agentfsm.tools.context import ToolContext
+from agentfsm.tools.hooks import HookContext, HookKind, Hooks
+from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, failure_content
+from agentfsm.tools.system import ToolSystem
+
+OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
+"""The error type of the tool message a resumed run gives a non-idempotent call that had
+started before a crash without its result being stored (at-most-once, I11)."""
+
+
+class TurnDriver(RunRecord):
+    """Runs a turn from where its loop is until it ends, waits or pauses."""
+
+    __slots__ = (
+        "_clock",
+        "_timer",
+        "action_timeout",
+        "enabled_tools",
+        "hooks",
+        "input_timeout",
+        "model",
+        "tools",
+        "user_id",
+    )
+
+    model: Model
+    hooks: Hooks
+    tools: ToolSystem
+    enabled_tools: frozenset[str] | None
+    user_id: str | None
+    action_timeout: float | None
+    input_timeout: float | None
+    _clock: Callable[[], float]
+    _timer: Callable[[], float]
+
+    async def _submit(self, text: str, *, from_queue: bool) -> None:
+        """Submit an input that starts a turn; its user message is part of the transition."""
+        args: dict[str, JSONValue] = {"text": text}
+        if from_queue:
+            args["from_queue"] = True
+        self._messages.append(Message.user(text))  # in the transition's snapshot
+        try:
+            self._run.send("submit", **args)
+        except IllegalTransitionError:
+            self._messages.pop()
+            raise
+        self._cancel_requested = self._pause_requested = False
+        self._round = ()
+        await self._failing_the_turn(self._user_input(text, defer=False))
+        await self._drive()
+
+    def _loop_machine(self) -> AnyMachine:
+        if self._loop is None:  # resolve_action etc. before any turn: the run refuses first
+            raise AgentFSMError("no turn is running")
+        return self._loop
+
+    async def _user_input(self, text: str, *, defer: bool) -> None:
+        self._record(UserInputTrace(turn=self._data.turn, text=text, at=self._clock()))
+        added = await self._fire(HookKind.AFTER_USER_INPUT)
+        if defer:
+            self._defer(added)
+        else:
+            self._append(added)
+
+    async def _fire(self, kind: HookKind, *extra: Message) -> tuple[Message, ...]:
+        if kind not in self.hooks:
+            return ()
+        context = HookContext(
+            kind,
+            self._data.run_id,
+            [*self._messages, *extra] if extra else self._messages,
+            turn=self._data.turn,
+            iteration=self._data.iteration,
+        )
+        return await self.hooks.fire(context)
+
+    async def _drive(self) -> None:
+        """Run the turn from where its loop is until it ends, waits or pauses."""
+        loop = self._loop_machine()
+        try:
+            if loop.state == LoopState.ACTING:
+                await self._tool_round()
+            while loop.state == LoopState.THINKING:
+                if self._stop_at_boundary():
+                    break
+                await self._think()
+                if loop.state == LoopState.ACTING:
+                    await self._tool_round()
+            if self._data.state == RunState.BUSY:
+                await self._finish(loop.state)
+        except (HookFailedError, HookMessageError) as error:
+            # lifecycle.md §3: a handler's exception fails the turn (naming the handler)
+            # and propagates.
+            self._fail_turn(error)
+            raise
+        await self._next_queued()
+
+    async def _failing_the_turn(self, step: Coroutine[Any, Any, None]) -> None:
+        """Run a step of a busy turn whose hook failure fails the turn (lifecycle.md §3)."""
+        try:
+            await step
+        except (HookFailedError, HookMessageError) as error:
+            self._fail_turn(error)
+            raise
+
+    async def _finish(self, loop_state: str | None) -> None:
+        """End a turn whose loop has ended (also one a crash left between two steps)."""
+        if loop_state == LoopState.ANSWERED:
+            await self._complete()
+        elif loop_state == LoopState.EXHAUSTED:
+            final = INCOMPLETE_MESSAGE.format(n=self._data.max_iterations)
+            last = self._messages[-1] if self._messages else None
+            if last is None or last.role != "assistant" or last.content != final:
+                self._append((Message.assistant(final),))
+            await self._complete()
+        elif loop_state == LoopState.ERRORED:  # a crash came between the loop's and the run's
+            self._run.send(
+                "fail",
+                error_type="ModelError",
+                message="the model call failed just before the process stopped",
+            )
+
+    def _stop_at_boundary(self) -> bool:
+        if self._cancel_requested or self._data.cancel_requested:
+            self._cancel_requested = False
+            self._run.send("cancel")
+            self._close_turn("cancelled")
+            return True
+        if self._pause_requested:
+            self._pause_requested = False
+            self._run.send("pause")
+            return True
+        return False
+
+    async def _think(self) -> None:
+        self._append(await self._fire(HookKind.BEFORE_LLM))
+        started = self._timer()
+        self._data.at_boundary = False
+        try:
+            response = await self.model.complete(
+                self._messages,
+                self.tools.openai_tools(self.enabled_tools),
+                on_retry=self._on_retry,
+            )
+        except ModelError as error:
+            self._data.at_boundary = True
+            await self._fire(HookKind.ON_ERROR)
+            details = {"error_type": type(error).__name__, "message": str(error)}
+            self._loop_machine().send("model_failed", **details)
+            self._run.send("fail", **details)
+            return
+        self._data.at_boundary = True
+        self._record(
+            llm_call_entry(
+                self.model.name,
+                response,
+                self._data.turn,
+                self._data.iteration,
+                self._timer() - started,
+                self._clock(),
+            )
+        )
+        reply = response.to_message()
+        added = await self._fire(HookKind.AFTER_LLM, reply)
+        self._classify(reply)
+        if response.tool_calls:
+            self._defer(added)
+        else:
+            self._append(added)
+
+    def _classify(self, reply: Message) -> None:
+        """Append the reply and send model_replied with the round's shape (and the reply)."""
+        calls = reply.tool_calls
+        # An ask_user call without a usable question is left to the round, which answers it
+        # with an error tool message the model can correct itself from.
+        malformed = {c.id for c in calls if c.name == ASK_USER and question_of(c) is None}
+        waiting = tuple(
+            call_id
+            for call_id in self.tools.awaiting_decision(calls, self.enabled_tools)
+            if call_id not in malformed
+        )
+        asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
+        self._round = calls
+        self._messages.append(reply)
+        loop = self._loop_machine()
+        loop.send(
+            "model_replied",
+            tool_calls=len(calls),
+            needing_action=len(waiting) - len(asking),
+            asking_user=len(asking),
+            message=self._dump(reply),
+        )
+        if loop.state == LoopState.AWAITING_ACTION:
+            self._run.send("need_action", calls=list(waiting), deadline=self._deadline(True))
+        elif loop.state == LoopState.AWAITING_INPUT:
+            self._run.send(
+                "need_input",
+                question=question_of(asking[0]),
+                calls=[call.id for call in asking],
+                deadline=self._deadline(False),
+            )
+
+    def _deadline(self, action: bool) -> float | None:
+        timeout = self.action_timeout if action else self.input_timeout
+        return None if timeout is None else self._clock() + timeout
+
+    async def _tool_round(self) -> None:
+        context = ToolContext(
+            self._data.run_id, self._data.turn, self._data.iteration, user_id=self.user_id
+        )
+        self._data.at_boundary = False
+        self._settle_unknown()
+        calls = self._round
+        round_ = await self.tools.run_round(
+            calls,
+            context,
+            decisions=self._decisions,
+            enabled=self.enabled_tools,
+            messages=self._messages,
+            answered={result.call_id: (result, message) for result, message in self._answers},
+            on_start=self._on_start,
+            on_answer=self._on_answer,
+        )
+        self._close_round()
+        self._append(round_.messages[len(calls) :])
+        self._flush_deferred()
+        for entry in tool_entries(
+            calls, round_.results, self._data.turn, self._data.iteration, self._clock()
+        ):
+            self._record(entry)
+        loop = self._loop_machine()
+        loop.send("tools_finished")
+        if loop.state == LoopState.EXHAUSTED:
+            await self._finish(loop.state)
+
+    def _settle_unknown(self) -> None:
+        """Resuming a round: a call that started with no stored answer ran, or may have.
+
+        An idempotent tool's call runs again; any other gets an error tool message saying
+        its outcome is unknown, and never runs twice (I11).
+        """
+        for call_id in tuple(self._started):
+            call = next((c for c in self._round if c.id == call_id), None)
+            found = None if call is None else self.tools.registry.find(call.name)
+            if call is not None and found is not None and found.idempotent:
+                self._started = tuple(i for i in self._started if i != call_id)
+                continue
+            name = call.name if call is not None else "unknown"
+            info = ToolErrorInfo(
+                type=OUTCOME_UNKNOWN,
+                message="the call started before the process stopped and its outcome is "
+                "unknown; it was not run again, since the tool is not idempotent",
+            )
+            result = ToolResult(
+                call_id=call_id, tool_name=name, status=ToolStatus.ERROR, error=info
+            )
+            text = failure_content(ToolStatus.ERROR, info)
+            self._on_answer(result, Message.tool(call_id, text, name=name))
+
+    def _on_start(self, call: ToolCall) -> None:
+        self._started = (*self._started, call.id)
+        self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
+
+    def _on_answer(self, result: ToolResult, message: Message) -> None:
+        if result.call_id in self._started:
+            self._started = tuple(i for i in self._started if i != result.call_id)
+        self._answers = (*self._answers, (result, message))
+        self._note(
+            RecordKind.TOOL_RESULT,
+            {"result": self._dump(result), "message": self._dump(message)},
+        )
+
+    def _close_round(self) -> None:
+        """The open round's tool messages join the conversation, in call order."""
+        self._data.at_boundary = True
+        self._messages.extend(round_messages(self._round, self._answers))
+        self._answers, self._started, self._decisions = (), (), NO_DECISIONS
+        self._round = ()
+        self._note(RecordKind.ROUND_CLOSED, {})
+
+    async def _complete(self) -> None:
+        self._run.send("complete")
+        self._append(await self._fire(HookKind.ON_COMPLETE))
+
+    def _fail_turn(self, error: AgentFSMError) -> None:
+        """A hook failed mid-turn: end the loop, close the history, fail the run."""
+        self._close_turn("failed")
+        if self._data.state == RunState.BUSY:
+            self._run.send("fail", error_type=type(error).__name__, message=str(error))
+
+    def _close_turn(self, why: str) -> None:
+        """After cancel or expire: end the loop and answer what was left unanswered (I7)."""
+        if self._loop is not None and not self._loop.is_final:
+            self._loop.send("abort", reason=why)
+        self._answer_unanswered(why)
+        self._flush_deferred()
+
+    def _answer_unanswered(self, why: str) -> None:
+        if not self._round:
+            return
+        answered = {result.call_id for result, _ in self._answers}
+        for call in self._round:
+            if call.id in answered:
+                continue
+            info = ToolErrorInfo(type=why, message=f"the call was {why}")
+            content = json.dumps({"error": info.model_dump()})
+            result = ToolResult(
+                call_id=call.id, tool_name=call.name, status=ToolStatus.ERROR, error=info
+            )
+            self._on_answer(result, Message.tool(call.id, content, name=call.name))
+        self._close_round()
+
+    async def _next_queued(self) -> None:
+        """Submit the oldest queued input, if the turn ended and the run accepts it."""
+        if not self._data.queued or self._data.state not in (RunState.COMPLETED, RunState.FAILED):
+            return
+        text = self._data.queued[0]
+        if self._run.can_send("submit", text=text, from_queue=True):
+            await self._submit(text, from_queue=True)  # the transition pops the queue's head
+
+    def _expire_if_due(self) -> None:
+        # The machine's own guard decides whether the wait is overdue.
+        now = self._clock()
+        if self._run.can_send("expire", now=now):
+            self._expire(now)
+
+    def _expire(self, now: float) -> None:
+        self._run.send("expire", now=now)
+        self._close_turn("expired")
+
+    def _on_retry(self, notice: RetryNotice) -> None:
+        self._record(
+            LLMRetryTrace(
+                model=self.model.name,
+                turn=self._data.turn,
+                iteration=self._data.iteration,
+                **notice.model_dump(),
+                at=self._clock(),
+            )
+        )
