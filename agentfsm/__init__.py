@@ -3,70 +3,30 @@
 The run lifecycle and the turn loop are state machines declared with python-statemachine
 and dispatched through tables compiled from them; every transition emits a typed `Event`;
 an event that is not allowed raises `IllegalTransitionError` and changes nothing.
+
+This module re-exports the names most applications need. Everything else is public in its
+subpackage, under the same name: the machines and their data in `agentfsm.fsm`, the
+vocabulary in `agentfsm.states`, tools and hooks in `agentfsm.tools`, models in
+`agentfsm.llm`, stores in `agentfsm.stores`, diagrams in `agentfsm.diagrams`, the verifier in
+`agentfsm.verify`, the testing kit in `agentfsm.testing`, and every error in
+`agentfsm.errors`. (The verifier's function is `agentfsm.verify.verify`: a top-level
+``verify`` would hide the subpackage of that name.)
 """
 
 from __future__ import annotations
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import TurnOutcome
-from agentfsm.diagrams import combined_diagram, loop_diagram, run_diagram, save_diagram
+from agentfsm.diagrams import combined_diagram, run_diagram, save_diagram
 from agentfsm.errors import (
     AgentFSMError,
-    DiagramRenderError,
-    DuplicateToolError,
-    GuardFailedError,
-    HookFailedError,
-    HookMessageError,
     IllegalTransitionError,
-    InvalidSaveError,
-    InvalidToolNameError,
-    MachineDefinitionError,
-    ModelCallError,
-    ModelConfigError,
     ModelError,
-    ModelResponseError,
-    ReplayError,
-    SchemaVersionError,
-    SnapshotConflictError,
-    StoreCorruptError,
     StoreError,
-    StoreWriteError,
-    ToolArgumentsError,
     ToolCallError,
-    ToolDefinitionError,
-    ToolDeniedError,
-    ToolDisabledError,
-    ToolOutputError,
-    ToolRoundError,
-    ToolSchemaError,
-    ToolTimeoutError,
-    UnknownToolError,
-)
-from agentfsm.fsm import (
-    Emitter,
-    Machine,
-    RunData,
-    RunLifecycle,
-    TurnLoop,
-    loop_machine,
-    run_machine,
 )
 from agentfsm.llm import Model, ModelResponse, OpenAIModel, ScriptedModel
-from agentfsm.states import (
-    CompletedReason,
-    Event,
-    FailedReason,
-    InputPolicy,
-    JSONValue,
-    LoopEvent,
-    LoopState,
-    MachineName,
-    Message,
-    RecordKind,
-    RunEvent,
-    RunState,
-    ToolCall,
-)
+from agentfsm.states import Event, InputPolicy, Message, RunState, ToolCall
 from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore, replay
 from agentfsm.tools import (
     Decision,
@@ -75,91 +35,43 @@ from agentfsm.tools import (
     ToolPolicy,
     ToolRegistry,
     ToolResult,
-    ToolStatus,
-    ToolSystem,
     tool,
 )
-from agentfsm.verify import LogCheck, VerificationReport, check_log, verify
+from agentfsm.verify import check_log
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
     "AgentFSMError",
-    "CompletedReason",
     "Decision",
-    "DiagramRenderError",
-    "DuplicateToolError",
-    "Emitter",
     "Event",
-    "FailedReason",
-    "GuardFailedError",
-    "HookFailedError",
-    "HookMessageError",
     "IllegalTransitionError",
     "InputPolicy",
-    "InvalidSaveError",
-    "InvalidToolNameError",
-    "JSONValue",
-    "LogCheck",
-    "LoopEvent",
-    "LoopState",
-    "Machine",
-    "MachineDefinitionError",
-    "MachineName",
     "MemoryStore",
     "Message",
     "Model",
-    "ModelCallError",
-    "ModelConfigError",
     "ModelError",
     "ModelResponse",
-    "ModelResponseError",
     "OpenAIModel",
-    "RecordKind",
-    "ReplayError",
-    "RunData",
-    "RunEvent",
-    "RunLifecycle",
     "RunState",
     "RunStore",
     "SQLiteStore",
-    "SchemaVersionError",
     "ScriptedModel",
     "Snapshot",
-    "SnapshotConflictError",
-    "StoreCorruptError",
     "StoreError",
-    "StoreWriteError",
     "Tool",
-    "ToolArgumentsError",
     "ToolCall",
     "ToolCallError",
     "ToolContext",
-    "ToolDefinitionError",
-    "ToolDeniedError",
-    "ToolDisabledError",
-    "ToolOutputError",
     "ToolPolicy",
     "ToolRegistry",
     "ToolResult",
-    "ToolRoundError",
-    "ToolSchemaError",
-    "ToolStatus",
-    "ToolSystem",
-    "ToolTimeoutError",
-    "TurnLoop",
     "TurnOutcome",
-    "UnknownToolError",
-    "VerificationReport",
     "check_log",
     "combined_diagram",
-    "loop_diagram",
-    "loop_machine",
     "replay",
     "run_diagram",
-    "run_machine",
     "save_diagram",
     "tool",
-    "verify",
 ]

@@ -25,12 +25,22 @@
     │   └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
     ├── ModelConfigError            a model that cannot be built: unknown spec, no API key
     ├── DiagramRenderError          a diagram that cannot be written: no `dot`, unknown suffix
+    ├── ReplayError                 an event log that cannot be replayed into a run
     └── StoreError                  a run store refused or failed an operation
         ├── SnapshotConflictError   the stored version is not the one the save expected
         ├── InvalidSaveError        a save that does not continue the stored run (seq gap…)
         ├── StoreWriteError         a save failed in the database (disk full, I/O error)
         ├── StoreCorruptError       the store's file is not a readable database of runs
         └── SchemaVersionError      a stored snapshot or file of an unknown schema version
+
+    AssertionError
+    └── InvariantError              the testing kit found an invariant of the contract broken
+
+The roots an application usually catches are `AgentFSMError` itself,
+`IllegalTransitionError` (an event refused: nothing changed), `ToolCallError` (inside a tool
+round they become error tool results, not exceptions), `ModelError` and `StoreError`; those
+five are also importable from ``agentfsm``. `InvariantError` is an ``AssertionError``, not
+an `AgentFSMError`: it is a test failure of the testing kit, never raised by a run.
 
 Each error carries structured fields as well as a message, so an application can react
 without parsing text; messages quote identifiers with ``!r`` and say what is allowed.
@@ -327,7 +337,7 @@ class HookMessageError(AgentFSMError):
 
     The message was not added: the conversation is as it was. Per-call hooks run between
     an assistant message and its tool messages, where any other message would break the
-    order of tool messages (lifecycle.md I7).
+    order of tool messages (the contract's I7).
 
     Attributes:
         hook: The hook the handler ran in.
@@ -573,3 +583,50 @@ class DiagramRenderError(AgentFSMError):
         self.format = format
         self.problem = problem
         super().__init__(f"cannot write diagram {path!r} as {format!r}: {problem}")
+
+
+class InvariantError(AssertionError):
+    """An invariant of the contract does not hold (raised by `agentfsm.testing`'s checks).
+
+    Attributes:
+        invariant: Which one (``"I7"``…).
+    """
+
+    def __init__(self, invariant: str, message: str) -> None:
+        self.invariant = invariant
+        super().__init__(f"{invariant} violated: {message}")
+
+
+__all__ = [
+    "AgentFSMError",
+    "DiagramRenderError",
+    "DuplicateToolError",
+    "GuardFailedError",
+    "HookFailedError",
+    "HookMessageError",
+    "IllegalTransitionError",
+    "InvalidSaveError",
+    "InvalidToolNameError",
+    "InvariantError",
+    "MachineDefinitionError",
+    "ModelCallError",
+    "ModelConfigError",
+    "ModelError",
+    "ModelResponseError",
+    "ReplayError",
+    "SchemaVersionError",
+    "SnapshotConflictError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreWriteError",
+    "ToolArgumentsError",
+    "ToolCallError",
+    "ToolDefinitionError",
+    "ToolDeniedError",
+    "ToolDisabledError",
+    "ToolOutputError",
+    "ToolRoundError",
+    "ToolSchemaError",
+    "ToolTimeoutError",
+    "UnknownToolError",
+]

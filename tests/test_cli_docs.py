@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import Emitter, Event, Message, RunData, ToolCall, loop_machine, run_machine
+from agentfsm import Event, Message, ToolCall
+from agentfsm.fsm import Emitter, RunData, loop_machine, run_machine
 from agentfsm.stores import Snapshot, SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Every ```python block in README.md and docs/*.md runs, so the examples cannot rot.
+"""Every ```python block in README.md and docs/**/*.md runs, so the examples cannot rot.
 
 The blocks of one file run in order in one namespace (a page reads as one session). A block
 whose first line is ``# not run`` is skipped: use it only for code that needs a real service.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 

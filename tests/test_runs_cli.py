@@ -15,23 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import (
-    Agent,
-    Emitter,
-    Event,
-    Message,
-    RunData,
-    ScriptedModel,
-    ToolCall,
-    cli,
-    loop_machine,
-    run_machine,
-    tool,
-)
+from agentfsm import Agent, Event, Message, ScriptedModel, ToolCall, cli, tool
 from agentfsm._runs_cli import describe, event_line
 from agentfsm.cli import main
 from agentfsm.diagrams import combined_diagram, path_counts, run_diagram
-from agentfsm.fsm import AnyMachine
+from agentfsm.fsm import AnyMachine, Emitter, RunData, loop_machine, run_machine
 from agentfsm.states import MachineName
 from agentfsm.states.json import JSONValue
 from agentfsm.stores import Snapshot, SQLiteStore

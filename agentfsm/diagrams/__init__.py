@@ -21,7 +21,7 @@ from agentfsm.diagrams.dot import (
     run_diagram,
     state_kind,
 )
-from agentfsm.diagrams.render import FORMATS, render, save_diagram
+from agentfsm.diagrams.rendering import FORMATS, render, save_diagram
 from agentfsm.diagrams.text import markdown, markdown_table, mermaid
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""RunLifecycle: the run's formal states (lifecycle.md §1), declared with python-statemachine.
+"""RunLifecycle: the run's formal states (the contract §1), declared with python-statemachine.
 
 This class is the declaration and the reference semantics. Runs do not dispatch through it
 at run time: `agentfsm.fsm.compiled` compiles it once into a shared table that does the

@@ -1,4 +1,4 @@
-"""TurnLoop: the inner iteration loop of one turn (lifecycle.md §2).
+"""TurnLoop: the inner iteration loop of one turn (the contract §2).
 
 Declared with python-statemachine.
 Like `RunLifecycle`, this class is the declaration and the reference semantics; runs

@@ -25,6 +25,7 @@ from agentfsm.states.names import (
     RunEvent,
     RunState,
 )
+from agentfsm.states.projections import PROJECTIONS, Projection, projection
 from agentfsm.states.tables import (
     GUARDS,
     LOOP_TABLE,
@@ -41,6 +42,7 @@ __all__ = [
     "LOOP_INITIAL",
     "LOOP_TABLE",
     "PAUSABLE",
+    "PROJECTIONS",
     "RUN_FINAL",
     "RUN_INITIAL",
     "RUN_TABLE",
@@ -57,10 +59,12 @@ __all__ = [
     "MachineName",
     "MachineTable",
     "Message",
+    "Projection",
     "RecordKind",
     "Role",
     "RunEvent",
     "RunState",
     "ToolCall",
     "TransitionRow",
+    "projection",
 ]

@@ -1,4 +1,4 @@
-"""The fixed vocabularies of lifecycle.md: states, events, reasons, policies.
+"""The fixed vocabularies of the contract (docs/contract.md): states, events, reasons, policies.
 
 Each is a `StrEnum`, so a member *is* its string value: ``RunState.BUSY == "busy"``.
 """
@@ -12,9 +12,9 @@ class MachineName(StrEnum):
     """Which of a run's two machines a transition belongs to (or ``conversation``)."""
 
     RUN = "run"
-    """RunLifecycle, the run's formal states (lifecycle.md §1)."""
+    """RunLifecycle, the run's formal states (the contract §1)."""
     LOOP = "loop"
-    """TurnLoop, the inner iteration loop of one turn (lifecycle.md §2)."""
+    """TurnLoop, the inner iteration loop of one turn (the contract §2)."""
     CONVERSATION = "conversation"
     """Not a machine: an `Event` of this kind records a change to the conversation (a
     message, a tool call's start or result), with source and target both the run's state.

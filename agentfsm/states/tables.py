@@ -1,7 +1,7 @@
-"""The transition tables of lifecycle.md §1 and §2, as data.
+"""The transition tables of the contract §1 and §2, as data.
 
 One row per edge: an event taking a source state to a target state when its guard holds.
-A row of lifecycle.md with several sources, or with a guard that applies to only some of
+A row of the contract with several sources, or with a guard that applies to only some of
 them ("from busy only at a step boundary"), is several rows here. ``resume``'s history
 target ("the state it was paused in") is one row per state a run can be paused in, each
 guarded by ``paused_in_<state>``.
@@ -94,7 +94,7 @@ GUARDS: dict[str, str] = {
     "below_max_iterations": "iteration < max_iterations",
     "at_max_iterations": "iteration = max_iterations",
 }
-"""Every guard's name and what it checks, in the words of lifecycle.md."""
+"""Every guard's name and what it checks, in the words of the contract (docs/contract.md)."""
 
 _R, _E = RunState, RunEvent
 PAUSABLE: tuple[RunState, ...] = (
@@ -146,7 +146,7 @@ RUN_TABLE = MachineTable(
         ),
     ),
 )
-"""RunLifecycle (lifecycle.md §1)."""
+"""RunLifecycle (the contract §1)."""
 
 _L, _LE = LoopState, LoopEvent
 _WAITING_LOOP = (_L.AWAITING_ACTION, _L.AWAITING_INPUT)
@@ -168,7 +168,7 @@ LOOP_TABLE = MachineTable(
         *_rows(_LE.ABORT, (_L.THINKING, _L.ACTING, *_WAITING_LOOP), _L.ABORTED),
     ),
 )
-"""TurnLoop (lifecycle.md §2)."""
+"""TurnLoop (the contract §2)."""
 
 TABLES: dict[MachineName, MachineTable] = {
     MachineName.RUN: RUN_TABLE,

@@ -1,4 +1,4 @@
-"""`replay`: rebuild a run's snapshot from its event log alone (lifecycle.md I10).
+"""`replay`: rebuild a run's snapshot from its event log alone (the contract's I10).
 
 An Agent's log holds its transitions and, as ``conversation`` records, every change to the
 conversation: a message, a held-back hook message, a tool call's start and answer, a round

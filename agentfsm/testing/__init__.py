@@ -1,7 +1,7 @@
 """Helpers for testing agents built with agentfsm (the ``testing`` extra).
 
 - `AgentStateMachine`: subclass it and implement ``make_agent`` to property-test your own
-  Agent (tools, hooks, store) with hypothesis; it checks lifecycle.md's invariants after
+  Agent (tools, hooks, store) with hypothesis; it checks the contract's invariants after
   every step.
 - Strategies (`model_responses`, `tool_calls`, `decisions`, `event_sequences`…) for your
   own hypothesis tests; the tool-call strategies follow your tools' JSON Schemas.
@@ -21,10 +21,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from agentfsm.errors import InvariantError
 from agentfsm.testing.clock import FakeClock
 from agentfsm.testing.invariants import (
     DurabilityProbe,
-    InvariantError,
     assert_history_valid,
     assert_iterations_within_cap,
     assert_pending_valid,

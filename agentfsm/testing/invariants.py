@@ -1,4 +1,4 @@
-"""Checks of lifecycle.md's invariants on a live `Agent`, for tests of your own agent.
+"""Checks of the contract's invariants on a live `Agent`, for tests of your own agent.
 
 Each check raises `InvariantError` (an `AssertionError`, so pytest and hypothesis report
 it as a failed test) naming the invariant and what broke it. `AgentStateMachine` runs them
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
 
 from agentfsm.agent.vocabulary import AgentEvent
+from agentfsm.errors import InvariantError
 from agentfsm.fsm.trace import AnyTraceEntry, ToolExecutionTrace
 from agentfsm.states.events import Event
 from agentfsm.states.messages import Message
@@ -42,18 +43,6 @@ _REFUSED = frozenset(
         ToolStatus.INVALID_ARGUMENTS,
     }
 )
-
-
-class InvariantError(AssertionError):
-    """An invariant of lifecycle.md does not hold.
-
-    Attributes:
-        invariant: Which one (``"I7"``…).
-    """
-
-    def __init__(self, invariant: str, message: str) -> None:
-        self.invariant = invariant
-        super().__init__(f"{invariant} violated: {message}")
 
 
 def _check(condition: object, invariant: str, message: str) -> None:

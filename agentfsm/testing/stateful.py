@@ -4,7 +4,7 @@ Hypothesis drives the agent you build — your tools, hooks, guards and store �
 user inputs, approvals and denials, answers, cancels, pauses, expiries and shutdowns, while
 a scripted model answers with random responses built from your tools' own schemas (valid
 and invalid arguments, malformed JSON, unknown tools, model errors). After every step it
-checks the invariants of lifecycle.md: I1, I4, I5, I6, I7, I8, I9 and, when the agent has a
+checks the invariants of the contract: I1, I4, I5, I6, I7, I8, I9 and, when the agent has a
 store, I11::
 
     class MyAgentMachine(AgentStateMachine):
@@ -26,7 +26,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import AgentEvent, TurnOutcome
-from agentfsm.errors import HookFailedError, HookMessageError, IllegalTransitionError
+from agentfsm.errors import (
+    HookFailedError,
+    HookMessageError,
+    IllegalTransitionError,
+    InvariantError,
+)
 from agentfsm.llm.base import ModelResponse
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states.events import Event
@@ -38,7 +43,6 @@ from agentfsm.stores.memory import MemoryStore
 from agentfsm.testing.clock import FakeClock
 from agentfsm.testing.invariants import (
     DurabilityProbe,
-    InvariantError,
     assert_history_valid,
     assert_iterations_within_cap,
     assert_pending_valid,
@@ -82,7 +86,7 @@ class _Before:
 
 
 class AgentStateMachine(RuleBasedStateMachine):
-    """A hypothesis state machine that drives your Agent and checks lifecycle.md's invariants.
+    """A hypothesis state machine that drives your Agent and checks the contract's invariants.
 
     Subclass it, implement `make_agent`, and expose ``TestCase`` to pytest (or unittest)::
 
@@ -98,7 +102,7 @@ class AgentStateMachine(RuleBasedStateMachine):
     have timeouts, so that the machine can make them expire. Override `responses` or
     `inputs` to steer what the model and the user say.
 
-    The invariants checked after every step (lifecycle.md §5): I1 (nothing leaves
+    The invariants checked after every step (the contract §5): I1 (nothing leaves
     ``shutdown``), I4 (a refused action raises `IllegalTransitionError` and changes nothing;
     an action the run's state has no transition for is refused), I5 (``turn`` counts accepted
     submits), I6 (pending calls are unanswered calls of the last assistant message), I7 (tool
@@ -107,7 +111,7 @@ class AgentStateMachine(RuleBasedStateMachine):
     enabled, permitted and valid) and I11 (with a store: every event is stored before it is
     delivered, and the stored run matches the live one between calls).
 
-    A hook of yours that raises fails the turn, as lifecycle.md §3 says; the machine
+    A hook of yours that raises fails the turn, as the contract §3 says; the machine
     accepts that (and checks the run is ``failed``, or ``completed`` when the handler was
     ``on_complete``'s). Any other exception fails the test.
     """
@@ -388,7 +392,7 @@ class AgentStateMachine(RuleBasedStateMachine):
             self._check_refusal(event, before, refused)
             return self._took(event, before)
         except (HookFailedError, HookMessageError) as failure:
-            # lifecycle.md §3: the turn fails (an on_complete handler fails once the turn
+            # the contract §3: the turn fails (an on_complete handler fails once the turn
             # has completed, so the run stays completed); it is never left busy.
             state = self._agent().state
             _check(

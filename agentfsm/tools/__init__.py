@@ -2,7 +2,7 @@
 
 `tool` / `Tool` declare a function (sync or async) as a tool with a JSON Schema generated
 once from its type hints; a `ToolRegistry` holds them by name; `ToolSystem.run_round` answers
-one round of calls in order, running a body only when lifecycle.md I9 allows it and turning
+one round of calls in order, running a body only when the contract's I9 allows it and turning
 every refusal and failure into a `ToolResult` the model can read.
 """
 

@@ -1,4 +1,4 @@
-"""Hooks: application code called at the points of lifecycle.md §3, with a `HookContext`.
+"""Hooks: application code called at the points of the contract §3, with a `HookContext`.
 
 All nine hooks of the lifecycle are named here so that the Agent and the `ToolSystem` share
 one vocabulary, one context type and one registry of handlers; the `ToolSystem` fires the
@@ -7,7 +7,7 @@ four tool hooks (``before_tools``, ``before_each_tool``, ``after_each_tool``,
 
 A handler is a function, sync or async, taking the `HookContext`; its return value is
 ignored. Whether it may add messages depends on the hook: per-call hooks run between an
-assistant message and its tool messages, where another message would break lifecycle.md I7,
+assistant message and its tool messages, where another message would break the contract's I7,
 so there `HookContext.add_message` raises `HookMessageError` and adds nothing.
 """
 
@@ -23,7 +23,7 @@ from agentfsm.tools.results import ToolResult
 
 
 class HookKind(StrEnum):
-    """The hooks of lifecycle.md §3, in the order they fire within an iteration."""
+    """The hooks of the contract §3, in the order they fire within an iteration."""
 
     AFTER_USER_INPUT = "after_user_input"
     """A user input was recorded (submit / provide_input); may add messages."""

@@ -1,6 +1,6 @@
 """Who decides whether a call may run: the tool's `ToolPolicy` and the application's `Decision`.
 
-The rule (lifecycle.md I9, the policy part), for a call whose tool is registered and enabled:
+The rule (the contract's I9, the policy part), for a call whose tool is registered and enabled:
 
 =================  ========================  ==========================================
 tool               decision for the call     outcome

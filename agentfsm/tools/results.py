@@ -18,7 +18,7 @@ class ToolStatus(StrEnum):
     """How one tool call ended.
 
     The refusals (``not_found``, ``disabled``, ``denied``, ``invalid_arguments``) guarantee
-    that the body did not run (lifecycle.md I9); `ToolResult.attempts` says how many times
+    that the body did not run (the contract's I9); `ToolResult.attempts` says how many times
     it did run otherwise.
     """
 
@@ -136,7 +136,7 @@ class ObservationType(StrEnum):
 
     STARTED = "tool.call.started"
     """A body is about to run (all checks passed). With no matching ``finished`` entry in a
-    crashed run's trace, the call's outcome is unknown (lifecycle.md I11)."""
+    crashed run's trace, the call's outcome is unknown (the contract's I11)."""
     FINISHED = "tool.call.finished"
     """A call has its result and tool message (whether or not its body ran)."""
 
@@ -176,7 +176,7 @@ class RoundResult:
     results: tuple[ToolResult, ...]
     """One result per call, in call order."""
     messages: tuple[Message, ...]
-    """The messages to append: one tool message per call, in call order (lifecycle.md I7),
+    """The messages to append: one tool message per call, in call order (the contract's I7),
     then the messages that ``before_tools`` and ``after_tools`` hooks added."""
 
     @property

@@ -53,7 +53,7 @@ class Tool(Generic[P, R]):
         client_side: The application runs the tool and supplies its result with
             `Decision.output`; the body, if any, never runs.
         idempotent: Running a call twice has the same effect as once: it may be retried,
-            and re-run after a crash (lifecycle.md I11).
+            and re-run after a crash (the contract's I11).
         timeout: Seconds a call may take before it ends with status ``timeout``; None for
             no limit. A sync body with a timeout runs in a worker thread, which cannot be
             killed: after its timeout it runs on, and its result is discarded.

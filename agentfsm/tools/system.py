@@ -91,7 +91,7 @@ class ToolSystem:
     Args:
         tools: A `ToolRegistry` to use (shared, not copied), or tools and plain functions
             to register in a new one.
-        hooks: Handlers for the tool hooks of lifecycle.md §3.
+        hooks: Handlers for the tool hooks of the contract §3.
         observer: Told of each call's start (when its body is about to run) and finish.
         limits: Bounds on argument size and nesting.
         max_attempts: Tries in all for an idempotent tool's retryable failures.

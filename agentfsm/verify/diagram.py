@@ -7,7 +7,7 @@ from pathlib import Path
 import graphviz
 
 from agentfsm.diagrams.dot import FONT as _FONT
-from agentfsm.diagrams.render import render
+from agentfsm.diagrams.rendering import render
 from agentfsm.errors import DiagramRenderError
 from agentfsm.fsm.compiled import CompiledMachine
 from agentfsm.verify.report import Counterexample, Step

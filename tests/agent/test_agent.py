@@ -1,4 +1,4 @@
-"""The Agent drives both machines, the model and the tools as lifecycle.md says."""
+"""The Agent drives both machines, the model and the tools as the contract says."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentfsm import Agent, Event, combined_diagram, loop_diagram, run_diagram
-from agentfsm.diagrams import diagram, path_counts
+from agentfsm import Agent, Event, combined_diagram, run_diagram
+from agentfsm.diagrams import diagram, loop_diagram, path_counts
 from agentfsm.fsm import RunData
 from agentfsm.states import LOOP_TABLE, RUN_TABLE, MachineTable
 from agentfsm.states.tables import TransitionRow

@@ -15,7 +15,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentfsm import Event, SnapshotConflictError, SQLiteStore
+from agentfsm import Event, SQLiteStore
+from agentfsm.errors import SnapshotConflictError
 from agentfsm.llm.base import ModelResponse, RetryListener
 from agentfsm.states import Message
 from agentfsm.states.json import JSONObject

@@ -9,19 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import (
-    Agent,
-    Event,
-    MemoryStore,
-    Message,
-    ModelCallError,
-    ScriptedModel,
-    SnapshotConflictError,
-    SQLiteStore,
-    StoreWriteError,
-    replay,
-    tool,
-)
+from agentfsm import Agent, Event, MemoryStore, Message, ScriptedModel, SQLiteStore, replay, tool
+from agentfsm.errors import ModelCallError, SnapshotConflictError, StoreWriteError
 from agentfsm.states import LoopState, RunState
 from agentfsm.stores import RunStore, Snapshot
 from agentfsm.testing import assert_history_valid

@@ -10,17 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentfsm import (
-    Agent,
-    Event,
-    IllegalTransitionError,
-    MemoryStore,
-    ReplayError,
-    ScriptedModel,
-    replay,
-    tool,
-)
-from agentfsm.errors import AgentFSMError
+from agentfsm import Agent, Event, IllegalTransitionError, MemoryStore, ScriptedModel, replay, tool
+from agentfsm.errors import AgentFSMError, ReplayError
 from agentfsm.llm.base import FinishReason, ModelResponse
 from agentfsm.states import InputPolicy, ToolCall
 from agentfsm.testing import assert_history_valid

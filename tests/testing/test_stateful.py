@@ -101,7 +101,7 @@ def test_the_kit_passes_an_agent_whose_hooks_add_messages_where_allowed() -> Non
 
 
 class FailingHookMachine(AgentStateMachine):
-    """Hooks fail every third time: each such turn fails (lifecycle.md §3)."""
+    """Hooks fail every third time: each such turn fails (the contract §3)."""
 
     hooks: tuple[str, ...] = ("before_llm", "after_llm", "before_tools", "after_tools")
 

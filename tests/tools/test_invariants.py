@@ -132,7 +132,7 @@ def rounds(
 def expected_status(
     drawn: Drawn, tools: dict[str, Declared], enabled: frozenset[str] | None
 ) -> ToolStatus:
-    """The status lifecycle.md I9 and the policy table call for, checked in their order."""
+    """The status the contract's I9 and the policy table call for, checked in their order."""
     name, kind = drawn.call.name, None if drawn.decision is None else drawn.decision.kind
     if enabled is not None and name not in enabled:
         return ToolStatus.DISABLED

@@ -9,17 +9,15 @@ from pydantic import Field
 
 import agentfsm
 from agentfsm import (
-    AgentFSMError,
     Decision,
     Message,
     ToolCall,
     ToolContext,
     ToolPolicy,
     ToolRegistry,
-    ToolStatus,
-    ToolSystem,
     tool,
 )
+from agentfsm.tools import ToolStatus, ToolSystem
 
 
 def test_a_round_through_the_public_api() -> None:
@@ -91,9 +89,10 @@ def test_the_public_names_are_sorted_and_importable() -> None:
     names = agentfsm.__all__
 
     assert all(hasattr(agentfsm, name) for name in names)
-    assert {"tool", "Tool", "ToolSystem", "Decision", "HookMessageError"} <= set(names)
-    assert issubclass(agentfsm.ToolArgumentsError, AgentFSMError)
-    assert issubclass(agentfsm.ToolTimeoutError, TimeoutError)
+    assert {"tool", "Tool", "Decision", "ToolCallError"} <= set(names)
+    assert {"ToolSystem", "HookKind", "Hooks"} <= set(agentfsm.tools.__all__)
+    assert issubclass(agentfsm.errors.ToolArgumentsError, agentfsm.ToolCallError)
+    assert issubclass(agentfsm.errors.ToolTimeoutError, TimeoutError)
     assert agentfsm.tools.__all__ == sorted(
         agentfsm.tools.__all__, key=lambda n: (not n.isupper(), not n[0].isupper(), n)
     )

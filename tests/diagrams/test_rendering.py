@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import DiagramRenderError, combined_diagram, save_diagram
+from agentfsm import combined_diagram, save_diagram
 from agentfsm.diagrams import mermaid, render
+from agentfsm.errors import DiagramRenderError
 from agentfsm.states import LOOP_TABLE, RUN_TABLE
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' missing")
