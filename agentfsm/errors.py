@@ -26,6 +26,7 @@
     ├── ModelConfigError            a model that cannot be built: unknown spec, no API key
     ├── DiagramRenderError          a diagram that cannot be written: no `dot`, unknown suffix
     ├── ReplayError                 an event log that cannot be replayed into a run
+    ├── ActionError                 an operator action of the live view refused (HTTP status)
     └── StoreError                  a run store refused or failed an operation
         ├── SnapshotConflictError   the stored version is not the one the save expected
         ├── InvalidSaveError        a save that does not continue the stored run (seq gap…)
@@ -585,6 +586,32 @@ class DiagramRenderError(AgentFSMError):
         super().__init__(f"cannot write diagram {path!r} as {format!r}: {problem}")
 
 
+class ActionError(AgentFSMError):
+    """An operator action of the live view (`agentfsm.serve`) was refused.
+
+    It carries the HTTP status of the answer, a kind and the message the page shows.
+
+    Args:
+        status: The HTTP status of the answer (400 bad request, 404 no such run, 409
+            refused, 500 failed).
+        kind: What went wrong: the error class's name (``IllegalTransitionError``…).
+        message: The message the page shows.
+    """
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        """The HTTP status."""
+        self.kind = kind
+        """What went wrong."""
+        self.message = message
+        """The message shown."""
+
+    def as_json(self) -> dict[str, str]:
+        """The error as the API answers it."""
+        return {"error": self.kind, "message": self.message}
+
+
 class InvariantError(AssertionError):
     """An invariant of the contract does not hold (raised by `agentfsm.testing`'s checks).
 
@@ -598,6 +625,7 @@ class InvariantError(AssertionError):
 
 
 __all__ = [
+    "ActionError",
     "AgentFSMError",
     "DiagramRenderError",
     "DuplicateToolError",

@@ -10,7 +10,8 @@ else in agentfsm imports this package.
 
 from __future__ import annotations
 
-from agentfsm.serve.actions import ACTIONS, ActionError, AgentFactory
+from agentfsm.errors import ActionError
+from agentfsm.serve.actions import ACTIONS, AgentFactory
 from agentfsm.serve.app import create_app, open_read_only
 from agentfsm.serve.feed import ChangeFeed, Marks, PollingFeed
 

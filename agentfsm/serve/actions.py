@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Literal, cast, get_args
 
 from agentfsm.agent.core import Agent
-from agentfsm.agent.turns import TurnOutcome
+from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.errors import (
+    ActionError,
     AgentFSMError,
     IllegalTransitionError,
     SnapshotConflictError,
@@ -39,30 +40,6 @@ pending question), ``pause``, ``resume``, ``cancel``."""
 
 ACTIONS: tuple[str, ...] = get_args(ActionName)
 """The operator actions, in the order the page offers them."""
-
-
-class ActionError(Exception):
-    """An action the view refused or the run refused: an HTTP status, a kind and a message.
-
-    Args:
-        status: The HTTP status of the answer (400 bad request, 404 no such run, 409
-            refused, 500 failed).
-        kind: What went wrong: the error class's name (``IllegalTransitionError``…).
-        message: The message the page shows.
-    """
-
-    def __init__(self, status: int, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        """The HTTP status."""
-        self.kind = kind
-        """What went wrong."""
-        self.message = message
-        """The message shown."""
-
-    def as_json(self) -> JSONObject:
-        """The error as the API answers it."""
-        return {"error": self.kind, "message": self.message}
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentfsm.errors import StoreError
-from agentfsm.serve.actions import ActionError, AgentFactory, parse_action, perform
+from agentfsm.errors import ActionError, StoreError
+from agentfsm.serve.actions import AgentFactory, parse_action, perform
 from agentfsm.serve.feed import DEFAULT_INTERVAL, ChangeFeed, PollingFeed
 from agentfsm.serve.views import RUN_STATES, RunRows, diagram_svg, event_view, run_view
 from agentfsm.states.events import Event

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from agentfsm import MemoryStore, SQLiteStore, StoreError, StoreWriteError
+from agentfsm import MemoryStore, SQLiteStore, StoreError
+from agentfsm.errors import StoreWriteError
 from agentfsm.serve import PollingFeed, create_app, open_read_only
 from agentfsm.serve.feed import store_marks
 from tests.serve.conftest import serving
