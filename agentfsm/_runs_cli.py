@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
+from agentfsm._terminal import terminal_safe
 from agentfsm.diagrams import View, diagram, save_diagram
 from agentfsm.diagrams.dot import TRANSITION_MACHINES
 from agentfsm.errors import DiagramRenderError, StoreError
@@ -57,7 +58,7 @@ def open_store(path: str | None) -> Iterator[SQLiteStore]:
             "file an agent saved its runs in"
         )
     try:
-        store = SQLiteStore(where)
+        store = SQLiteStore(where, read_only=True)
     except StoreError as error:
         raise CommandError(str(error)) from error
     with store:
@@ -167,21 +168,22 @@ def describe(snapshot: Snapshot, events: Sequence[Event], last: int) -> list[str
         shown = events[-last:]
         lines.append(f"last {len(shown)} of {len(events)} events")
         lines += [event_line(event) for event in shown]
-    return lines
+    return [terminal_safe(line) for line in lines]  # stored data never drives the terminal
 
 
 def _runs(store_path: str | None, out: TextIO) -> None:
     with open_store(store_path) as store:
         runs = store.list_runs()
         if not runs:
-            print(f"no runs in {str(store.path)!r}", file=out)
+            print(f"no runs in {terminal_safe(repr(str(store.path)))}", file=out)
             return
-    width = max(len("run id"), *(len(run.run_id) for run in runs))
+    ids = [terminal_safe(run.run_id) for run in runs]
+    width = max(len("run id"), *(len(run_id) for run_id in ids))
     print(f"{'run id':<{width}}  {'state':<15}  {'turn':>4}  {'seq':>5}  {'version':>7}", file=out)
-    for run in runs:
+    for run_id, run in zip(ids, runs, strict=True):
         print(
-            f"{run.run_id:<{width}}  {run.state:<15}  {run.turn:>4}  {run.seq:>5}  "
-            f"{run.version:>7}",
+            f"{run_id:<{width}}  {terminal_safe(str(run.state)):<15}  {run.turn:>4}  "
+            f"{run.seq:>5}  {run.version:>7}",
             file=out,
         )
 
@@ -210,7 +212,8 @@ def _run_diagram(
 
 
 def _fail(command: str, error: Exception) -> int:
-    print(f"agentfsm {command}: error: {one_line(str(error))}", file=sys.stderr)
+    message = terminal_safe(one_line(str(error)))
+    print(f"agentfsm {command}: error: {message}", file=sys.stderr)
     return 1
 
 

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO, cast
 
 from agentfsm._demo import fresh_folder, run_story
 from agentfsm._runs_cli import (
@@ -20,6 +21,7 @@ from agentfsm._runs_cli import (
     run_diagram_command,
     runs_command,
 )
+from agentfsm._terminal import TerminalSafe, terminal_safe
 from agentfsm.diagrams import FORMATS, View, markdown_table, save_diagram
 from agentfsm.errors import AgentFSMError, DiagramRenderError
 from agentfsm.states import TABLES, MachineName
@@ -140,26 +142,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _diagram(view: str, output: str) -> int:
+def _diagram(view: str, output: str, out: TextIO) -> int:
     try:
         written = save_diagram(output, _VIEWS[view])
     except (DiagramRenderError, OSError) as error:
-        print(f"agentfsm diagram: error: {error}", file=sys.stderr)
+        print(f"agentfsm diagram: error: {terminal_safe(str(error))}", file=sys.stderr)
         return 1
-    print(f"wrote {written}")
+    print(f"wrote {written}", file=out)
     return 0
 
 
-def _diagram_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _diagram_command(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, out: TextIO
+) -> int:
     if args.run is not None:
-        return run_diagram_command(
-            args.run, args.store, _VIEWS[args.view], args.output, sys.stdout
-        )
+        return run_diagram_command(args.run, args.store, _VIEWS[args.view], args.output, out)
     if args.store is not None:
         parser.error("diagram: --store needs --run RUN_ID")
     if args.output is None:
         parser.error("diagram: the following arguments are required: -o/--output")
-    return _diagram(args.view, args.output)
+    return _diagram(args.view, args.output, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,30 +179,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    # Everything printed passes through one filter: data (a stored question, a model's
+    # words) never reaches the terminal as control sequences.
+    out = cast(TextIO, TerminalSafe(sys.stdout))
     if args.command == "verify":
-        return run_verify(args, sys.stdout)
+        return run_verify(args, out)
     if args.command == "diagram":
-        return _diagram_command(parser, args)
+        return _diagram_command(parser, args, out)
     if args.command == "runs":
-        return runs_command(args.store, sys.stdout)
+        return runs_command(args.store, out)
     if args.command == "inspect":
-        return inspect_command(args.run_id, args.store, args.events, sys.stdout)
+        return inspect_command(args.run_id, args.store, args.events, out)
     if args.command == "ui":
         return _ui(args)
     if args.command == "table":
-        print(markdown_table(TABLES[MachineName(args.machine)]))
+        print(markdown_table(TABLES[MachineName(args.machine)]), file=out)
         return 0
-    return _demo_command(args.dir, args.model)
+    return _demo_command(args.dir, args.model, out)
 
 
-def _demo_command(base: str | None, model: str | None) -> int:
+def _demo_command(base: str | None, model: str | None, out: TextIO) -> int:
     if model is None and os.environ.get("OPENAI_API_KEY"):
-        print("(OPENAI_API_KEY is set: add --model openai:gpt-4o-mini to use a real model)\n")
+        print(
+            "(OPENAI_API_KEY is set: add --model openai:gpt-4o-mini to use a real model)\n",
+            file=out,
+        )
     try:
         folder = fresh_folder(Path(base) if base is not None else None)
-        run_story(sys.stdout, folder, model)
+        run_story(out, folder, model)
     except (AgentFSMError, OSError, RuntimeError) as error:
-        print(f"agentfsm demo: {error}", file=sys.stderr)
+        print(f"agentfsm demo: {terminal_safe(str(error))}", file=sys.stderr)
         return 1
     return 0
 

@@ -541,9 +541,15 @@ class SchemaVersionError(StoreError):
         self.expected = expected
         what = f"the snapshot of run {run_id!r}" if run_id is not None else "the file format"
         readable = ", ".join(str(v) for v in expected)
+        older = bool(expected) and found < min(expected)
+        advice = (
+            "it was written by an older agentfsm: read it with that version, or start a new store"
+            if older
+            else "upgrade agentfsm to read it"
+        )
         super().__init__(
             f"{what} in {path!r} has schema version {found}, but this agentfsm reads only "
-            f"{readable}; upgrade agentfsm to read it (nothing was overwritten)"
+            f"{readable}; {advice} (nothing was overwritten)"
         )
 
 

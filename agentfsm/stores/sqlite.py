@@ -1,6 +1,6 @@
 """`SQLiteStore`: a durable `RunStore` in one SQLite file, with the standard library's sqlite3.
 
-Layout (file format 1, kept in ``PRAGMA user_version``):
+Layout (file format 2, kept in ``PRAGMA user_version``):
 
 - ``runs``: one row per run — its latest snapshot as JSON but for its messages and trace,
   the snapshot's ``schema_version``, and ``version``, ``seq``, ``state``, ``turn`` for
@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from agentfsm import _checks as checks
 from agentfsm.errors import (
     SchemaVersionError,
     SnapshotConflictError,
@@ -48,8 +49,12 @@ from agentfsm.states.events import Event
 from agentfsm.stores.base import RunSummary, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 
-FILE_FORMAT = 1
-"""The layout of the database file this agentfsm writes (``PRAGMA user_version``)."""
+FILE_FORMAT = 2
+"""The layout of the database file this agentfsm reads and writes (``PRAGMA user_version``).
+
+It is bumped whenever the layout changes. Format 1 kept each snapshot whole in ``runs``;
+format 2 keeps its messages and trace as rows of ``items``.
+"""
 
 DEFAULT_PATH = Path(".agentfsm") / "runs.db"
 """Where `SQLiteStore` keeps its file by default, relative to the working directory."""
@@ -115,20 +120,55 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write the file (SQLite's ``mode=ro``)."""
+    return sqlite3.connect(
+        f"{path.absolute().as_uri()}?mode=ro",
+        uri=True,
+        timeout=30.0,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+
+
+def _checked_path(path: object) -> Path:
+    """The store's file, once ``path`` is known to name one (not a directory)."""
+    if path is None:
+        return Path.cwd() / DEFAULT_PATH
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
+        checks.refuse_type("path", path, "a file path (str or os.PathLike) or None")
+    where = Path(path)
+    if str(path) == "" or where.is_dir():
+        raise ValueError(
+            f"path must name a SQLite file (created if missing), not {checks.given(path)}: "
+            f"{'it is a directory' if str(path) else 'it is empty'}"
+        )
+    return where
+
+
 class SQLiteStore:
     """Keeps runs in one SQLite file: durable, atomic, safe for several processes.
 
+    A file that is not agentfsm's is refused before anything is written to it: no table,
+    no journal mode, no ``user_version`` is changed. So is a file of another layout version
+    (`SchemaVersionError`, naming both versions).
+
     Args:
         path: The database file; ``.agentfsm/runs.db`` under the working directory by
-            default. Its parent directory is created.
+            default. Its parent directory is created (unless ``read_only``).
         synchronous: ``"FULL"`` (durable across power loss) or ``"NORMAL"`` (durable
             across process crashes only); see the module docstring.
         connect: Opens the connection (for tests that inject faults); it should pass
             ``check_same_thread=False`` if the store is shared between threads.
+        read_only: Only read: the file must exist and is never written (its journal mode
+            included); `save` and `delete` raise `StoreError`.
 
     Raises:
+        TypeError: An argument of the wrong type.
+        ValueError: ``path`` is a directory, or ``synchronous`` is not FULL or NORMAL.
+        StoreError: The file cannot be opened (or, ``read_only``, does not exist).
         StoreCorruptError: The file is not a SQLite database, or not one of agentfsm's.
-        SchemaVersionError: The file was written in a newer format.
+        SchemaVersionError: The file was written in another layout version.
     """
 
     def __init__(
@@ -137,13 +177,30 @@ class SQLiteStore:
         *,
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
         connect: Callable[[Path], sqlite3.Connection] | None = None,
+        read_only: bool = False,
     ) -> None:
-        self.path = Path(path) if path is not None else Path.cwd() / DEFAULT_PATH
+        where = _checked_path(path)
+        checks.choice("synchronous", synchronous, ("FULL", "NORMAL"))
+        checks.callable_or_none("connect", connect)
+        checks.flag("read_only", read_only)
+        self.path = where
         """The database file."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        """Whether this store only reads its file."""
+        if read_only and not where.is_file():
+            raise StoreError(f"cannot open the run store {str(where)!r} read-only: no such file")
+        if not read_only:
+            try:
+                where.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the run store {str(where)!r}: {exc}") from exc
         self._lock = threading.Lock()
         self._written: dict[str, _Written] = {}
-        self._conn = (connect or _connect)(self.path)
+        opener = connect or (_connect_read_only if read_only else _connect)
+        try:
+            self._conn = opener(self.path)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the run store {str(where)!r}: {exc}") from exc
         self._closed = False
         self._conn.isolation_level = None  # transactions are begun explicitly
         try:
@@ -152,23 +209,40 @@ class SQLiteStore:
             self._conn.close()
             raise
 
-    def _open(self, synchronous: str) -> None:
+    def _probe(self) -> tuple[int, set[str]]:
+        """The file's layout version and schema names, read without writing anything."""
         try:
-            # Read-only probes first: a foreign or corrupt file is refused before any write.
             file_format = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
-            names = {row[0] for row in self._conn.execute("SELECT name FROM sqlite_master")}
+            names = {
+                row[0]
+                for row in self._conn.execute("SELECT name FROM sqlite_master")
+                if not str(row[0]).startswith("sqlite_")
+            }
         except sqlite3.Error as exc:
             raise StoreCorruptError(
                 str(self.path), f"it is not a readable SQLite database ({exc})"
             ) from exc
-        if file_format not in (0, FILE_FORMAT):
+        return file_format, names
+
+    def _open(self, synchronous: str) -> None:
+        # Read-only probes first: a foreign, corrupt or other-version file is refused
+        # before any write, the journal mode included.
+        file_format, names = self._probe()
+        foreign = file_format == 0 and names - _OUR_TABLES
+        if file_format not in (0, FILE_FORMAT) and names <= _OUR_TABLES:
             raise SchemaVersionError(str(self.path), None, file_format, (FILE_FORMAT,))
-        if file_format == 0 and names - _OUR_TABLES:
+        missing = file_format == FILE_FORMAT and not names >= _OUR_TABLES
+        if foreign or missing or file_format not in (0, FILE_FORMAT):
             raise StoreCorruptError(
                 str(self.path),
-                "it is a SQLite database of something else (tables "
-                f"{sorted(names)!r}), expected agentfsm's run database",
+                f"it is a SQLite database of something else (user_version {file_format}, "
+                f"tables {sorted(names)!r}), expected agentfsm's run database (file format "
+                f"{FILE_FORMAT}, tables {sorted(_OUR_TABLES)!r})",
             )
+        if self.read_only:
+            if file_format == 0:
+                raise StoreCorruptError(str(self.path), "it holds no agentfsm run database")
+            return
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
         if file_format == 0:
@@ -176,6 +250,10 @@ class SQLiteStore:
                 for statement in _SCHEMA:
                     self._conn.execute(statement)
                 self._conn.execute(f"PRAGMA user_version={FILE_FORMAT}")
+
+    def _check_writable(self, run_id: str) -> None:
+        if self.read_only:
+            raise StoreWriteError(run_id, str(self.path), "the store was opened read_only=True")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -200,6 +278,7 @@ class SQLiteStore:
     ) -> None:
         """Append ``events`` and store ``snapshot`` in one transaction (see `RunStore.save`)."""
         run_id = snapshot.run_id
+        self._check_writable(run_id)
         with self._lock:
             try:
                 with self._transaction() as conn:
@@ -336,6 +415,7 @@ class SQLiteStore:
 
     def delete(self, run_id: str) -> None:
         """Remove the run and its events, in one transaction; no error if it is not stored."""
+        self._check_writable(run_id)
         with self._lock:
             try:
                 with self._transaction() as conn:
