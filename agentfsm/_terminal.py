@@ -16,7 +16,12 @@ _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\
 """Bidirectional controls: they reorder what the terminal shows (Trojan Source)."""
 
 
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _escape(char: str) -> str:
+    if char in _NAMED:
+        return _NAMED[char]
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 

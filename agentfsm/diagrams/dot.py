@@ -9,6 +9,7 @@ into the SVG, so a page can style it.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Literal, Protocol
@@ -103,8 +104,31 @@ def path_counts(events: Iterable[Event]) -> dict[EdgeKey, int]:
     )
 
 
-def _node_id(machine: str, state: str) -> str:
-    return f"{machine}.{state}"
+_PLAIN = re.compile(r"[A-Za-z0-9_]+")
+
+
+def node_id(machine: str, state: str) -> str:
+    """The DOT id of a state's node: ``machine.state``, or a hex form for any other name.
+
+    A name from data (a stored run, a user's machine) may hold quotes, backslashes, ``:``
+    (DOT's port syntax) or ``<…>``: its id is then ``machine.x`` and the name's UTF-8 in
+    hex, which DOT reads as plain text; its label shows the name, escaped.
+    """
+    if _PLAIN.fullmatch(state):
+        return f"{machine}.{state}"
+    return f"{machine}.x{state.encode().hex()}"
+
+
+def dot_text(value: str) -> str:
+    """``value`` as literal DOT text: backslashes kept, ``<…>`` never read as HTML."""
+    escaped: str = graphviz.escape(value)
+    return escaped
+
+
+def dot_label(value: str, *lines: str) -> str:
+    """A label: ``value`` as literal text, then ``lines`` (our own), one per line."""
+    label: str = graphviz.nohtml("\\n".join([dot_text(value), *map(dot_text, lines)]))
+    return label
 
 
 class _Drawing:
@@ -122,7 +146,7 @@ class _Drawing:
 
     def node_attrs(self, table: MachineTable, state: str) -> dict[str, str]:
         kind = state_kind(table, state)
-        attrs = {"label": state, "fontname": FONT, "class": kind, **_KIND_ATTRS[kind]}
+        attrs = {"label": dot_text(state), "fontname": FONT, "class": kind, **_KIND_ATTRS[kind]}
         if self.is_current(table, state):
             attrs.update(_CURRENT, xlabel="now")
             attrs["class"] = f"{kind} current"
@@ -130,33 +154,35 @@ class _Drawing:
 
     def nodes(self, graph: graphviz.Digraph, table: MachineTable, skip: str = "") -> None:
         machine = table.name.value
-        start = _node_id(machine, "__start")
+        start = node_id(machine, "__start")
         graph.node(start, label="", shape="point", width="0.15")
-        graph.edge(start, _node_id(machine, table.initial), color="black")
+        graph.edge(start, node_id(machine, table.initial), color="black")
         for state in table.states:
             if state != skip:
-                graph.node(_node_id(machine, state), **self.node_attrs(table, state))
+                graph.node(node_id(machine, state), **self.node_attrs(table, state))
 
     def edges(self, graph: graphviz.Digraph, table: MachineTable) -> None:
         machine = table.name.value
         for row in table.rows:
             taken = self.counts.pop((machine, row.event, row.source, row.target), 0)
-            attrs = dict(_EDGE, label=edge_label(row))
+            attrs = dict(_EDGE, label=dot_label(edge_label(row)))
             if row.internal:
                 attrs.update({"style": "dashed", "class": "internal"})
             if taken:
                 attrs.update(_TAKEN, penwidth=str(min(1 + taken, 6)))
-                attrs["label"] += f"\\n{taken}x"
-            graph.edge(_node_id(machine, row.source), _node_id(machine, row.target), **attrs)
+                attrs["label"] = dot_label(edge_label(row), f"{taken}x")
+            graph.edge(node_id(machine, row.source), node_id(machine, row.target), **attrs)
 
     def strays(self, graph: graphviz.Digraph, machines: tuple[str, ...]) -> None:
         """Edges of the log that no row of the table has: dashed red, so they stand out."""
         for (machine, event, source, target), taken in self.counts.items():
             if machine in machines:
+                for state in (source, target):
+                    graph.node(node_id(machine, state), label=dot_text(state))
                 graph.edge(
-                    _node_id(machine, source),
-                    _node_id(machine, target),
-                    label=f"{event} (not in the table)\\n{taken}x",
+                    node_id(machine, source),
+                    node_id(machine, target),
+                    label=dot_label(f"{event} (not in the table)", f"{taken}x"),
                     style="dashed",
                     color="red",
                     fontcolor="red",
@@ -166,7 +192,7 @@ class _Drawing:
 
 def _graph(name: str, title: str) -> graphviz.Digraph:
     graph = graphviz.Digraph(name)
-    graph.attr(label=title, labelloc="t", fontname=FONT, rankdir="LR", **_LAYOUT)
+    graph.attr(label=dot_text(title), labelloc="t", fontname=FONT, rankdir="LR", **_LAYOUT)
     return graph
 
 
@@ -235,7 +261,7 @@ def combined_diagram(current: StateSource | None = None, events: Iterable[Event]
         busy.attr(label="busy: TurnLoop", fontname=FONT, style="rounded", color="gray50")
         if drawing.is_current(RUN_TABLE, RunState.BUSY):
             busy.attr(color=_CURRENT["color"], penwidth="2")
-        busy.node(_node_id("run", RunState.BUSY), **drawing.node_attrs(RUN_TABLE, "busy"))
+        busy.node(node_id("run", RunState.BUSY), **drawing.node_attrs(RUN_TABLE, "busy"))
         drawing.nodes(busy, LOOP_TABLE)
         drawing.edges(busy, LOOP_TABLE)
     drawing.edges(graph, RUN_TABLE)

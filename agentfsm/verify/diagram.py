@@ -7,16 +7,13 @@ from pathlib import Path
 import graphviz
 
 from agentfsm.diagrams.dot import FONT as _FONT
+from agentfsm.diagrams.dot import dot_label, dot_text, node_id
 from agentfsm.diagrams.rendering import render
 from agentfsm.errors import DiagramRenderError
 from agentfsm.fsm.compiled import CompiledMachine
 from agentfsm.verify.report import Counterexample, Step
 
 _PATH = {"color": "red", "fontcolor": "red", "penwidth": "2.5"}
-
-
-def _node(machine: str, state: str) -> str:
-    return f"{machine}.{state}"
 
 
 def _numbers(steps: tuple[Step, ...]) -> dict[tuple[str, str, str | None, str], list[int]]:
@@ -54,20 +51,21 @@ def _cluster(
 ) -> None:
     machine = compiled.name.value
     with graph.subgraph(name=f"cluster_{machine}") as sub:
-        sub.attr(label=f"{compiled.chart.__name__} ({machine})", fontname=_FONT)
+        sub.attr(label=dot_text(f"{compiled.chart.__name__} ({machine})"), fontname=_FONT)
         sub.node(f"{machine}.__start", label="", shape="point")
-        sub.edge(f"{machine}.__start", _node(machine, compiled.initial))
+        sub.edge(f"{machine}.__start", node_id(machine, compiled.initial))
         for state in compiled.states:
             attrs = _state_attrs(machine, state, compiled, counterexample)
-            sub.node(_node(machine, state), label=state, **attrs)
+            sub.node(node_id(machine, state), label=dot_text(state), **attrs)
         for t in (t for by in compiled.dispatch.values() for ts in by.values() for t in ts):
             guard = f" [{' and '.join(t.guard_names)}]" if t.guard_names else ""
             steps = used.pop((machine, t.source, t.target, t.event), [])
-            label = t.event + guard + (f"\\n#{', #'.join(map(str, steps))}" if steps else "")
+            numbers = [f"#{', #'.join(map(str, steps))}"] if steps else []
+            label = dot_label(t.event + guard, *numbers)
             style = _PATH if steps else {"color": "gray40"}
             sub.edge(
-                _node(machine, t.source),
-                _node(machine, t.target),
+                node_id(machine, t.source),
+                node_id(machine, t.target),
                 label=label,
                 fontname=_FONT,
                 **style,
@@ -90,16 +88,16 @@ def counterexample_dot(
     """
     graph = graphviz.Digraph("counterexample")
     title = f"{counterexample.property}: {counterexample.message}"
-    graph.attr(label=title, labelloc="t", fontname=_FONT, rankdir="LR")
+    graph.attr(label=dot_text(title), labelloc="t", fontname=_FONT, rankdir="LR")
     used = _numbers(counterexample.steps)
     for compiled in (run, loop):
         _cluster(graph, compiled, counterexample, used)
     for (machine, source, target, event), steps in used.items():
         what = "refused" if target is None else "→ " + target
         graph.edge(
-            _node(machine, source),
-            _node(machine, target or source),
-            label=f"{event} ({what})\\n#{', #'.join(map(str, steps))}",
+            node_id(machine, source),
+            node_id(machine, target or source),
+            label=dot_label(f"{event} ({what})", f"#{', #'.join(map(str, steps))}"),
             style="dashed",
             fontname=_FONT,
             **_PATH,
