@@ -98,11 +98,19 @@ class ArgumentParser:
                 f"they must be a JSON object, not a JSON {_json_type(arguments)}; "
                 f"{self._expected}",
             )
-        problem = schema_error(self._validator, arguments)
-        if problem is not None:
-            pointer, message = problem
-            self._refuse(call_id, pointer, f"{message}; {self._expected}")
-        return self._convert(call_id, arguments)
+        try:
+            problem = schema_error(self._validator, arguments)
+            if problem is not None:
+                pointer, message = problem
+                self._refuse(call_id, pointer, f"{message}; {self._expected}")
+            return self._convert(call_id, arguments)
+        except ToolArgumentsError:
+            raise
+        except Exception as exc:
+            # Whatever the schema or the arguments model does (a reference that fails, a
+            # validator of the user's that raises), the call gets an error result: the
+            # round goes on and the run is never stranded.
+            self._refuse(call_id, "", f"they could not be checked ({type(exc).__name__}: {exc})")
 
     def _decode(self, call_id: str, text: str, limits: ArgumentLimits) -> JSONValue:
         try:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator
 
+from agentfsm import _checks as checks
 from agentfsm.errors import DuplicateToolError, UnknownToolError
 from agentfsm.states.json import JSONObject
+from agentfsm.tools.checks import tool_item, tool_items
 from agentfsm.tools.spec import Tool
 
 AnyTool = Tool[..., object]
@@ -25,6 +27,7 @@ class ToolRegistry:
     __slots__ = ("_offered", "_tools")
 
     def __init__(self, tools: Iterable[AnyTool | Callable[..., object]] = ()) -> None:
+        tool_items("tools", tools)
         self._tools: dict[str, AnyTool] = {}
         self._offered: dict[tuple[int, frozenset[str] | None], tuple[JSONObject, ...]] = {}
         for item in tools:
@@ -36,6 +39,7 @@ class ToolRegistry:
         Raises:
             DuplicateToolError: A tool of that name is already registered.
         """
+        tool_item("item", item)
         declared = item if isinstance(item, Tool) else Tool(item)
         if declared.name in self._tools:
             raise DuplicateToolError(declared.name, self.names)
@@ -48,6 +52,7 @@ class ToolRegistry:
         Raises:
             UnknownToolError: None is registered; the error lists those that are.
         """
+        checks.text("name", name)
         found = self._tools.get(name)
         if found is None:
             raise UnknownToolError(name, self.names)
@@ -71,6 +76,7 @@ class ToolRegistry:
         Raises:
             UnknownToolError: ``enabled`` names a tool that is not registered.
         """
+        checks.names("enabled", enabled, optional=True)
         if enabled is None:
             return tuple(self._tools.values())
         unknown = sorted(name for name in enabled if name not in self._tools)
@@ -91,6 +97,7 @@ class ToolRegistry:
         Raises:
             UnknownToolError: ``enabled`` names a tool that is not registered.
         """
+        checks.names("enabled", enabled, optional=True)
         key = (len(self._tools), None if enabled is None else frozenset(enabled))
         offered = self._offered.get(key)
         if offered is None:  # tools are only ever added, so the count names the set

@@ -14,7 +14,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, cast
 
@@ -25,6 +25,9 @@ from jsonschema.exceptions import (  # type: ignore[import-untyped]  # no stubs
 )
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model
 from pydantic.errors import PydanticSchemaGenerationError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from agentfsm.errors import ToolDefinitionError, ToolSchemaError
 from agentfsm.states.json import JSONObject
@@ -103,6 +106,7 @@ def explicit_signature(
         raise ToolSchemaError(
             tool_name, json_pointer(error.absolute_path), cast(str, error.message)
         ) from None
+    _check_references(tool_name, schema)
     if schema.get("type") != "object":
         raise ToolSchemaError(
             tool_name,
@@ -113,6 +117,38 @@ def explicit_signature(
     if function is not None:
         context_parameter = _check_parameters_match(tool_name, schema, function)
     return Signature(copy.deepcopy(schema), None, (), context_parameter)
+
+
+def _references(value: object, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str, str]]:
+    """Every ``$ref`` / ``$dynamicRef`` in a schema: ``(JSON pointer, reference)``."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(item, str):
+                yield json_pointer((*path, key)), item
+            else:
+                yield from _references(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _references(item, (*path, index))
+
+
+def _check_references(tool_name: str, schema: JSONObject) -> None:
+    """Refuse a reference that leads nowhere: its first call would fail inside the check.
+
+    Only references within the schema resolve (nothing is fetched from the network).
+    """
+    resource = DRAFT202012.create_resource(schema)
+    resolver = Registry().with_resource(resource.id() or "", resource).resolver()
+    for pointer, reference in _references(schema):
+        try:
+            resolver.lookup(reference)
+        except Unresolvable as exc:
+            raise ToolSchemaError(
+                tool_name,
+                pointer,
+                f"the reference {reference!r} leads nowhere in the schema ({exc}); a $ref "
+                "must point into the schema itself, e.g. '#/$defs/Name'",
+            ) from None
 
 
 def _check_parameters_match(

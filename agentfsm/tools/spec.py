@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Generic, Literal, ParamSpec, TypeVar, overload
 
+from agentfsm import _checks as checks
 from agentfsm.errors import InvalidToolNameError, ToolDefinitionError
 from agentfsm.states.json import JSONObject
 from agentfsm.tools.arguments import ArgumentParser
@@ -96,9 +97,17 @@ class Tool(Generic[P, R]):
         timeout: float | None = None,
         retry_on: tuple[type[Exception], ...] = (),
     ) -> None:
+        if function is not None and not callable(function):
+            raise TypeError(
+                f"function must be a callable (or None for a client-side tool), not "
+                f"{checks.given(function)}"
+            )
         self.function = function
         """The body (None for a client-side tool declared without one)."""
         self.name = _name_of(function, name)
+        _check_options(
+            self.name, description, parameters, policy, client_side, idempotent, timeout, retry_on
+        )
         """The name the model calls the tool by."""
         self.description = (
             description
@@ -201,6 +210,31 @@ def _name_of(function: Callable[..., object] | None, name: str | None) -> str:
     return name
 
 
+def _check_options(
+    name: str,
+    description: object,
+    parameters: object,
+    policy: object,
+    client_side: object,
+    idempotent: object,
+    timeout: object,
+    retry_on: object,
+) -> None:
+    """Refuse a wrong option with a `ToolDefinitionError` naming it, before anything is built."""
+    try:
+        checks.text("description", description, empty=True, optional=True)
+        if parameters is not None and not isinstance(parameters, dict):
+            checks.refuse_type("parameters", parameters, "a JSON Schema object (a dict) or None")
+        checks.choice("policy", policy, [p.value for p in ToolPolicy])
+        checks.flag("client_side", client_side)
+        checks.flag("idempotent", idempotent)
+        checks.seconds("timeout", timeout, optional=True)
+        if not isinstance(retry_on, tuple):
+            checks.refuse_type("retry_on", retry_on, "a tuple of Exception subclasses")
+    except (TypeError, ValueError) as problem:
+        raise ToolDefinitionError(name, str(problem)) from None
+
+
 def _check_timeout(name: str, timeout: float | None) -> float | None:
     if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
         raise ToolDefinitionError(
@@ -282,6 +316,17 @@ def tool(
         >>> add.name, add.description, add(2, 3)
         ('add', 'Add two integers.', 5)
     """
+    # The options are checked now, where they are written, not when a function arrives.
+    _check_options(
+        name if isinstance(name, str) else "?",
+        description,
+        parameters,
+        policy,
+        client_side,
+        idempotent,
+        timeout,
+        retry_on,
+    )
 
     def declare(body: Callable[P, R]) -> Tool[P, R]:
         return Tool(

@@ -31,6 +31,7 @@ from agentfsm.errors import (
 )
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
+from agentfsm.tools import checks
 from agentfsm.tools.arguments import ArgumentLimits
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.execution import Attempted, RetrySettings, Sleep, execute
@@ -118,6 +119,15 @@ class ToolSystem:
         timer: Timer = time.perf_counter,
         clock: Clock = time.time,
     ) -> None:
+        checks.system_options(
+            hooks,
+            observer,
+            limits,
+            max_attempts,
+            sleep,
+            cancel_grace,
+            {"retry_wait": retry_wait or _DEFAULT_WAIT, "timer": timer, "clock": clock},
+        )
         self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         """The tools this system can run."""
         self._hooks = hooks if hooks is not None else Hooks()
@@ -134,6 +144,7 @@ class ToolSystem:
 
     def openai_tools(self, enabled: Collection[str] | None = None) -> list[JSONObject]:
         """The ``tools=[...]`` for a run's model call: the enabled tools only."""
+        checks.enabled_names(enabled)
         return self.registry.openai_tools(enabled)
 
     def awaiting_decision(
@@ -144,6 +155,7 @@ class ToolSystem:
         Those are the calls to registered, enabled tools that are client-side or require
         approval; the others are run or refused without asking.
         """
+        checks.enabled_names(enabled)
         pending = []
         for call in calls:
             found = self.registry.find(call.name)
@@ -219,7 +231,7 @@ class ToolSystem:
             HookMessageError: A per-call hook handler added a message.
             HookFailedError: A hook handler raised.
         """
-        calls = tuple(calls)
+        calls = checks.round_inputs(calls, context, decisions, enabled, messages)
         round_ = self._start(calls, context, decisions or {}, enabled, on_start)
         conversation = list(messages)
         added = await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)

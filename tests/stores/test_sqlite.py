@@ -109,7 +109,11 @@ def test_a_file_of_a_newer_format_is_refused(tmp_path: Path) -> None:
         conn.execute("PRAGMA user_version = 7")
     with pytest.raises(SchemaVersionError, match=r"the file format .* schema version 7") as caught:
         SQLiteStore(path)
-    assert (caught.value.found, caught.value.expected, caught.value.run_id) == (7, (FILE_FORMAT,), None)
+    assert (caught.value.found, caught.value.expected, caught.value.run_id) == (
+        7,
+        (FILE_FORMAT,),
+        None,
+    )
 
 
 def test_a_snapshot_of_an_unknown_schema_version_is_refused_and_left_alone(

@@ -230,8 +230,8 @@ def opaque(thing: Opaque) -> str:
         (
             weather,
             {"timeout": 0},
-            "tool 'weather' cannot be declared: timeout must be a positive number of seconds "
-            "or None, not 0",
+            "tool 'weather' cannot be declared: timeout must be a number of seconds > 0 or "
+            "None, not 0 (int)",
         ),
         (
             weather,
@@ -401,7 +401,8 @@ def test_a_policy_may_be_given_by_its_value(name: str) -> None:
 
 
 def test_an_unknown_policy_name_is_refused_naming_it() -> None:
-    with pytest.raises(ValueError, match="'maybe' is not a valid ToolPolicy"):
+    allowed = "policy must be one of 'allow', 'require_approval', 'deny', not 'maybe'"
+    with pytest.raises(ToolDefinitionError, match=allowed):
 
         @tool(policy="maybe")  # type: ignore[arg-type]
         def act() -> None:
