@@ -393,7 +393,11 @@ class ModelCallError(ModelError):
 
     Attributes:
         status_code: The HTTP status, or None when no response arrived.
-        retryable: Whether the failure was of a transient kind (and so was retried).
+        retryable: Whether the failure was of a transient kind: the call may be tried again
+            later (after ``retry_after`` seconds, when that is set).
+        retry_after: The wait, in seconds, the server asked for before a retry, when the
+            call failed at once rather than retry early (longer than the policy's
+            ``max_retry_after`` or than the call's deadline leaves); else None.
     """
 
     def __init__(
@@ -405,9 +409,11 @@ class ModelCallError(ModelError):
         attempts: int = 1,
         status_code: int | None = None,
         retryable: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         self.status_code = status_code
         self.retryable = retryable
+        self.retry_after = retry_after
         super().__init__(message, model=model, reason=reason, attempts=attempts)
 
 

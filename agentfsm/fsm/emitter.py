@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from agentfsm._redact import redact
 from agentfsm.states.events import Event, unchecked_event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.names import MachineName
@@ -14,6 +15,9 @@ Listener = Callable[[Event], object]
 
 Clock = Callable[[], float]
 """The time in seconds since the Unix epoch; inject a fake one in tests."""
+
+_ERROR_EVENTS = frozenset({"fail", "model_failed"})
+"""Events whose ``message`` is an error's text: credentials in it are masked."""
 
 
 class Emitter:
@@ -25,6 +29,9 @@ class Emitter:
             whoever sent the event, after the transition has taken place.
         clock: Where ``Event.at`` comes from; `time.time` by default.
         seq: The last sequence number already used (0 for a new run).
+
+    The ``message`` of a ``fail`` or ``model_failed`` event has its credentials masked
+    (URL user-info, key and token values, ``Authorization``; see `agentfsm._redact`).
     """
 
     __slots__ = ("clock", "listeners", "run_id", "seq")
@@ -46,6 +53,10 @@ class Emitter:
     ) -> Event:
         """Number one accepted transition, deliver it to every listener and return it."""
         self.seq += 1
+        if event in _ERROR_EVENTS and isinstance(data.get("message"), str):
+            # An error's text may quote a URL with user-info, a key or an Authorization
+            # value: the event log (and so the store) never records them.
+            data = {**data, "message": redact(str(data["message"]))}
         # The machine built every field from checked values; validating them again would
         # cost more than the whole rest of the transition.
         record = unchecked_event(

@@ -1,11 +1,24 @@
 """`OpenAIModel`: chat completions with tools, over the official ``openai`` client.
 
 Works with any OpenAI-compatible server through ``base_url``. The client's own retries are
-off (``max_retries=0``); transient failures are retried here instead, with tenacity, under a
-`RetryPolicy`, each retry reported to the caller's ``on_retry`` before its wait. An error
-that escapes `OpenAIModel.complete` is final: a `ModelCallError` (status, connection or
-timeout, with the number of attempts) or a `ModelResponseError` (a response that is not a
-usable answer).
+off (``max_retries=0``); transient failures are retried here instead, under a `RetryPolicy`,
+each retry reported to the caller's ``on_retry`` before its wait:
+
+- connection errors, timeouts and the statuses 408, 409, 429 and 5xx;
+- an answer that arrived broken — a stream cut off before its finish reason, a body or a
+  chunk that is not valid JSON: the request is idempotent and nothing of the broken answer
+  is kept, so it is sent again (a partial answer is never accepted).
+
+A ``Retry-After`` is never cut short: the call waits it out when it is at most
+``max_retry_after`` and fits in the call's deadline, and otherwise fails at once with a
+retryable `ModelCallError` whose ``retry_after`` carries the wait asked for. The deadline
+(``deadline`` seconds, 120 by default) bounds one call whole: its attempts and the waits
+between them.
+
+An error that escapes `OpenAIModel.complete` is final: a `ModelCallError` (status,
+connection, timeout or deadline, with the number of attempts) or a `ModelResponseError` (a
+response that is not a usable answer). Their messages, the retry notices and ``repr`` never
+show the API key, a URL's user-info or an ``Authorization`` value.
 """
 
 from __future__ import annotations
@@ -14,13 +27,14 @@ import asyncio
 import contextlib
 import json
 import os
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, cast
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-
-from agentfsm.errors import ModelCallError, ModelConfigError, ModelError
+from agentfsm import _checks as checks
+from agentfsm._redact import redact
+from agentfsm.errors import ModelCallError, ModelConfigError, ModelError, ModelResponseError
 from agentfsm.llm._openai_convert import Origin, StreamAssembly, from_completion
 from agentfsm.llm.base import ModelResponse, RetryListener, RetryNotice
 from agentfsm.llm.retry import RetryPolicy, is_transient_status, retry_after
@@ -34,13 +48,32 @@ if TYPE_CHECKING:  # openai takes most of a second to import: it is imported on 
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 """The environment variable the API key is read from when none is given."""
 
+DEFAULT_DEADLINE = 120.0
+"""Seconds one model call may take by default, its attempts and waits together."""
+
 Sleep = Callable[[float], Awaitable[None]]
 """How retries wait: ``await sleep(seconds)``; inject a fake one in tests."""
+
+Clock = Callable[[], float]
+"""A monotonic clock in seconds, for the call's deadline; inject a fake one in tests."""
+
+_BROKEN_REASONS = frozenset({"no_finish_reason", "malformed"})
+"""Unusable answers that are retried: they arrived broken, not as the server meant them."""
+
+
+class _BrokenError(Exception):
+    """An answer that arrived broken (cut off, not JSON): retried like a dropped connection."""
+
+    def __init__(self, error: ModelResponseError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _transient(error: BaseException) -> bool:
     import openai
 
+    if isinstance(error, _BrokenError):
+        return True
     if isinstance(error, openai.APIStatusError):
         return is_transient_status(error.status_code)
     return isinstance(error, openai.APIConnectionError)  # timeouts included
@@ -52,11 +85,22 @@ def _status_code(error: BaseException) -> int | None:
     return error.status_code if isinstance(error, openai.APIStatusError) else None
 
 
+def _asked_wait(error: BaseException) -> float | None:
+    """The ``Retry-After`` (or ``retry-after-ms``) of an error response, if it sent one."""
+    import openai
+
+    if isinstance(error, openai.APIStatusError):
+        return retry_after(error.response.headers)
+    return None
+
+
 def _describe(error: BaseException) -> str:
     """One line on what went wrong, without the request body or headers."""
     import openai
 
     kind = type(error).__name__
+    if isinstance(error, _BrokenError):
+        return f"{type(error.error).__name__}: {error.error}"
     if isinstance(error, openai.APIStatusError):
         body = error.body
         detail = body.get("message") if isinstance(body, dict) else None
@@ -84,8 +128,13 @@ class OpenAIModel:
         client: An ``openai.AsyncOpenAI`` to use (and to keep open) instead of a new one
             per call, e.g. to share its connections; its own retries are turned off for
             these calls. ``base_url`` and ``api_key`` are then ignored.
+        deadline: Seconds one call may take in all, its attempts and the waits between
+            them (each attempt gets at most what is left); None for no limit.
+        clock: The monotonic clock the deadline is measured with (``time.monotonic``).
 
     Raises:
+        TypeError: An argument of the wrong type (``model`` not a string, ``timeout="5s"``…).
+        ValueError: An empty ``model``, or a timeout or deadline that is not > 0.
         ModelConfigError: No ``client``, no ``api_key`` and no ``OPENAI_API_KEY``.
     """
 
@@ -101,7 +150,13 @@ class OpenAIModel:
         stream: bool = False,
         sleep: Sleep = asyncio.sleep,
         client: openai.AsyncOpenAI | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        clock: Clock = time.monotonic,
     ) -> None:
+        _check_arguments(model, base_url, api_key, timeout, connect_timeout, retry, stream)
+        checks.seconds("deadline", deadline, optional=True)
+        checks.callable_or_none("sleep", sleep)
+        checks.callable_or_none("clock", clock)
         if client is None and not api_key:
             api_key = os.environ.get(API_KEY_VARIABLE)
             if not api_key:
@@ -120,6 +175,8 @@ class OpenAIModel:
         self._stream = stream
         self._sleep = sleep
         self._client = client
+        self._deadline = deadline
+        self._clock = clock
 
     @property
     def name(self) -> str:
@@ -131,9 +188,19 @@ class OpenAIModel:
         """What is retried, and how long each retry waits."""
         return self._retry
 
+    @property
+    def deadline(self) -> float | None:
+        """Seconds one call may take in all (attempts and waits); None for no limit."""
+        return self._deadline
+
     def __repr__(self) -> str:
-        where = f", base_url={self._base_url!r}" if self._base_url else ""
+        where = f", base_url={self._redact(self._base_url)!r}" if self._base_url else ""
         return f"OpenAIModel({self._model!r}{where}, stream={self._stream})"
+
+    def _redact(self, text: str) -> str:
+        """``text`` without this model's API key, URL user-info or Authorization values."""
+        shared = self._client.api_key if self._client is not None else None
+        return redact(text, (self._api_key, shared))
 
     async def complete(
         self,
@@ -146,33 +213,83 @@ class OpenAIModel:
 
         Raises:
             ModelCallError: An HTTP error status, a connection error or a timeout that
-                was not transient, or still failed on the last attempt.
+                was not transient, or still failed on the last attempt; a ``Retry-After``
+                longer than allowed (``retry_after`` set); the call's deadline passed.
             ModelResponseError: A response that is not a usable answer (cut off, filtered,
-                no choices, malformed, a stream that ended without a finish reason).
+                no choices, malformed, a stream that ended without a finish reason), on the
+                last attempt when it arrived broken.
         """
         import openai
 
+        started = self._clock()
         attempts = 0
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self._retry.max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception(_transient),
-            sleep=self._sleep,
-            before_sleep=lambda state: self._report(state, on_retry),
-            reraise=True,
-        )
         async with self._open() as client:
-            try:
-                async for attempt in retrying:
-                    with attempt:
-                        attempts += 1
-                        response = await self._attempt(client, messages, tools, attempts)
-            except openai.OpenAIError as error:
-                raise self._failure(error, attempts) from error
-            except json.JSONDecodeError as error:
-                origin = Origin(self._model, attempts)
-                raise origin.error("malformed", f"its body is not valid JSON ({error})") from error
-        return response
+            while True:
+                attempts += 1
+                try:
+                    return await self._bounded(client, messages, tools, attempts, started)
+                except (openai.OpenAIError, _BrokenError) as error:
+                    await self._before_retry(error, attempts, started, on_retry)
+
+    def _left(self, started: float) -> float | None:
+        """Seconds left before the call's deadline, or None without one."""
+        if self._deadline is None:
+            return None
+        return self._deadline - (self._clock() - started)
+
+    async def _bounded(
+        self,
+        client: openai.AsyncOpenAI,
+        messages: Sequence[Message],
+        tools: Sequence[JSONObject],
+        attempt: int,
+        started: float,
+    ) -> ModelResponse:
+        """One attempt, given at most what is left of the call's deadline."""
+        left = self._left(started)
+        if left is None:
+            return await self._attempt(client, messages, tools, attempt)
+        if left <= 0:
+            raise self._deadline_passed(attempt - 1, None, None)
+        try:
+            return await asyncio.wait_for(self._attempt(client, messages, tools, attempt), left)
+        except TimeoutError:
+            raise self._deadline_passed(attempt, None, None) from None
+
+    async def _before_retry(
+        self,
+        error: openai.OpenAIError | _BrokenError,
+        attempts: int,
+        started: float,
+        on_retry: RetryListener | None,
+    ) -> None:
+        """Wait before the next attempt, or raise the call's final error."""
+        if not _transient(error) or attempts >= self._retry.max_attempts:
+            raise self._failure(error, attempts) from error
+        asked = _asked_wait(error)
+        if not self._retry.allows(asked) and asked is not None:
+            allowed = f"max_retry_after={self._retry.max_retry_after:g}s"
+            raise self._asked_too_long(error, attempts, asked, allowed) from error
+        wait = self._retry.wait(attempts, asked)
+        left = self._left(started)
+        if left is not None and wait >= left:
+            if asked is not None:
+                allowed = f"the {max(left, 0.0):.3g}s left of its {self._deadline:g}s deadline"
+                raise self._asked_too_long(error, attempts, asked, allowed) from error
+            raise self._deadline_passed(attempts, error, wait) from error
+        if on_retry is not None:
+            on_retry(
+                RetryNotice(
+                    attempt=attempts,
+                    error_type=type(
+                        error.error if isinstance(error, _BrokenError) else error
+                    ).__name__,
+                    message=self._redact(_describe(error)),
+                    status_code=_status_code(error),
+                    wait=wait,
+                )
+            )
+        await self._sleep(wait)
 
     def _open(self) -> AbstractAsyncContextManager[openai.AsyncOpenAI]:
         import openai
@@ -196,9 +313,28 @@ class OpenAIModel:
         tools: Sequence[JSONObject],
         attempt: int,
     ) -> ModelResponse:
+        """One request; an answer that arrived broken raises `_BrokenError` (so it is retried)."""
+        origin = Origin(self._model, attempt)
+        try:
+            return await self._request(client, messages, tools, origin)
+        except json.JSONDecodeError as error:
+            raise _BrokenError(
+                origin.error("malformed", f"its body is not valid JSON ({error})")
+            ) from error
+        except ModelResponseError as error:
+            if error.reason in _BROKEN_REASONS:
+                raise _BrokenError(error) from error
+            raise
+
+    async def _request(
+        self,
+        client: openai.AsyncOpenAI,
+        messages: Sequence[Message],
+        tools: Sequence[JSONObject],
+        origin: Origin,
+    ) -> ModelResponse:
         import openai
 
-        origin = Origin(self._model, attempt)
         sent = cast("list[ChatCompletionMessageParam]", [m.to_openai() for m in messages])
         offered = cast("list[ChatCompletionToolUnionParam]", list(tools)) if tools else openai.omit
         completions = client.chat.completions
@@ -218,37 +354,21 @@ class OpenAIModel:
                 assembly.add(chunk)
         return assembly.response()
 
-    def _wait(self, state: RetryCallState) -> float:
-        import openai
-
-        error = state.outcome.exception() if state.outcome is not None else None
-        asked = (
-            retry_after(error.response.headers)
-            if isinstance(error, openai.APIStatusError)
-            else None
-        )
-        return self._retry.wait(state.attempt_number, asked)
-
-    def _report(self, state: RetryCallState, on_retry: RetryListener | None) -> None:
-        if on_retry is None or state.outcome is None:
-            return
-        error = state.outcome.exception()
-        if error is None:  # pragma: no cover - tenacity sleeps only after a failure here
-            return
-        on_retry(
-            RetryNotice(
-                attempt=state.attempt_number,
-                error_type=type(error).__name__,
-                message=_describe(error),
-                status_code=_status_code(error),
-                wait=state.next_action.sleep if state.next_action is not None else 0.0,
-            )
-        )
-
-    def _failure(self, error: openai.OpenAIError, attempts: int) -> ModelError:
+    def _failure(self, error: openai.OpenAIError | _BrokenError, attempts: int) -> ModelError:
         import openai
 
         name, transient = self._model, _transient(error)
+        if isinstance(error, _BrokenError):
+            problem = str(error.error).split(": ", 1)[-1]
+            return ModelResponseError(
+                self._redact(
+                    f"model {name!r} returned an unusable response on each of {attempts} "
+                    f"attempt(s): {problem}"
+                ),
+                model=name,
+                reason=error.error.reason,
+                attempts=attempts,
+            )
         if isinstance(error, openai.APIResponseValidationError):
             origin = Origin(name, attempts)
             return origin.error("malformed", f"its body does not fit the API ({error})")
@@ -258,20 +378,87 @@ class OpenAIModel:
             why = (
                 "not retried: only connection errors, timeouts and HTTP 408, 409, 429 and 5xx are"
             )
-        reason = "status"
-        if isinstance(error, openai.APITimeoutError):
-            reason = "timeout"
-        elif isinstance(error, openai.APIConnectionError):
-            reason = "connection"
-        elif not isinstance(error, openai.APIStatusError):
-            reason = "api_error"
+        return self._call_error(error, attempts, why, retryable=transient)
+
+    def _call_error(
+        self,
+        error: openai.OpenAIError | _BrokenError,
+        attempts: int,
+        why: str,
+        *,
+        retryable: bool,
+        reason: str | None = None,
+        retry_after: float | None = None,
+    ) -> ModelCallError:
+        import openai
+
+        if reason is None:
+            reason = "status"
+            if isinstance(error, openai.APITimeoutError):
+                reason = "timeout"
+            elif isinstance(error, openai.APIConnectionError):
+                reason = "connection"
+            elif not isinstance(error, openai.APIStatusError):
+                reason = "api_error"
         where = f" at {str(error.request.url)!r}" if isinstance(error, openai.APIError) else ""
         return ModelCallError(
-            f"model {name!r} call failed{where} after {attempts} attempt(s): "
-            f"{_describe(error)}; {why}",
-            model=name,
+            self._redact(
+                f"model {self._model!r} call failed{where} after {attempts} attempt(s): "
+                f"{_describe(error)}; {why}"
+            ),
+            model=self._model,
             reason=reason,
             attempts=attempts,
             status_code=_status_code(error),
-            retryable=transient,
+            retryable=retryable,
+            retry_after=retry_after,
         )
+
+    def _asked_too_long(
+        self, error: openai.OpenAIError | _BrokenError, attempts: int, asked: float, allowed: str
+    ) -> ModelCallError:
+        why = (
+            f"the server asked to wait {asked:g}s before a retry (Retry-After), longer than "
+            f"{allowed}; not retried early: try again after retry_after seconds"
+        )
+        return self._call_error(error, attempts, why, retryable=True, retry_after=asked)
+
+    def _deadline_passed(
+        self, attempts: int, error: openai.OpenAIError | _BrokenError | None, wait: float | None
+    ) -> ModelCallError:
+        after = f" after {attempts} attempt(s)" if attempts else ""
+        if error is not None:
+            why = (
+                f"its deadline of {self._deadline:g}s (deadline=...) leaves no time for the "
+                f"next wait of {wait:.3g}s"
+            )
+            return self._call_error(error, attempts, why, retryable=True, reason="deadline")
+        return ModelCallError(
+            f"model {self._model!r} call failed{after}: its deadline of {self._deadline:g}s "
+            "(deadline=..., attempts and waits together) passed",
+            model=self._model,
+            reason="deadline",
+            attempts=max(attempts, 1),
+            retryable=True,
+        )
+
+
+def _check_arguments(
+    model: object,
+    base_url: object,
+    api_key: object,
+    timeout: object,
+    connect_timeout: object,
+    retry: object,
+    stream: object,
+) -> None:
+    """Refuse a wrong argument of `OpenAIModel` with an error naming it."""
+    checks.text("model", model)
+    checks.text("base_url", base_url, optional=True)
+    if api_key is not None and not isinstance(api_key, str):
+        checks.refuse_type("api_key", api_key, "a string or None")
+    checks.seconds("timeout", timeout)
+    checks.seconds("connect_timeout", connect_timeout)
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        checks.refuse_type("retry", retry, "a RetryPolicy or None")
+    checks.flag("stream", stream)

@@ -63,15 +63,18 @@ class RetryPolicy:
     """How many times a model call is tried, and how long it waits between tries.
 
     The wait before retry ``n`` (1 for the first retry) is the ``Retry-After`` the server
-    sent, capped at ``max_retry_after``; without one it is
-    ``min(max_wait, initial_wait * 2 ** (n - 1) + jitter * random())``.
+    sent, never cut short; without one it is
+    ``min(max_wait, initial_wait * 2 ** (n - 1) + jitter * random())``. A ``Retry-After``
+    longer than ``max_retry_after`` is not waited for: the call fails at once with a
+    retryable error that carries the wait asked for.
 
     Attributes:
         max_attempts: Tries in all, the first included (1 disables retries).
         initial_wait: Seconds before the first retry, before jitter.
         max_wait: The longest computed backoff, in seconds.
         jitter: Up to this many random seconds are added, so clients spread out.
-        max_retry_after: The longest ``Retry-After`` honoured; a longer one is capped.
+        max_retry_after: The longest ``Retry-After`` waited for; a longer one fails the
+            call at once (it is never retried before the server said).
         random: The source of jitter, uniform on [0, 1).
     """
 
@@ -95,7 +98,15 @@ class RetryPolicy:
         return min(self.max_wait, exponential + self.jitter * self.random())
 
     def wait(self, retry: int, asked: float | None) -> float:
-        """The wait before retry ``retry``, given the ``Retry-After`` the server ``asked``."""
+        """The wait before retry ``retry``: what the server ``asked``, else the backoff.
+
+        Use `allows` first: a wait asked for that is longer than ``max_retry_after`` is not
+        to be waited (nor cut short).
+        """
         if asked is not None:
-            return min(asked, self.max_retry_after)
+            return asked
         return self.backoff(retry)
+
+    def allows(self, asked: float | None) -> bool:
+        """Whether a ``Retry-After`` of ``asked`` seconds is one to wait for."""
+        return asked is None or asked <= self.max_retry_after

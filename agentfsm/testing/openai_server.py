@@ -3,7 +3,8 @@
 `LoopbackOpenAIServer` listens on ``127.0.0.1`` (an ephemeral port, never another address)
 and serves ``POST /v1/chat/completions`` — as JSON, or as server-sent events when the
 request asks for ``"stream": true`` — with the next step of its script: a `Reply`, or a
-fault (`ErrorResponse`, `Disconnect`, `TruncatedStream`, `MalformedBody`, `EmptyChoices`).
+fault (`ErrorResponse`, `Disconnect`, `TruncatedStream`, `MalformedBody`, `MalformedChunk`,
+`CutConnection`, `EmptyChoices`).
 It records every request it receives, so a test can assert how many attempts were made and
 exactly what was sent. Point the real ``openai`` client, or `agentfsm.OpenAIModel`, at
 ``server.url``::
@@ -108,11 +109,50 @@ class MalformedBody:
 
 
 @dataclass(frozen=True, slots=True)
+class MalformedChunk:
+    """Stream the reply's chunks but for its last, then one chunk that is not JSON, then end.
+
+    Meant for streaming requests; a plain request gets the reply's body with its last
+    character replaced by ``text``.
+
+    Attributes:
+        reply: What the stream starts to say.
+        text: The malformed chunk's data.
+    """
+
+    reply: Reply = field(default_factory=lambda: Reply("It was garbled"))
+    text: str = '{"choices": [{"index": 0, "delta": '
+
+
+@dataclass(frozen=True, slots=True)
+class CutConnection:
+    """Promise a longer body than is sent, send part of the reply, then drop the connection.
+
+    The client sees the connection fail in the middle of the body (a protocol error), as
+    when a proxy or the network cuts a long answer.
+
+    Attributes:
+        reply: What the body starts to say.
+    """
+
+    reply: Reply = field(default_factory=lambda: Reply("It was cut off mid-"))
+
+
+@dataclass(frozen=True, slots=True)
 class EmptyChoices:
     """Answer 200 with a completion that has no choices (streaming: no choice chunks)."""
 
 
-Step = Reply | ErrorResponse | Disconnect | TruncatedStream | MalformedBody | EmptyChoices
+Step = (
+    Reply
+    | ErrorResponse
+    | Disconnect
+    | TruncatedStream
+    | MalformedBody
+    | MalformedChunk
+    | CutConnection
+    | EmptyChoices
+)
 """One scripted answer of the server."""
 
 
@@ -394,6 +434,10 @@ class _Answer:
             self.handler.drop()
         elif isinstance(step, TruncatedStream):
             self._truncated(step.reply)
+        elif isinstance(step, MalformedChunk):
+            self._malformed_chunk(step)
+        elif isinstance(step, CutConnection):
+            self._cut(step.reply)
         elif isinstance(step, MalformedBody):
             kind = "text/event-stream" if self.request.stream else "application/json"
             text = f"data: {step.text}\n\n" if self.request.stream else step.text
@@ -440,6 +484,45 @@ class _Answer:
         ).encode()
         payload = whole[: len(whole) // 2]
         self.handler._send_bytes(200, payload, "application/json", close_delimited=True)
+
+    def _body(self, reply: Reply, *, done: bool = True) -> bytes:
+        """The reply as this request asked for it: server-sent events, or one JSON body."""
+        finish = wire.finish_reason_of(reply.tool_calls, reply.finish_reason)
+        if self.request.stream:
+            events = wire.chunks(
+                self.number, self.model, reply.content, reply.tool_calls, finish, None
+            )
+            return wire.sse(events, done=done)
+        return json.dumps(
+            wire.completion(
+                self.number, self.model, reply.content, reply.tool_calls, finish, reply.usage
+            )
+        ).encode()
+
+    def _malformed_chunk(self, step: MalformedChunk) -> None:
+        if self.request.stream:
+            finish = wire.finish_reason_of(step.reply.tool_calls, step.reply.finish_reason)
+            events = wire.chunks(
+                self.number, self.model, step.reply.content, step.reply.tool_calls, finish, None
+            )
+            payload = wire.sse(events[:-1], done=False) + f"data: {step.text}\n\n".encode()
+            payload += b"data: [DONE]\n\n"
+            self.handler._send_bytes(200, payload, "text/event-stream")
+            return
+        whole = self._body(step.reply)
+        self.handler._send_bytes(200, whole[:-1] + step.text.encode(), "application/json")
+
+    def _cut(self, reply: Reply) -> None:
+        whole = self._body(reply)
+        kind = "text/event-stream" if self.request.stream else "application/json"
+        handler = self.handler
+        handler.send_response(200)
+        handler.send_header("Content-Type", kind)
+        handler.send_header("Content-Length", str(len(whole) * 2))  # more than will come
+        handler.end_headers()
+        handler.wfile.write(whole[: max(len(whole) * 2 // 3, 1)])
+        handler.wfile.flush()
+        handler.drop()
 
     def _empty(self) -> None:
         if self.request.stream:

@@ -41,21 +41,35 @@ class Harness:
     """Every wait the model's retries asked its (fake) sleep for."""
     notices: list[RetryNotice] = field(default_factory=list)
     """Every retry reported to ``on_retry``."""
+    now: float = 1000.0
+    """The fake monotonic clock: only the fake sleep moves it."""
 
     async def sleep(self, seconds: float) -> None:
         self.waits.append(seconds)
+        self.now += seconds
+
+    def clock(self) -> float:
+        return self.now
 
     def model(
-        self, *, stream: bool = False, timeout: float = 5.0, retry: RetryPolicy = POLICY
+        self,
+        *,
+        stream: bool = False,
+        timeout: float = 5.0,
+        retry: RetryPolicy = POLICY,
+        deadline: float | None = 120.0,
+        api_key: str = API_KEY,
     ) -> OpenAIModel:
         return OpenAIModel(
             "gpt-test",
             base_url=self.server.url,
-            api_key=API_KEY,
+            api_key=api_key,
             timeout=timeout,
             retry=retry,
             stream=stream,
             sleep=self.sleep,
+            deadline=deadline,
+            clock=self.clock,
         )
 
     def complete(
@@ -66,8 +80,9 @@ class Harness:
         stream: bool = False,
         timeout: float = 5.0,
         retry: RetryPolicy = POLICY,
+        deadline: float | None = 120.0,
     ) -> ModelResponse:
-        model = self.model(stream=stream, timeout=timeout, retry=retry)
+        model = self.model(stream=stream, timeout=timeout, retry=retry, deadline=deadline)
         return asyncio.run(model.complete(messages, tools, on_retry=self.notices.append))
 
 

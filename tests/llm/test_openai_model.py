@@ -16,10 +16,8 @@ from agentfsm.testing import (
     Disconnect,
     EmptyChoices,
     ErrorResponse,
-    MalformedBody,
     Reply,
     Step,
-    TruncatedStream,
 )
 from tests.llm.conftest import API_KEY, QUESTION, WEATHER_TOOL, Harness
 
@@ -152,17 +150,15 @@ def test_a_transient_status_is_retried_until_it_succeeds(
 RETRY_AFTER = [
     pytest.param({"Retry-After": "2"}, 2.0, id="seconds"),
     pytest.param({"Retry-After": "0.25"}, 0.25, id="fractional-seconds"),
-    pytest.param({"Retry-After": "120"}, 30.0, id="seconds-capped"),
     pytest.param({"Retry-After": "-3"}, 0.0, id="negative-is-now"),
     pytest.param({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0, id="date-in-the-past"),
-    pytest.param({"Retry-After": "Fri, 01 Jan 2100 00:00:00 GMT"}, 30.0, id="date-far-capped"),
     pytest.param({"Retry-After": "soon"}, 0.5, id="unreadable-means-backoff"),
     pytest.param({"retry-after-ms": "1500", "Retry-After": "9"}, 1.5, id="milliseconds-first"),
 ]
 
 
 @pytest.mark.parametrize(("headers", "expected_wait"), RETRY_AFTER)
-def test_retry_after_is_honoured_up_to_its_cap(
+def test_retry_after_is_waited_out_exactly(
     harness: Harness, headers: dict[str, str], expected_wait: float
 ) -> None:
     harness.server.add(ErrorResponse(429, headers=headers), Reply("ok"))
@@ -282,11 +278,6 @@ def test_read_timeouts_every_time_fail_as_a_timeout(harness: Harness) -> None:
 
 
 UNUSABLE: list[tuple[Step, bool, str]] = [
-    (TruncatedStream(Reply("It is sun")), True, "no_finish_reason"),
-    (TruncatedStream(Reply(tool_calls=(PARIS,))), True, "no_finish_reason"),
-    (TruncatedStream(), False, "malformed"),
-    (MalformedBody(), False, "malformed"),
-    (MalformedBody(), True, "malformed"),
     (EmptyChoices(), False, "empty_choices"),
     (EmptyChoices(), True, "empty_choices"),
     (Reply("It is sun", finish_reason="length"), False, "length"),

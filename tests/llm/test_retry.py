@@ -67,10 +67,11 @@ def test_a_huge_retry_number_does_not_overflow() -> None:
     assert RetryPolicy(max_wait=8.0, random=lambda: 0.0).backoff(10_000) == 8.0
 
 
-def test_the_wait_is_the_server_hint_capped_else_the_backoff() -> None:
+def test_the_wait_is_the_server_hint_never_cut_short_else_the_backoff() -> None:
     policy = RetryPolicy(max_retry_after=10.0, random=lambda: 0.0)
 
-    assert (policy.wait(1, 3.0), policy.wait(1, 60.0), policy.wait(2, None)) == (3.0, 10.0, 1.0)
+    assert (policy.wait(1, 3.0), policy.wait(1, 60.0), policy.wait(2, None)) == (3.0, 60.0, 1.0)
+    assert (policy.allows(None), policy.allows(10.0), policy.allows(10.5)) == (True, True, False)
 
 
 @pytest.mark.parametrize(
