@@ -87,6 +87,9 @@ class IllegalTransitionError(AgentFSMError):
         allowed: tuple[str, ...],
         detail: str = "",
     ) -> None:
+        # A state may arrive as a RunState or LoopState: shown by its value ('created').
+        run_id, machine, state, event = str(run_id), str(machine), str(state), str(event)
+        allowed = tuple(str(name) for name in allowed)
         self.run_id = run_id
         self.machine = machine
         self.state = state

@@ -14,6 +14,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 
+from agentfsm.agent import checks
 from agentfsm.agent._sync import SyncFacade, SyncRunner
 from agentfsm.agent.record import durable
 from agentfsm.agent.turn import TurnDriver
@@ -108,15 +109,13 @@ class Agent(TurnDriver, SyncFacade):
         engine: Engine = "compiled",
         store: RunStore | None = None,
     ) -> None:
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
-            raise TypeError(f"max_iterations must be an int, not {max_iterations!r}")
-        if max_iterations < 1:
-            raise ValueError(f"max_iterations must be at least 1, not {max_iterations!r}")
+        checks.agent_arguments(locals())
         self.model = resolve_model(model) if isinstance(model, str) else model
         """The model that answers."""
         self.hooks = hooks if isinstance(hooks, Hooks) else hooks_from(hooks or {})
         """The hook handlers; add more with `on`."""
         registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        checks.enabled_tools(enabled_tools, registry, ask_user)
         if ask_user and registry.find(ASK_USER) is None:
             registry.register(ask_user_tool())
         self.tools = ToolSystem(registry, hooks=self.hooks, timer=timer, clock=clock)
@@ -220,6 +219,7 @@ class Agent(TurnDriver, SyncFacade):
 
     def add_listener(self, listener: AgentListener) -> None:
         """Tell ``listener`` of every transition and trace entry from now on."""
+        checks.listener(listener)
         self._listeners.append(listener)
 
     def remove_listener(self, listener: AgentListener) -> None:
@@ -232,6 +232,7 @@ class Agent(TurnDriver, SyncFacade):
         The turn runs as a task; the iterator ends when `asubmit` returns, and re-raises
         what it raised.
         """
+        checks.user_text("text", text)
         queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
         self.add_listener(queue.put_nowait)
         try:
@@ -260,6 +261,7 @@ class Agent(TurnDriver, SyncFacade):
         (a save with no event) so that of two processes resuming it, the second gets
         `SnapshotConflictError` before running anything.
         """
+        checks.startable(self, self._restored)
         if self._restored and self.state != RunState.CREATED:
             self._restored = False
             self._claim()
@@ -288,6 +290,7 @@ class Agent(TurnDriver, SyncFacade):
         under ``reject``). An empty input, or one past the turn limit, raises
         `GuardFailedError` and changes nothing.
         """
+        checks.user_text("text", text)
         self._expire_if_due()
         if self.state == RunState.BUSY:
             self._run.send("submit", text=text)  # queued or interrupting, or refused
@@ -298,6 +301,7 @@ class Agent(TurnDriver, SyncFacade):
     @durable
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """Decide every pending call: approve it, deny it, or supply a client-side output."""
+        checks.decisions(self, decisions)
         self._expire_if_due()
         decided = {call_id: to_decision(call_id, value) for call_id, value in decisions.items()}
         payload: JSONObject = {
@@ -312,6 +316,7 @@ class Agent(TurnDriver, SyncFacade):
     @durable
     async def aprovide_input(self, text: str) -> TurnOutcome:
         """Answer the pending question; the answer becomes the ``ask_user`` tool message."""
+        checks.user_text("text", text)
         self._expire_if_due()
         pending = self._data.pending
         self._run.send("provide_input", text=text)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 
+from agentfsm._checks import given
 from agentfsm._compat import StrEnum
 from agentfsm.errors import HookFailedError, HookMessageError
 from agentfsm.states.messages import Message, ToolCall
@@ -163,8 +164,12 @@ class Hooks:
         self._handlers: dict[HookKind, list[HookHandler]] = {}
 
     def on(self, kind: HookKind | str) -> Callable[[HookHandler], HookHandler]:
-        """A decorator adding its function as a handler of ``kind``."""
-        hook = HookKind(kind)
+        """A decorator adding its function as a handler of ``kind``.
+
+        Raises:
+            ValueError: ``kind`` is not a hook; the message lists them.
+        """
+        hook = _hook_kind(kind)
 
         def add(handler: HookHandler) -> HookHandler:
             self.add(hook, handler)
@@ -173,8 +178,16 @@ class Hooks:
         return add
 
     def add(self, kind: HookKind | str, handler: HookHandler) -> None:
-        """Add ``handler`` to the hook ``kind``, after its existing handlers."""
-        self._handlers.setdefault(HookKind(kind), []).append(handler)
+        """Add ``handler`` to the hook ``kind``, after its existing handlers.
+
+        Raises:
+            ValueError: ``kind`` is not a hook; the message lists them.
+            TypeError: ``handler`` is not callable.
+        """
+        hook = _hook_kind(kind)
+        if not callable(handler):
+            raise TypeError(f"handler must be a callable, not {given(handler)}")
+        self._handlers.setdefault(hook, []).append(handler)
 
     def handlers(self, kind: HookKind) -> tuple[HookHandler, ...]:
         """The handlers of ``kind``, in call order."""
@@ -205,3 +218,11 @@ class Hooks:
 
 def _name_of(handler: HookHandler) -> str:
     return getattr(handler, "__qualname__", None) or repr(handler)
+
+
+def _hook_kind(kind: object) -> HookKind:
+    """``kind`` as a `HookKind`, or a `ValueError` naming the hooks there are."""
+    if isinstance(kind, str) and kind in {k.value for k in HookKind}:
+        return HookKind(kind)
+    hooks = ", ".join(repr(k.value) for k in HookKind)
+    raise ValueError(f"kind must be one of the hooks {hooks}, not {given(kind)}")

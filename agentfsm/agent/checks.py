@@ -1,0 +1,188 @@
+"""The Agent's argument checks: bad input refused at the door, before anything changes.
+
+Each public entry point of the `Agent` calls one of these on its first line. They raise
+`TypeError` (a value of the wrong kind) or `ValueError` (the right kind, out of range) with
+a message naming the argument, what was given and what is allowed; the run's state, its
+conversation and its store are as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from agentfsm import _checks as checks
+from agentfsm.agent.vocabulary import ASK_USER
+from agentfsm.errors import GuardFailedError, IllegalTransitionError
+from agentfsm.states.names import InputPolicy, RunState
+from agentfsm.stores.base import RunStore
+from agentfsm.tools.checks import tool_items
+from agentfsm.tools.hooks import Hooks
+from agentfsm.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from agentfsm.agent.core import Agent
+
+_ENGINES = ("compiled", "reference")
+
+
+def _model(model: object) -> None:
+    if isinstance(model, str):
+        checks.text("model", model)
+        return
+    if not (callable(getattr(model, "complete", None)) and hasattr(model, "name")):
+        checks.refuse_type(
+            "model",
+            model,
+            "a Model (an object with .name and async .complete(...), such as OpenAIModel) or "
+            "a spec string such as 'openai:gpt-4o-mini' or 'scripted:demo'",
+        )
+
+
+def _store(store: object) -> None:
+    if store is None or isinstance(store, RunStore):
+        return
+    hint = " (a path: pass SQLiteStore(path))" if isinstance(store, str) else ""
+    checks.refuse_type("store", store, f"a RunStore such as SQLiteStore(...) or None{hint}")
+
+
+def _hooks(hooks: object) -> None:
+    if hooks is not None and not isinstance(hooks, (Hooks, Mapping)):
+        checks.refuse_type("hooks", hooks, "a Hooks, a mapping of hook to handler(s), or None")
+
+
+def _listeners(listeners: object) -> None:
+    if isinstance(listeners, (str, bytes)) or not isinstance(listeners, Iterable):
+        checks.refuse_type("listeners", listeners, "an iterable of callables")
+    for listener in list(listeners) if isinstance(listeners, (list, tuple)) else ():
+        if not callable(listener):
+            raise TypeError(
+                f"listeners must be an iterable of callables; it holds {checks.given(listener)}"
+            )
+
+
+def agent_arguments(arguments: Mapping[str, object]) -> None:
+    """Check the `Agent` constructor's arguments (its ``locals()`` on entry).
+
+    Raises:
+        TypeError: An argument of the wrong type (``Agent(123)``, ``tools="weather"``,
+            ``store="runs.db"``, ``max_turns="x"``, ``enabled_tools="weather"``…).
+        ValueError: A value out of range (``max_turns=-2``, ``action_timeout=-5``, an
+            unknown ``input_policy`` or ``engine``, an empty ``run_id``…).
+    """
+    _model(arguments["model"])
+    tools = arguments["tools"]
+    if not isinstance(tools, ToolRegistry):
+        tool_items("tools", tools)
+    checks.text("system_prompt", arguments["system_prompt"], empty=True, optional=True)
+    checks.whole("max_iterations", arguments["max_iterations"], minimum=1)
+    checks.whole("max_turns", arguments["max_turns"], minimum=1, optional=True)
+    checks.choice("input_policy", arguments["input_policy"], [p.value for p in InputPolicy])
+    _hooks(arguments["hooks"])
+    _listeners(arguments["listeners"])
+    checks.text("run_id", arguments["run_id"], optional=True)
+    checks.text("user_id", arguments["user_id"], empty=True, optional=True)
+    checks.names("enabled_tools", arguments["enabled_tools"], optional=True)
+    checks.flag("ask_user", arguments["ask_user"])
+    checks.seconds("action_timeout", arguments["action_timeout"], optional=True)
+    checks.seconds("input_timeout", arguments["input_timeout"], optional=True)
+    for name in ("clock", "timer"):
+        if not callable(arguments[name]):
+            checks.refuse_type(name, arguments[name], "a callable returning seconds")
+    checks.choice("engine", arguments["engine"], _ENGINES)
+    _store(arguments["store"])
+
+
+def enabled_tools(enabled: Iterable[str] | None, registry: ToolRegistry, ask_user: bool) -> None:
+    """Check that ``enabled_tools`` names only registered tools (before any is added).
+
+    Raises:
+        ValueError: A name no tool has; the message lists the registered ones.
+    """
+    if enabled is None:
+        return
+    known = set(registry.names) | ({ASK_USER} if ask_user else set())
+    unknown = sorted(set(enabled) - known)
+    if unknown:
+        raise ValueError(
+            f"enabled_tools names {', '.join(map(repr, unknown))}, which no tool has; "
+            f"the tools are {', '.join(map(repr, sorted(known))) or 'none'}"
+        )
+
+
+def user_text(name: str, text: object) -> None:
+    """Check a user's input (``submit``'s ``text``, ``provide_input``'s answer).
+
+    An empty string is left to the run's guard (`GuardFailedError`), as the contract says.
+
+    Raises:
+        TypeError: Not a str (``b"hi"``, None, a number).
+    """
+    if not isinstance(text, str):
+        checks.refuse_type(name, text, "a str (the user's words)")
+
+
+def decisions(agent: Agent, decided: object) -> None:
+    """Check ``resolve_action``'s decisions: a mapping from pending call ids.
+
+    Raises:
+        TypeError: Not a mapping (a list of decisions), or a key that is not a str.
+        GuardFailedError: While the run requires action: a call id that is not pending,
+            or a pending call left undecided; the message names them and the pending ids.
+    """
+    if not isinstance(decided, Mapping):
+        checks.refuse_type(
+            "decisions", decided, "a mapping of call id to decision ({'call_1': 'approve'})"
+        )
+    for call_id in decided:
+        if not isinstance(call_id, str):
+            raise TypeError(f"decisions must map call ids (str); it has the key {call_id!r}")
+    if agent.state != RunState.REQUIRES_ACTION:
+        return  # the run's own check refuses the event, naming the state
+    pending = [call.id for call in agent.pending]
+    unknown = sorted(set(decided) - set(pending))
+    missing = [call_id for call_id in pending if call_id not in decided]
+    if unknown or missing:
+        problem = (
+            f"decisions name {', '.join(map(repr, unknown))}, not pending"
+            if unknown
+            else f"decisions leave {', '.join(map(repr, missing))} undecided"
+        )
+        raise GuardFailedError(
+            run_id=agent.run_id,
+            machine="run",
+            state=str(agent.state),
+            event="resolve_action",
+            allowed=agent._run.allowed_events(),
+            failed_guards=(
+                f"decides_every_pending_call: {problem}; the pending calls are "
+                f"{', '.join(map(repr, pending))}, and each needs exactly one decision",
+            ),
+        )
+
+
+def listener(value: object) -> None:
+    """Check a listener to add: a callable.
+
+    Raises:
+        TypeError: Not callable.
+    """
+    if not callable(value):
+        checks.refuse_type("listener", value, "a callable taking each event")
+
+
+def startable(agent: Agent, restored: bool) -> None:
+    """Refuse ``start`` on a run restored in a final state: it would claim (write) it.
+
+    Raises:
+        IllegalTransitionError: The stored run is shut down; nothing is written.
+    """
+    if restored and agent.state == RunState.SHUTDOWN:
+        raise IllegalTransitionError(
+            run_id=agent.run_id,
+            machine="run",
+            state=str(agent.state),
+            event="start",
+            allowed=(),
+            detail=" (the stored run is shut down; start a new run with another run_id)",
+        )
