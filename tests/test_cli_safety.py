@@ -138,7 +138,9 @@ def test_terminal_safe_escapes_c0_c1_del_and_bidi_but_keeps_what_it_is_told() ->
 
 
 def _event(source: str, target: str, event: str = "jump") -> Event:
-    return Event(seq=1, run_id="r", machine="run", event=event, source=source, target=target, at=0)
+    return Event(
+        seq=1, run_id="r", machine=MachineName.RUN, event=event, source=source, target=target, at=0
+    )
 
 
 def _dot_accepts(source: str, tmp_path: Path) -> str:

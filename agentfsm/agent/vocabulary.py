@@ -77,8 +77,8 @@ def to_decision(call_id: str, value: DecisionLike) -> Decision:
     if value == "deny":
         return Decision.deny()
     raise ValueError(
-        f"decision for call {call_id!r} is {value!r}; expected a Decision "
-        "(Decision.approve(), Decision.deny(reason), Decision.output(value)) or "
+        f"decisions[{call_id!r}] (the decision for call {call_id!r}) is {value!r}; expected a "
+        "Decision (Decision.approve(), Decision.deny(reason), Decision.output(value)) or "
         "'approve' / 'deny'"
     )
 

@@ -10,10 +10,11 @@ import pytest
 from pydantic import BaseModel, field_validator
 
 from agentfsm import Tool, ToolCall, ToolSchemaError, ToolSystem, tool
+from agentfsm.states.json import JSONObject
 from agentfsm.tools import ToolContext, ToolStatus
 
 
-def _schema(reference: str) -> dict[str, object]:
+def _schema(reference: str) -> JSONObject:
     return {
         "type": "object",
         "properties": {"city": {"$ref": reference}},
