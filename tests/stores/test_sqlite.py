@@ -18,6 +18,7 @@ from agentfsm.errors import (
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
+    StoreError,
     StoreWriteError,
 )
 from agentfsm.states import Message
@@ -231,3 +232,57 @@ def test_two_stores_on_one_file_exactly_one_writer_wins(tmp_path: Path) -> None:
     finally:
         for store in stores:
             store.close()
+
+
+def test_the_file_format_is_two_since_messages_and_trace_became_rows(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    stored_run(path)
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (2,)
+
+
+def test_a_file_of_the_older_layout_is_refused_naming_both_versions(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    with raw(path) as conn:  # format 1: each snapshot whole in runs, no items table
+        conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, snapshot TEXT)")
+        conn.execute("CREATE TABLE events (run_id TEXT, seq INTEGER, event TEXT)")
+        conn.execute("PRAGMA user_version = 1")
+    before = path.read_bytes()
+
+    with pytest.raises(SchemaVersionError) as caught:
+        SQLiteStore(path)
+
+    message = str(caught.value)
+    assert "schema version 1" in message
+    assert "reads only 2" in message
+    assert "older agentfsm" in message
+    assert (caught.value.found, caught.value.expected) == (1, (2,))
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("user_version", [0, FILE_FORMAT, 5])
+def test_a_foreign_file_is_refused_without_touching_it(
+    tmp_path: Path, user_version: int
+) -> None:
+    path = tmp_path / "app.db"
+    with raw(path) as conn:
+        conn.execute("CREATE TABLE users (name TEXT)")
+        conn.execute(f"PRAGMA user_version = {user_version}")
+    before = path.read_bytes()
+
+    with pytest.raises(StoreCorruptError, match="something else"):
+        SQLiteStore(path)
+
+    assert path.read_bytes() == before
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("users",)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+
+
+def test_a_directory_or_an_unopenable_path_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"path must name a SQLite file .* it is a directory"):
+        SQLiteStore(tmp_path)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreError, match="cannot create the run store"):
+        SQLiteStore(tmp_path / "file" / "runs.db")
