@@ -261,9 +261,7 @@ def test_a_file_of_the_older_layout_is_refused_naming_both_versions(tmp_path: Pa
 
 
 @pytest.mark.parametrize("user_version", [0, FILE_FORMAT, 5])
-def test_a_foreign_file_is_refused_without_touching_it(
-    tmp_path: Path, user_version: int
-) -> None:
+def test_a_foreign_file_is_refused_without_touching_it(tmp_path: Path, user_version: int) -> None:
     path = tmp_path / "app.db"
     with raw(path) as conn:
         conn.execute("CREATE TABLE users (name TEXT)")
