@@ -58,6 +58,11 @@ def _names(names: tuple[str, ...]) -> str:
     return ", ".join(repr(name) for name in names) or "none"
 
 
+def _plain(value: str) -> str:
+    """A str enum member as its plain value; anything else as it is."""
+    return str.__str__(value) if isinstance(value, str) else value
+
+
 def _call(tool_name: str, call_id: str | None) -> str:
     if call_id is None:
         return f"tool {tool_name!r}"
@@ -87,9 +92,10 @@ class IllegalTransitionError(AgentFSMError):
         allowed: tuple[str, ...],
         detail: str = "",
     ) -> None:
-        # A state may arrive as a RunState or LoopState: shown by its value ('created').
-        run_id, machine, state, event = str(run_id), str(machine), str(state), str(event)
-        allowed = tuple(str(name) for name in allowed)
+        # A state may arrive as a RunState or LoopState (a str enum): kept, and shown, as
+        # its plain value ('created', not <RunState.CREATED: 'created'>).
+        machine, state, event = _plain(machine), _plain(state), _plain(event)
+        allowed = tuple(_plain(name) for name in allowed)
         self.run_id = run_id
         self.machine = machine
         self.state = state
