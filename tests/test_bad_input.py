@@ -243,6 +243,7 @@ AGENT_ROWS = [
     ),
     Row("add-listener", lambda w: w.agent.add_listener(42), TypeError, "listener"),  # type: ignore[arg-type]
     Row("agent-on-kind", lambda w: w.agent.on("before_lunch"), ValueError, "kind"),
+    Row("remove-listener", lambda w: w.agent.remove_listener(print), ValueError, "listener"),
 ]
 
 TOOL_ROWS = [
@@ -375,6 +376,9 @@ MODEL_ROWS = [
     Row("openai-stream", _openai(stream="yes"), TypeError, "stream"),
     Row("openai-base-url", _openai(base_url=5), TypeError, "base_url"),
     Row("openai-clock", _openai(clock=5), TypeError, "clock"),
+    Row("scripted-steps-str", lambda w: ScriptedModel("hello"), TypeError, "steps"),  # type: ignore[arg-type]
+    Row("scripted-name", lambda w: ScriptedModel(name=""), ValueError, "name"),
+    Row("scripted-fallback", lambda w: ScriptedModel(fallback="hi"), TypeError, "fallback"),  # type: ignore[arg-type]
     Row(
         "retry-policy-attempts", lambda w: RetryPolicy(max_attempts=0), ValueError, "max_attempts"
     ),

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from agentfsm import _checks as checks
-from agentfsm.agent.vocabulary import ASK_USER
+from agentfsm.agent.vocabulary import ASK_USER, AgentListener
 from agentfsm.errors import GuardFailedError, IllegalTransitionError
 from agentfsm.states.names import InputPolicy, RunState
 from agentfsm.stores.base import RunStore
@@ -169,6 +169,19 @@ def listener(value: object) -> None:
     """
     if not callable(value):
         checks.refuse_type("listener", value, "a callable taking each event")
+
+
+def added_listener(value: object, listeners: list[AgentListener]) -> None:
+    """Check a listener to remove: one that was added.
+
+    Raises:
+        ValueError: It is not among the Agent's listeners.
+    """
+    if value not in listeners:
+        raise ValueError(
+            f"listener {checks.given(value)} was never added (or was already removed); "
+            f"the Agent has {len(listeners)} listener(s)"
+        )
 
 
 def startable(agent: Agent, restored: bool) -> None:

@@ -223,7 +223,12 @@ class Agent(TurnDriver, SyncFacade):
         self._listeners.append(listener)
 
     def remove_listener(self, listener: AgentListener) -> None:
-        """Stop telling ``listener``."""
+        """Stop telling ``listener``.
+
+        Raises:
+            ValueError: ``listener`` was never added (or was already removed).
+        """
+        checks.added_listener(listener, self._listeners)
         self._listeners.remove(listener)
 
     async def stream(self, text: str) -> AsyncIterator[AgentEvent]:

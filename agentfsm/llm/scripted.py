@@ -20,6 +20,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from agentfsm import _checks as checks
 from agentfsm.errors import ModelResponseError
 from agentfsm.llm.base import FinishReason, ModelResponse, RetryListener, RetryNotice, Usage
 from agentfsm.states.json import JSONObject, JSONValue
@@ -79,6 +80,10 @@ class ScriptedModel:
         name: str = "scripted",
         fallback: Responder | None = None,
     ) -> None:
+        if isinstance(steps, (str, bytes)) or not isinstance(steps, Iterable):
+            checks.refuse_type("steps", steps, "an iterable of script steps (responses)")
+        checks.text("name", name)
+        checks.callable_or_none("fallback", fallback)
         self._name = name
         self._steps: list[ScriptStep] = list(steps)
         self._scripted = len(self._steps)
