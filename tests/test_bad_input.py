@@ -22,26 +22,27 @@ import pytest
 from agentfsm import (
     Agent,
     Decision,
+    ScriptedModel,
+    StoreError,
+    Tool,
+    ToolCall,
+    ToolRegistry,
+    tool,
+)
+from agentfsm.cli import main
+from agentfsm.errors import (
     DuplicateToolError,
     GuardFailedError,
     InvalidToolNameError,
     ModelConfigError,
     SchemaVersionError,
-    ScriptedModel,
     StoreCorruptError,
-    StoreError,
-    Tool,
-    ToolCall,
     ToolDefinitionError,
-    ToolRegistry,
     ToolSchemaError,
-    ToolSystem,
-    tool,
 )
-from agentfsm.cli import main
 from agentfsm.llm import OpenAIModel, RetryPolicy, resolve_model
 from agentfsm.stores import SQLiteStore
-from agentfsm.tools import HookKind, Hooks, ToolContext
+from agentfsm.tools import HookKind, Hooks, ToolContext, ToolSystem
 
 
 class CommandRefusedError(Exception):

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import Event, Message, RunData, ToolCall
+from agentfsm import Event, Message, ToolCall
 from agentfsm._terminal import terminal_safe
 from agentfsm.diagrams import combined_diagram, run_diagram
-from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE
+from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE, RunData
 from agentfsm.states import MachineName
 from agentfsm.stores import Snapshot, SQLiteStore
 from agentfsm.verify.diagram import counterexample_dot

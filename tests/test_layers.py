@@ -31,7 +31,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "agentfsm"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("_compat", "errors", "states"),  # the vocabulary as data; no agentfsm imports above it
+    # the vocabulary as data, and the argument checks, redaction and terminal escaping every
+    # layer uses; no agentfsm imports above it
+    ("_checks", "_compat", "_redact", "_terminal", "errors", "states"),
     ("diagrams", "llm", "tools"),
     ("fsm",),
     ("stores",),

@@ -9,9 +9,10 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, field_validator
 
-from agentfsm import Tool, ToolCall, ToolSchemaError, ToolSystem, tool
+from agentfsm import Tool, ToolCall, tool
+from agentfsm.errors import ToolSchemaError
 from agentfsm.states.json import JSONObject
-from agentfsm.tools import ToolContext, ToolStatus
+from agentfsm.tools import ToolContext, ToolStatus, ToolSystem
 
 
 def _schema(reference: str) -> JSONObject:
