@@ -26,6 +26,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,11 @@ from a2a.helpers.proto_helpers import (
     new_task,
     new_text_part,
 )
-from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.agent_execution import (
+    AgentExecutor,
+    RequestContext,
+    SimpleRequestContextBuilder,
+)
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -50,6 +55,7 @@ from a2a.types import (
     CancelTaskRequest,
     Message,
     Role,
+    SendMessageRequest,
     Task,
     TaskState,
 )
@@ -172,7 +178,7 @@ class RunExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Give the run the task's message as its next input; report every transition."""
-        task_id, run_id = str(context.task_id), str(context.context_id)
+        task_id, run_id = str(context.task_id), _run_id(context)
         served = await self.served(run_id)
         fresh = context.current_task is None
         if fresh:
@@ -197,13 +203,14 @@ class RunExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the run's turn: at once while it waits, at the next boundary while busy."""
-        served = await self.served(str(context.context_id))
+        run_id = _run_id(context)
+        served = await self.served(run_id)
         if served.agent.state == RunState.BUSY:
             await served.agent.acancel()  # the SDK cancels the running execute next
             return
-        await self.settle_cancel(str(context.context_id))
+        await self.settle_cancel(run_id)
         if served.agent.state == RunState.FAILED:
-            updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
+            updater = TaskUpdater(event_queue, str(context.task_id), run_id)
             await updater.cancel(_agent_message("The run's turn was cancelled."))
 
     async def settle_cancel(self, run_id: str) -> None:
@@ -215,6 +222,12 @@ class RunExecutor(AgentExecutor):
 
 
 _Step = Callable[[], Awaitable[TurnOutcome]]
+
+
+def _run_id(context: RequestContext) -> str:
+    """The run of a request: its task's context (a follow-up message may name only the task)."""
+    task = context.current_task
+    return task.context_id if task is not None else str(context.context_id)
 
 
 def _next_input(agent: Agent, message: Message | None) -> _Step:
@@ -351,11 +364,41 @@ class _Report:
         await self.updater.update_status(TASK_STATES[state], message=_agent_message(text, data))
 
 
+class _TaskContexts(SimpleRequestContextBuilder):
+    """Gives a message that names only its task the task's context (its run), from the store.
+
+    The SDK holds a task's context in memory only while it serves the task; a server started
+    since would otherwise give such a message a new context.
+    """
+
+    def __init__(self, task_store: TaskStore) -> None:
+        super().__init__()
+        self._tasks = task_store
+
+    async def build(
+        self,
+        context: ServerCallContext,
+        params: SendMessageRequest | None = None,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        task: Task | None = None,
+    ) -> RequestContext:
+        if task_id and not context_id:
+            known = await self._tasks.get(task_id, context)
+            context_id = known.context_id if known is not None else None
+        return await super().build(context, params, task_id, context_id, task)
+
+
 class _Handler(DefaultRequestHandler):
     """The SDK's request handler, which also cancels a waiting run the server did not hold."""
 
     def __init__(self, executor: RunExecutor, task_store: TaskStore, card: AgentCard) -> None:
-        super().__init__(agent_executor=executor, task_store=task_store, agent_card=card)
+        super().__init__(
+            agent_executor=executor,
+            task_store=task_store,
+            agent_card=card,
+            request_context_builder=_TaskContexts(task_store),
+        )
         self._runs = executor
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
@@ -390,6 +433,7 @@ def a2a_app(
     card = agent_card(
         factory("agent-card", MemoryStore()), url, name=name, description=description
     )
+    given = task_store
     if task_store is None:
         task_store = (
             SQLiteTaskStore(task_store_path(store.path))
@@ -402,4 +446,17 @@ def a2a_app(
         *create_jsonrpc_routes(handler, rpc_url="/"),
         *create_rest_routes(handler),
     ]
-    return Starlette(routes=routes)
+    owned = (
+        task_store if isinstance(task_store, SQLiteTaskStore) and task_store is not given else None
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await handler.aclose()
+            if isinstance(owned, SQLiteTaskStore):
+                owned.close()
+
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
-import httpx
 import uvicorn
 from a2a.client import Client, ClientConfig, create_client
 from a2a.helpers.proto_helpers import new_data_part, new_text_part
@@ -18,6 +18,8 @@ from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse
 from agentfsm import Agent, ScriptedModel, SQLiteStore, tool
 from agentfsm.serve.a2a import a2a_app
 from agentfsm.stores.base import RunStore
+
+T = TypeVar("T")
 
 SCRIPTS: dict[str, ScriptedModel] = {}
 """Each run's scripted model, by run id (a run's Agent is rebuilt after a restart)."""
@@ -64,7 +66,7 @@ class Served:
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.store = SQLiteStore(path)
         config = uvicorn.Config(
-            a2a_app(factory, self.store, self.url), log_level="warning", lifespan="off"
+            a2a_app(factory, self.store, self.url), log_level="warning", lifespan="on"
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
@@ -89,13 +91,32 @@ def serving(path: Path) -> Iterator[Served]:
         yield served
 
 
+OPEN: list[Client] = []
+"""The clients opened by the coroutine `run` runs; it closes them."""
+
+
 async def client(url: str, *, streaming: bool = False, rest: bool = False) -> Client:
+    """The SDK's client for the agent at ``url`` (JSON-RPC, or REST); `run` closes it."""
     config = ClientConfig(
         streaming=streaming,
-        httpx_client=httpx.AsyncClient(timeout=30),
         supported_protocol_bindings=["HTTP+JSON"] if rest else ["JSONRPC"],
     )
-    return await create_client(url, client_config=config)
+    a2a = await create_client(url, client_config=config)
+    OPEN.append(a2a)
+    return a2a
+
+
+def run(talk: Coroutine[object, object, T]) -> T:
+    """``asyncio.run(talk)``, closing the clients it opened (and their HTTP connections)."""
+
+    async def main() -> T:
+        try:
+            return await talk
+        finally:
+            while OPEN:
+                await OPEN.pop().close()
+
+    return asyncio.run(main())
 
 
 def text_message(
