@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -102,3 +103,20 @@ def test_project_names_what_it_cannot_project(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         project(state, reason)
+
+
+def test_the_serving_page_shows_the_table_as_it_is() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "serving.md").read_text()
+    start = page.index("| run state | reason | A2A task state |")
+    lines = page[start:].split("\n\n")[0].splitlines()[2:]
+    shown = [tuple(cell.strip() for cell in line.strip("|").split("|")) for line in lines]
+    assert shown == [
+        (
+            row.state,
+            row.reason or "",
+            row.a2a,
+            row.assistants or "—",
+            row.note,
+        )
+        for row in PROJECTIONS
+    ]
