@@ -17,7 +17,8 @@ store; ``agentfsm serve-a2a --agent module:factory --store PATH`` runs it under 
   ``input-required`` with a data part ``{"pending": [...], "question": ...}`` listing the
   pending calls.
 - Cancelling a task cancels the run's turn: at once while it waits, at the next step
-  boundary while it works.
+  boundary while it works (the request returns once the turn has stopped). A new task in
+  the context of a waiting run is rejected.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from agentfsm.errors import AgentFSMError
 from agentfsm.serve.a2a_tasks import SQLiteTaskStore, task_store_path
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.states.names import MachineName, RunState
+from agentfsm.states.names import RUN_WAITING, MachineName, RunState
 from agentfsm.states.projections import A2A_INTERRUPTED, A2A_TERMINAL, A2AState, project
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.memory import MemoryStore
@@ -190,7 +191,7 @@ class RunExecutor(AgentExecutor):
             report = _Report(TaskUpdater(event_queue, task_id, run_id))
             agent = served.agent
             try:
-                step = _next_input(agent, context.message)
+                step = _next_input(agent, context.message, fresh)
             except (AgentFSMError, ValueError) as error:
                 await report.refused(agent, error, fresh)
                 return
@@ -230,9 +231,14 @@ def _run_id(context: RequestContext) -> str:
     return task.context_id if task is not None else str(context.context_id)
 
 
-def _next_input(agent: Agent, message: Message | None) -> _Step:
+def _next_input(agent: Agent, message: Message | None, fresh: bool) -> _Step:
     """What the message is to the run in its state (raises `ValueError` if it is nothing)."""
     text = "\n".join(get_text_parts(message.parts)) if message is not None else ""
+    if fresh and agent.state in RUN_WAITING:
+        raise ValueError(
+            f"run {agent.run_id!r} is in {agent.state!r}, waiting in the task that asked: "
+            "answer in that task, or cancel it, before starting another"
+        )
     if agent.state == RunState.REQUIRES_ACTION:
         decisions = _decisions(message)
         return lambda: agent.aresolve_action(decisions)
@@ -262,9 +268,18 @@ async def _relay(agent: Agent, step: _Step, report: _Report) -> TurnOutcome:
     agent.add_listener(events.put_nowait)
     try:
         call = asyncio.ensure_future(step())
-        async for event in _drain(call, events):
-            if isinstance(event, Event) and event.machine != MachineName.CONVERSATION:
-                await report.transition(event)
+        try:
+            async for event in _drain(call, events):
+                if isinstance(event, Event) and event.machine != MachineName.CONVERSATION:
+                    await report.transition(event)
+        except asyncio.CancelledError:
+            # The request was cancelled (tasks/cancel, or the server stopping): so is the
+            # turn, at its next step boundary (lifecycle.md §1), and the lock is held until
+            # it has stopped, so that the run is at rest when the next request comes.
+            if agent.state == RunState.BUSY:
+                await agent.acancel()
+            await asyncio.wait({call})
+            raise
         return call.result()
     finally:
         agent.remove_listener(events.put_nowait)

@@ -10,6 +10,8 @@ import httpx
 import pytest
 from a2a.client import Client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts
+from a2a.server.agent_execution import RequestContext
+from a2a.server.events import EventQueue
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -183,11 +185,20 @@ def test_cancelling_a_waiting_task_cancels_the_runs_turn(server: Served, run_id:
 
 
 def test_cancelling_a_working_task_cancels_the_turn_at_its_next_boundary(
-    server: Served, run_id: str
+    server: Served, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script_for(run_id).tool_call("slow").text("never said")
+    cancel = RunExecutor.cancel
 
-    async def talk() -> Task:
+    async def cancel_then_let_the_tool_finish(
+        self: RunExecutor, context: RequestContext, event_queue: EventQueue
+    ) -> None:
+        await cancel(self, context, event_queue)
+        BLOCK.set()  # the tool was running when the cancel came: the boundary is after it
+
+    monkeypatch.setattr(RunExecutor, "cancel", cancel_then_let_the_tool_finish)
+
+    async def talk() -> tuple[Task, list[StreamResponse]]:
         a2a = await client(server.url, streaming=True)
         BLOCK.clear()
         seen: list[StreamResponse] = []
@@ -197,25 +208,27 @@ def test_cancelling_a_working_task_cancels_the_turn_at_its_next_boundary(
                 seen.append(response)
 
         sending = asyncio.ensure_future(send())
-        while not any(
-            r.HasField("status_update")
-            and r.status_update.metadata["agentfsm"]["target"] == "acting"
+        while "acting" not in {
+            r.status_update.metadata["agentfsm"]["target"]
             for r in seen
-        ):
+            if r.HasField("status_update")
+        }:
             await asyncio.sleep(0.01)
         other = await client(server.url)
-        await other.cancel_task(CancelTaskRequest(id=seen[0].task.id))
-        BLOCK.set()
-        await asyncio.wait({sending}, timeout=10)
-        return await other.get_task(GetTaskRequest(id=seen[0].task.id))
+        cancelled = await other.cancel_task(CancelTaskRequest(id=seen[0].task.id))
+        await asyncio.wait_for(sending, 10)
+        return cancelled, seen
 
     try:
-        task = run(talk())
+        task, _ = run(talk())
     finally:
         BLOCK.set()
     assert task.status.state == TaskState.TASK_STATE_CANCELED
-    state, reason, _ = stored(server, run_id)
-    assert (state, reason) == ("failed", "cancelled")
+    snapshot = server.store.load(run_id)
+    assert snapshot is not None
+    assert (snapshot.state, snapshot.reason) == ("failed", "cancelled")
+    assert [m.role for m in snapshot.messages] == ["user", "assistant", "tool"]
+    assert snapshot.messages[-1].content == "done"  # the running call finished; none after
 
 
 def test_a_subscriber_sees_a_waiting_task_go_on(server: Served, run_id: str) -> None:
@@ -299,6 +312,22 @@ def test_an_empty_first_message_is_rejected_and_changes_nothing(
     assert task.status.state == TaskState.TASK_STATE_REJECTED
     assert "GuardFailedError" in get_text_parts(task.status.message.parts)[0]
     assert stored(server, run_id) == ("ready", None, 0)
+
+
+def test_a_new_task_is_refused_while_the_run_waits_in_another(server: Served, run_id: str) -> None:
+    script_for(run_id).tool_call("transfer", amount=5)
+
+    async def talk() -> tuple[Task, Task]:
+        a2a = await client(server.url)
+        waiting = final_task(await collect(a2a, text_message("Pay", context_id=run_id)))
+        other = final_task(await collect(a2a, text_message("Hello?", context_id=run_id)))
+        return waiting, other
+
+    waiting, other = run(talk())
+    assert waiting.status.state == INPUT_REQUIRED
+    assert other.status.state == TaskState.TASK_STATE_REJECTED
+    assert "waiting in the task that asked" in get_text_parts(other.status.message.parts)[0]
+    assert stored(server, run_id) == ("requires_action", None, 1)
 
 
 def test_the_rest_binding_serves_the_same_runs(server: Served, run_id: str) -> None:
