@@ -139,14 +139,20 @@ def agent_card(
 
 @dataclass(slots=True)
 class _Served:
-    """One run's Agent in this server, and the lock that keeps its calls one at a time."""
+    """One run's Agent while requests use it, and the lock that takes them one at a time."""
 
     agent: Agent
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+    """Requests holding or waiting for the Agent; at 0 it is let go."""
 
 
 class RunExecutor(AgentExecutor):
     """The A2A `AgentExecutor` of a run store: each task's message is its run's next input.
+
+    A run's Agent lives while requests use it: built (restored from the store) by the first,
+    shared by those that come while it works, and let go when the last one is done, so a
+    server holds only the runs it is working on.
 
     Args:
         factory: Builds a run's Agent (see `AgentFactory`).
@@ -158,44 +164,45 @@ class RunExecutor(AgentExecutor):
         self.store = store
         self._served: dict[str, _Served] = {}
 
-    async def served(self, run_id: str) -> _Served:
-        """The run's Agent (built and started on first use), with its lock."""
+    def _build(self, run_id: str) -> Agent:
+        agent = self.factory(run_id, self.store)
+        if not isinstance(agent, Agent) or agent.run_id != run_id or agent.store is not self.store:
+            raise TypeError(
+                f"the agent factory must return an Agent with run_id={run_id!r} and the "
+                f"store it was given, not {agent!r}"
+            )
+        return agent
+
+    @asynccontextmanager
+    async def holding(self, run_id: str) -> AsyncIterator[Agent]:
+        """The run's Agent, started, for this request alone until the block ends."""
         served = self._served.get(run_id)
         if served is None:
-            agent = self.factory(run_id, self.store)
-            if (
-                not isinstance(agent, Agent)
-                or agent.run_id != run_id
-                or agent.store is not self.store
-            ):
-                raise TypeError(
-                    f"the agent factory must return an Agent with run_id={run_id!r} and the "
-                    f"store it was given, not {agent!r}"
-                )
-            served = self._served.setdefault(run_id, _Served(agent))
-        if served.agent.state == RunState.CREATED:
-            await served.agent.astart()
-        return served
+            served = self._served[run_id] = _Served(self._build(run_id))
+        served.users += 1
+        try:
+            async with served.lock:
+                if served.agent.state == RunState.CREATED:
+                    await served.agent.astart()
+                yield served.agent
+        finally:
+            served.users -= 1
+            if served.users == 0:
+                del self._served[run_id]
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Give the run the task's message as its next input; report every transition."""
         task_id, run_id = str(context.task_id), _run_id(context)
-        served = await self.served(run_id)
         fresh = context.current_task is None
         if fresh:
             history = [context.message] if context.message is not None else []
             await event_queue.enqueue_event(
                 new_task(task_id, run_id, TaskState.TASK_STATE_SUBMITTED, history=history)
             )
-        async with served.lock:
-            report = _Report(TaskUpdater(event_queue, task_id, run_id))
-            agent = served.agent
+        report = _Report(TaskUpdater(event_queue, task_id, run_id))
+        async with self.holding(run_id) as agent:
             try:
                 step = _next_input(agent, context.message, fresh)
-            except (AgentFSMError, ValueError) as error:
-                await report.refused(agent, error, fresh)
-                return
-            try:
                 outcome = await _relay(agent, step, report)
             except (AgentFSMError, ValueError) as error:
                 await report.refused(agent, error, fresh)
@@ -205,21 +212,23 @@ class RunExecutor(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the run's turn: at once while it waits, at the next boundary while busy."""
         run_id = _run_id(context)
-        served = await self.served(run_id)
-        if served.agent.state == RunState.BUSY:
-            await served.agent.acancel()  # the SDK cancels the running execute next
+        working = self._served.get(run_id)
+        if working is not None and working.agent.state == RunState.BUSY:
+            await working.agent.acancel()  # the SDK cancels the running request next
             return
-        await self.settle_cancel(run_id)
-        if served.agent.state == RunState.FAILED:
+        if await self.settle_cancel(run_id):
             updater = TaskUpdater(event_queue, str(context.task_id), run_id)
             await updater.cancel(_agent_message("The run's turn was cancelled."))
 
-    async def settle_cancel(self, run_id: str) -> None:
-        """Cancel the run's wait, if it is waiting (a task cancelled while no server held it)."""
-        served = await self.served(run_id)
-        async with served.lock:
-            if served.agent.state in (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED):
-                await served.agent.acancel()
+    async def settle_cancel(self, run_id: str) -> bool:
+        """Cancel the run's wait, if it waits; whether its turn is now cancelled.
+
+        Also for a task cancelled while no server held it, whose run still waits.
+        """
+        async with self.holding(run_id) as agent:
+            if agent.state in RUN_WAITING:
+                await agent.acancel()
+            return agent.state == RunState.FAILED
 
 
 _Step = Callable[[], Awaitable[TurnOutcome]]

@@ -345,7 +345,29 @@ def test_the_rest_binding_serves_the_same_runs(server: Served, run_id: str) -> N
 def test_the_factory_must_build_the_run_it_is_asked_for() -> None:
     executor = RunExecutor(lambda run_id, store: factory("other", store), MemoryStore())
     with pytest.raises(TypeError, match="must return an Agent with run_id='mine'"):
-        asyncio.run(executor.served("mine"))
+        asyncio.run(executor.settle_cancel("mine"))
+
+
+def test_a_run_is_held_while_requests_use_it_and_let_go_after() -> None:
+    executor = RunExecutor(factory, MemoryStore())
+
+    async def use() -> tuple[bool, bool, str]:
+        seen = []
+
+        async def request(delay: float) -> None:
+            async with executor.holding("held") as agent:
+                seen.append(agent)
+                await asyncio.sleep(delay)
+
+        await asyncio.gather(request(0.01), request(0))  # the second waits for the first
+        async with executor.holding("held") as later:
+            state = later.state
+        return seen[0] is seen[1], later is seen[0], state
+
+    shared, same_later, state = asyncio.run(use())
+    assert shared  # requests that overlap share one Agent, one at a time
+    assert not same_later  # the last one let it go; the next restores the run from the store
+    assert state == "ready"
 
 
 def test_a2a_app_wants_an_http_url(tmp_path: Path) -> None:
