@@ -205,7 +205,11 @@ class RunExecutor(AgentExecutor):
                 step = _next_input(agent, context.message, fresh)
                 outcome = await _relay(agent, step, report)
             except (AgentFSMError, ValueError) as error:
-                await report.refused(agent, error, fresh)
+                if report.last is None:  # refused: nothing changed
+                    await report.refused(agent, error, fresh)
+                else:  # the turn moved, then raised (a failing hook): it is at rest now
+                    report.failure.setdefault("message", f"{type(error).__name__}: {error}")
+                    await report.close(agent, agent.outcome())
                 return
             await report.close(agent, outcome)
 
@@ -353,7 +357,7 @@ class _Report:
         """Report one transition, unless it ends this stretch of the task (see `close`)."""
         self.last = event
         if event.machine == MachineName.RUN and event.event == "fail":
-            self.failure = event.data
+            self.failure = dict(event.data)
         target = event.target if event.machine == MachineName.RUN else RunState.BUSY
         reasoned = target in (RunState.COMPLETED, RunState.FAILED)
         state = A2AState.WORKING if reasoned else project(target).a2a

@@ -52,9 +52,16 @@ def script_for(run_id: str) -> ScriptedModel:
     return SCRIPTS.setdefault(run_id, ScriptedModel())
 
 
+def broken_hook(context: object) -> None:
+    raise RuntimeError("the hook broke")
+
+
 def factory(run_id: str, store: RunStore) -> Agent:
-    """The served agent: its model is the run's script."""
-    return Agent(script_for(run_id), [weather, transfer, slow], run_id=run_id, store=store)
+    """The served agent: its model is the run's script (a run ``hooked-…`` has a bad hook)."""
+    hooks = {"before_llm": broken_hook} if run_id.startswith("hooked-") else None
+    return Agent(
+        script_for(run_id), [weather, transfer, slow], run_id=run_id, store=store, hooks=hooks
+    )
 
 
 class Served:

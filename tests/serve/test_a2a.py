@@ -330,6 +330,22 @@ def test_a_new_task_is_refused_while_the_run_waits_in_another(server: Served, ru
     assert stored(server, run_id) == ("requires_action", None, 1)
 
 
+def test_a_turn_that_fails_in_a_hook_fails_its_task_with_the_error(server: Served) -> None:
+    run_id = f"hooked-{uuid.uuid4().hex[:8]}"
+    script_for(run_id).text("never said")
+
+    async def talk() -> Task:
+        a2a = await client(server.url)
+        return final_task(await collect(a2a, text_message("Hi", context_id=run_id)))
+
+    task = run(talk())
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    text = get_text_parts(task.status.message.parts)[0]
+    assert "hook handler 'broken_hook' failed in 'before_llm'" in text
+    assert get_data_parts(task.status.message.parts) == [{"reason": "error"}]
+    assert stored(server, run_id) == ("failed", "error", 1)
+
+
 def test_the_rest_binding_serves_the_same_runs(server: Served, run_id: str) -> None:
     script_for(run_id).text("Over REST.")
 
