@@ -5,12 +5,15 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from agentfsm import Agent, ModelCallError, ScriptedModel, tool
+from agentfsm import Agent, Event, ModelCallError, ScriptedModel, tool
+from agentfsm.fsm.trace import LLMCallTrace, ToolExecutionTrace
 from agentfsm.llm.base import Usage
 from agentfsm.serve.otel import TRANSITION_EVENT, OTelListener, instrument
 
@@ -185,3 +188,49 @@ def test_an_empty_agent_name_is_refused(name: object) -> None:
 def test_instrument_wants_an_agent() -> None:
     with pytest.raises(TypeError, match="agent must be an Agent, not str"):
         instrument("agent")  # type: ignore[arg-type]
+
+
+STEPS = st.lists(
+    st.sampled_from(["text", "weather", "broken", "transfer", "fail"]), min_size=1, max_size=6
+)
+
+
+@given(STEPS)
+def test_spans_account_for_every_model_call_tool_call_and_transition(steps: list[str]) -> None:
+    model = ScriptedModel()
+    for step in steps:
+        if step == "text":
+            model.text("ok")
+        elif step == "fail":
+            model.fail(ModelCallError("down", model="scripted", reason="status"))
+        elif step == "transfer":
+            model.tool_call("transfer", amount=1)
+        else:
+            model.tool_call(step, **({"city": "Oslo"} if step == "weather" else {}))
+    traced = Traced(model.text("done"), max_iterations=3)
+    events: list[object] = []
+    traced.agent.add_listener(events.append)
+    for _ in range(len(steps)):
+        outcome = traced.agent.submit("go")
+        while outcome.state == "requires_action":
+            outcome = traced.agent.resolve_action({c.id: "approve" for c in outcome.pending})
+        if model.remaining == 0:
+            break
+
+    turns = traced.spans("invoke_agent")
+    ids = {span.context.span_id for span in turns}
+    children = traced.spans("chat") + traced.spans("execute_tool")
+    assert all(child.parent is not None and child.parent.span_id in ids for child in children)
+    trace = traced.agent.trace
+    model_calls = [e for e in trace if isinstance(e, LLMCallTrace)]
+    logged = [e for e in events if isinstance(e, Event)]
+    failed_calls = [e for e in logged if e.event == "model_failed"]
+    assert len(traced.spans("chat")) == len(model_calls) + len(failed_calls)
+    tool_calls = [e for e in trace if isinstance(e, ToolExecutionTrace)]
+    assert len(traced.spans("execute_tool")) == len(tool_calls)
+    recorded = [event for span in turns for event in span.events]
+    transitions = [e for e in logged if e.machine != "conversation"]
+    assert [e.attributes["agentfsm.seq"] for e in recorded] == [e.seq for e in transitions]
+    assert all(span.end_time is not None for span in turns)
+    failed = [s for s in turns if s.attributes["agentfsm.state"] == "failed"]
+    assert all(s.status.status_code == StatusCode.ERROR for s in failed)
