@@ -3,7 +3,8 @@
 Turn: one ``submit`` whose model asks for a round of three no-op tool calls, then answers
 (2 chat spans, 3 execute_tool spans, 1 invoke_agent span with its transition events).
 Candidates: no listener at all (an Agent that is not instrumented: the code path of every
-Agent without a tracer); `agentfsm.serve.otel.instrument` with the global tracer while
+Agent without a tracer); a listener that does nothing (what telling any listener costs the
+Agent, whatever it does); `agentfsm.serve.otel.instrument` with the global tracer while
 OpenTelemetry is not configured (the API's no-op tracer); and with the SDK's tracer
 provider exporting to memory through a simple span processor. All in one process,
 interleaved in a rotating order after a warm-up, medians of several repetitions; no
@@ -54,6 +55,11 @@ def untraced(agent: Agent) -> None:
     """No listener: an Agent that was never instrumented."""
 
 
+def empty_listener(agent: Agent) -> None:
+    """A listener that does nothing: what the Agent pays to tell any listener."""
+    agent.add_listener(lambda item: None)
+
+
 def noop_tracer(agent: Agent) -> None:
     """The global tracer with OpenTelemetry not configured: the API's no-op."""
     instrument(agent)
@@ -68,6 +74,7 @@ def recording(agent: Agent) -> None:
 
 CANDIDATES: dict[str, Callable[[Agent], None]] = {
     "no tracer": untraced,
+    "empty listener": empty_listener,
     "no-op tracer": noop_tracer,
     "SDK, in memory": recording,
 }
@@ -93,7 +100,8 @@ def main() -> None:
         time_turns(setup)  # warm up: imports, caches, the tracer provider's first span
     names = list(CANDIDATES)
     for repetition in range(REPEATS):
-        for name in names[repetition % 3 :] + names[: repetition % 3]:  # rotate the order
+        turn = repetition % len(names)  # rotate the order
+        for name in names[turn:] + names[:turn]:
             samples[name].append(time_turns(CANDIDATES[name]))
     base = statistics.median(samples["no tracer"])
     print(f"a turn of one 3-call tool round, traced (median of {REPEATS} x {TURNS} turns):")
