@@ -1,8 +1,8 @@
 """The ``agentfsm`` command line.
 
 ``demo``, ``table``, ``verify``, ``diagram`` (of the machines, or of a stored run's path),
-``runs`` (the runs of a store), ``inspect`` (where one stored run is) and ``ui`` (a live
-web view of a store, `agentfsm.serve`).
+``runs`` (the runs of a store), ``inspect`` (where one stored run is), ``ui`` (a live
+web view of a store, `agentfsm.serve`) and ``serve-a2a`` (an agent over the A2A protocol).
 """
 
 from __future__ import annotations
@@ -139,7 +139,44 @@ def _parser() -> argparse.ArgumentParser:
     diagram.add_argument("--store", metavar="PATH", help=_STORE_HELP + " (with --run)")
     _add_store_commands(commands)
     _add_ui_command(commands)
+    _add_serve_commands(commands)
     return parser
+
+
+def _add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser(
+        "serve-a2a",
+        help="serve an agent over the A2A protocol (needs the a2a extra)",
+    )
+    serve.add_argument(
+        "--agent",
+        required=True,
+        metavar="MODULE:FACTORY",
+        help="a function (run_id, store) -> Agent; the current directory is importable",
+    )
+    serve.add_argument(
+        "--store",
+        metavar="PATH",
+        default=str(DEFAULT_PATH),
+        help=(f"the SQLite run store (default: {DEFAULT_PATH}); created if missing"),
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    serve.add_argument("--port", type=_non_negative, default=8000, help="default: 8000; 0 for any")
+    serve.add_argument("--name", default="agentfsm", help="the agent card's name")
+
+
+def _serve_a2a(args: argparse.Namespace) -> int:
+    try:
+        from agentfsm.serve.a2a_cli import serve_command
+    except ImportError as error:
+        print(
+            f"agentfsm serve-a2a: error: {error}; install the extra: pip install 'agentfsm[a2a]'",
+            file=sys.stderr,
+        )
+        return 1
+    return serve_command(
+        args.agent, args.store, args.host, args.port, args.name, sys.stdout, sys.stderr
+    )
 
 
 def _diagram(view: str, output: str, out: TextIO) -> int:
@@ -192,6 +229,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return inspect_command(args.run_id, args.store, args.events, out)
     if args.command == "ui":
         return _ui(args)
+    if args.command == "serve-a2a":
+        return _serve_a2a(args)
     if args.command == "table":
         print(markdown_table(TABLES[MachineName(args.machine)]), file=out)
         return 0

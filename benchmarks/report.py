@@ -257,7 +257,12 @@ def main() -> None:
     }
     appendix = {
         script: run_text(script)
-        for script in ("bench_transitions.py", "bench_tools.py", "bench_durable_agent.py")
+        for script in (
+            "bench_transitions.py",
+            "bench_tools.py",
+            "bench_durable_agent.py",
+            "bench_tracing.py",
+        )
     }
     results["targets"] = check_targets(results)
     plot_overhead(results["overhead"], HERE / "overhead.png")

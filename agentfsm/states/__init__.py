@@ -25,7 +25,13 @@ from agentfsm.states.names import (
     RunEvent,
     RunState,
 )
-from agentfsm.states.projections import PROJECTIONS, Projection, projection
+from agentfsm.states.projections import (
+    PROJECTIONS,
+    A2AState,
+    AssistantsStatus,
+    Projection,
+    project,
+)
 from agentfsm.states.tables import (
     GUARDS,
     LOOP_TABLE,
@@ -48,6 +54,8 @@ __all__ = [
     "RUN_TABLE",
     "RUN_WAITING",
     "TABLES",
+    "A2AState",
+    "AssistantsStatus",
     "CompletedReason",
     "Event",
     "FailedReason",
@@ -66,5 +74,5 @@ __all__ = [
     "RunState",
     "ToolCall",
     "TransitionRow",
-    "projection",
+    "project",
 ]

@@ -1,68 +1,144 @@
-"""How a run's state shows in other systems' vocabularies (the contract §4), as data.
+"""The projections of lifecycle.md §4, as data: a run's state seen by other vocabularies.
 
-A run at rest is named by its state and, for `completed` and `failed`, the reason of its
-last turn. `PROJECTIONS` maps each such pair onto an A2A ``TaskState`` and an
-Assistants-style run status, so a server speaking either protocol reads one table (and the
-contract test compares it with the page).
+A run is served over protocols that have their own, coarser words for where a piece of work
+is: the A2A protocol's task states and the Assistants-style run statuses. `PROJECTIONS` maps
+every run state, and for the two outcome states every reason, onto one word of each, so a
+server (`agentfsm.serve.a2a`) and the tests read the same table. `project` looks a
+configuration up.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentfsm._compat import StrEnum
 from agentfsm.states.names import CompletedReason, FailedReason, RunState
+
+
+class A2AState(StrEnum):
+    """The A2A protocol's task states (v1.0 ``TaskState``, in the protocol's JSON words)."""
+
+    SUBMITTED = "submitted"
+    """Received, not yet worked on."""
+    WORKING = "working"
+    """Being worked on."""
+    INPUT_REQUIRED = "input-required"
+    """Waiting for the client: an answer, or a decision on pending tool calls."""
+    COMPLETED = "completed"
+    """Terminal: done, with its result."""
+    FAILED = "failed"
+    """Terminal: ended by an error (or a wait that expired)."""
+    CANCELED = "canceled"
+    """Terminal: cancelled by the client."""
+
+
+A2A_TERMINAL = frozenset({A2AState.COMPLETED, A2AState.FAILED, A2AState.CANCELED})
+"""The A2A states a task never leaves."""
+A2A_INTERRUPTED = frozenset({A2AState.INPUT_REQUIRED})
+"""The A2A states in which a task waits for the client's next message."""
+
+
+class AssistantsStatus(StrEnum):
+    """The run statuses of an Assistants-style API."""
+
+    QUEUED = "queued"
+    """Accepted, not started."""
+    IN_PROGRESS = "in_progress"
+    """Running (or suspended mid-way)."""
+    REQUIRES_ACTION = "requires_action"
+    """Waiting for tool outputs or an answer from the client."""
+    COMPLETED = "completed"
+    """Finished with an answer."""
+    INCOMPLETE = "incomplete"
+    """Finished at a limit (here: the iteration cap) before the task was done."""
+    FAILED = "failed"
+    """Ended by an error."""
+    CANCELLED = "cancelled"
+    """Cancelled by the client."""
+    EXPIRED = "expired"
+    """A wait passed its deadline."""
 
 
 @dataclass(frozen=True, slots=True)
 class Projection:
-    """One row of the contract's projection table."""
+    """One row of lifecycle.md §4: a run state (and reason) and what it is called elsewhere."""
 
-    a2a: str | None
-    """The A2A ``TaskState`` (``None``: no further tasks, for `shutdown`)."""
-    a2a_note: str | None
-    """What the A2A state leaves implicit (``"approval"``, ``"suspended"``), if anything."""
-    assistants: str | None
-    """The Assistants-style run status (``None``: none, for `shutdown`)."""
+    state: RunState
+    """The run's state."""
+    reason: str | None
+    """The turn's reason (`CompletedReason` / `FailedReason`); None where it does not matter."""
+    a2a: A2AState
+    """The A2A task state."""
+    assistants: AssistantsStatus | None
+    """The Assistants-style status; None for a shut-down run, which has no further runs."""
+    note: str = ""
+    """What the row means where the word alone does not say it."""
 
 
-_S = RunState
-_P = Projection
+_R, _A, _S = RunState, A2AState, AssistantsStatus
+_C, _F = CompletedReason, FailedReason
 
-PROJECTIONS: dict[tuple[RunState, str | None], Projection] = {
-    (_S.CREATED, None): _P("submitted", None, "queued"),
-    (_S.READY, None): _P("submitted", None, "queued"),
-    (_S.BUSY, None): _P("working", None, "in_progress"),
-    (_S.REQUIRES_ACTION, None): _P("input-required", "approval", "requires_action"),
-    (_S.INPUT_REQUIRED, None): _P("input-required", None, "requires_action"),
-    (_S.COMPLETED, CompletedReason.ANSWERED): _P("completed", None, "completed"),
-    (_S.COMPLETED, CompletedReason.MAX_ITERATIONS): _P("completed", None, "incomplete"),
-    (_S.FAILED, FailedReason.ERROR): _P("failed", None, "failed"),
-    (_S.FAILED, FailedReason.CANCELLED): _P("canceled", None, "cancelled"),
-    (_S.FAILED, FailedReason.EXPIRED): _P("failed", None, "expired"),
-    (_S.PAUSED, None): _P("working", "suspended", "in_progress"),
-    (_S.SHUTDOWN, None): _P(None, None, None),
+PROJECTIONS: tuple[Projection, ...] = (
+    Projection(_R.CREATED, None, _A.SUBMITTED, _S.QUEUED),
+    Projection(_R.READY, None, _A.SUBMITTED, _S.QUEUED),
+    Projection(_R.BUSY, None, _A.WORKING, _S.IN_PROGRESS),
+    Projection(
+        _R.REQUIRES_ACTION,
+        None,
+        _A.INPUT_REQUIRED,
+        _S.REQUIRES_ACTION,
+        "approval: a data part lists the pending calls; the decisions come back as one",
+    ),
+    Projection(
+        _R.INPUT_REQUIRED,
+        None,
+        _A.INPUT_REQUIRED,
+        _S.REQUIRES_ACTION,
+        "the question is the status message; the answer is the next message's text",
+    ),
+    Projection(_R.COMPLETED, _C.ANSWERED, _A.COMPLETED, _S.COMPLETED),
+    Projection(_R.COMPLETED, _C.MAX_ITERATIONS, _A.COMPLETED, _S.INCOMPLETE),
+    Projection(_R.FAILED, _F.ERROR, _A.FAILED, _S.FAILED),
+    Projection(_R.FAILED, _F.CANCELLED, _A.CANCELED, _S.CANCELLED),
+    Projection(_R.FAILED, _F.EXPIRED, _A.FAILED, _S.EXPIRED),
+    Projection(_R.PAUSED, None, _A.WORKING, _S.IN_PROGRESS, "suspended"),
+    Projection(
+        _R.SHUTDOWN,
+        None,
+        _A.CANCELED,
+        None,
+        "no further tasks: the run is closed, a message to it is refused",
+    ),
+)
+"""lifecycle.md §4, one row per run state, and per reason for ``completed`` and ``failed``."""
+
+REASONED = frozenset({RunState.COMPLETED, RunState.FAILED})
+"""The states whose projection depends on the turn's reason."""
+
+_BY_KEY: dict[tuple[str, str | None], Projection] = {
+    (row.state, row.reason): row for row in PROJECTIONS
 }
-"""(state, reason) → its projection; the reason is ``None`` but for completed and failed."""
 
 
-def projection(state: str, reason: str | None = None) -> Projection:
-    """The projection of a run in ``state`` whose last turn ended for ``reason``.
+def project(state: str, reason: str | None = None) -> Projection:
+    """The row of `PROJECTIONS` for a run in ``state`` whose last turn ended for ``reason``.
 
-    Args:
-        state: A `RunState` value.
-        reason: For ``completed`` a `CompletedReason`, for ``failed`` a `FailedReason`;
-            ignored for the other states.
+    ``reason`` is read only for ``completed`` and ``failed``; elsewhere it is ignored (a
+    paused run keeps the reason of the turn before it).
 
     Raises:
-        ValueError: ``state`` is not a run state, or ``reason`` is not one of its reasons.
+        ValueError: ``state`` is not a run state, or ``reason`` is not one of that state's
+            reasons.
     """
-    try:
-        run_state = RunState(state)
-    except ValueError:
-        allowed = ", ".join(repr(str(s)) for s in RunState)
-        raise ValueError(f"state must be one of {allowed}; got {state!r}") from None
-    key = (run_state, reason if run_state in (_S.COMPLETED, _S.FAILED) else None)
-    if key not in PROJECTIONS:
-        reasons = ", ".join(repr(str(r)) for s, r in PROJECTIONS if s == state)
-        raise ValueError(f"reason for state {state!r} must be one of {reasons}; got {reason!r}")
-    return PROJECTIONS[key]
+    key = (state, reason if state in REASONED else None)
+    row = _BY_KEY.get(key)
+    if row is None:
+        if state not in set(RunState):
+            raise ValueError(
+                f"state is {state!r}; expected a run state: {', '.join(map(repr, RunState))}"
+            )
+        allowed = [repr(r.reason) for r in PROJECTIONS if r.state == state]
+        raise ValueError(
+            f"reason for state {state!r} is {reason!r}; expected one of {', '.join(allowed)}"
+        )
+    return row

@@ -1,0 +1,490 @@
+"""Serve an agent over the A2A protocol (v1.0), with the protocol's own SDK (``a2a-sdk``).
+
+Needs the ``a2a`` extra. `a2a_app` makes a Starlette app from an agent factory and a run
+store; ``agentfsm serve-a2a --agent module:factory --store PATH`` runs it under uvicorn.
+
+- A task's **context id is the run id**: the first message of a context starts the run
+  (``factory(run_id, store)`` builds its Agent), and a run that completed or failed takes
+  the next task of its context as its next turn. The run, not the server, holds the work:
+  a server started since goes on from the store.
+- A message is the run's next input, by the run's state: a user input while it is at
+  rest (``submit``); the answer to its question in ``input_required`` (``provide_input``);
+  in ``requires_action``, a data part ``{"decisions": {call_id: decision}}``, each decision
+  ``"approve"``, ``"deny"`` or a `Decision` as JSON (``resolve_action``).
+- Each transition is a status update, its state projected by `agentfsm.states.projections`
+  and its ``metadata["agentfsm"]`` naming the machine, event, source, target and seq. The
+  final reply is an artifact (``reply``); ``requires_action`` and ``input_required`` are
+  ``input-required`` with a data part ``{"pending": [...], "question": ...}`` listing the
+  pending calls.
+- Cancelling a task cancels the run's turn: at once while it waits, at the next step
+  boundary while it works (the request returns once the turn has stopped). A new task in
+  the context of a waiting run is rejected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a.helpers.proto_helpers import (
+    get_data_parts,
+    get_text_parts,
+    new_data_part,
+    new_task,
+    new_text_part,
+)
+from a2a.server.agent_execution import (
+    AgentExecutor,
+    RequestContext,
+    SimpleRequestContextBuilder,
+)
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    CancelTaskRequest,
+    Message,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
+from starlette.applications import Starlette
+
+from agentfsm.agent.core import Agent
+from agentfsm.agent.vocabulary import ASK_USER, AgentEvent, DecisionLike, TurnOutcome
+from agentfsm.errors import AgentFSMError
+from agentfsm.serve.a2a_tasks import SQLiteTaskStore, task_store_path
+from agentfsm.states.events import Event
+from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.states.names import RUN_WAITING, MachineName, RunState
+from agentfsm.states.projections import A2A_INTERRUPTED, A2A_TERMINAL, A2AState, project
+from agentfsm.stores.base import RunStore
+from agentfsm.stores.memory import MemoryStore
+from agentfsm.stores.sqlite import SQLiteStore
+from agentfsm.tools.policy import Decision
+
+__all__ = ["TASK_STATES", "AgentFactory", "RunExecutor", "a2a_app", "agent_card"]
+
+AgentFactory = Callable[[str, RunStore], Agent]
+"""Builds the Agent of a run: ``factory(run_id, store)`` must return an Agent with that
+``run_id`` and that ``store`` (it restores the run when the store holds it)."""
+
+TASK_STATES: dict[A2AState, TaskState] = {
+    A2AState.SUBMITTED: TaskState.TASK_STATE_SUBMITTED,
+    A2AState.WORKING: TaskState.TASK_STATE_WORKING,
+    A2AState.INPUT_REQUIRED: TaskState.TASK_STATE_INPUT_REQUIRED,
+    A2AState.COMPLETED: TaskState.TASK_STATE_COMPLETED,
+    A2AState.FAILED: TaskState.TASK_STATE_FAILED,
+    A2AState.CANCELED: TaskState.TASK_STATE_CANCELED,
+}
+"""The projection's A2A states as the SDK's `TaskState` values."""
+
+_AT_REST_FOR_INPUT = frozenset({RunState.READY, RunState.COMPLETED, RunState.FAILED})
+_ENDS_THE_STREAM = A2A_TERMINAL | A2A_INTERRUPTED
+
+
+def agent_card(
+    agent: Agent,
+    url: str,
+    *,
+    name: str = "agentfsm",
+    description: str | None = None,
+    version: str = "1.0.0",
+) -> AgentCard:
+    """The A2A agent card of ``agent`` served at ``url``: one skill per tool it offers.
+
+    The JSON-RPC binding is at ``url`` and the REST (HTTP+JSON) binding under it; the card
+    says the agent streams.
+    """
+    skills = []
+    for schema in agent.tools.openai_tools(agent.enabled_tools):
+        function = schema.get("function")
+        if not isinstance(function, dict) or function.get("name") == ASK_USER:
+            continue
+        tool_name = str(function.get("name"))
+        skills.append(
+            AgentSkill(
+                id=tool_name,
+                name=tool_name,
+                description=str(function.get("description") or tool_name),
+                tags=["tool"],
+            )
+        )
+    return AgentCard(
+        name=name,
+        description=description or f"An agentfsm agent with {len(skills)} tool(s).",
+        version=version,
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=url, protocol_binding="HTTP+JSON", protocol_version="1.0"),
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=skills,
+    )
+
+
+@dataclass(slots=True)
+class _Served:
+    """One run's Agent while requests use it, and the lock that takes them one at a time."""
+
+    agent: Agent
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+    """Requests holding or waiting for the Agent; at 0 it is let go."""
+
+
+class RunExecutor(AgentExecutor):
+    """The A2A `AgentExecutor` of a run store: each task's message is its run's next input.
+
+    A run's Agent lives while requests use it: built (restored from the store) by the first,
+    shared by those that come while it works, and let go when the last one is done, so a
+    server holds only the runs it is working on.
+
+    Args:
+        factory: Builds a run's Agent (see `AgentFactory`).
+        store: The run store every Agent is given.
+    """
+
+    def __init__(self, factory: AgentFactory, store: RunStore) -> None:
+        self.factory = factory
+        self.store = store
+        self._served: dict[str, _Served] = {}
+
+    def _build(self, run_id: str) -> Agent:
+        agent = self.factory(run_id, self.store)
+        if not isinstance(agent, Agent) or agent.run_id != run_id or agent.store is not self.store:
+            raise TypeError(
+                f"the agent factory must return an Agent with run_id={run_id!r} and the "
+                f"store it was given, not {agent!r}"
+            )
+        return agent
+
+    @asynccontextmanager
+    async def holding(self, run_id: str) -> AsyncIterator[Agent]:
+        """The run's Agent, started, for this request alone until the block ends."""
+        served = self._served.get(run_id)
+        if served is None:
+            served = self._served[run_id] = _Served(self._build(run_id))
+        served.users += 1
+        try:
+            async with served.lock:
+                if served.agent.state == RunState.CREATED:
+                    await served.agent.astart()
+                yield served.agent
+        finally:
+            served.users -= 1
+            if served.users == 0:
+                del self._served[run_id]
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Give the run the task's message as its next input; report every transition."""
+        task_id, run_id = str(context.task_id), _run_id(context)
+        fresh = context.current_task is None
+        if fresh:
+            history = [context.message] if context.message is not None else []
+            await event_queue.enqueue_event(
+                new_task(task_id, run_id, TaskState.TASK_STATE_SUBMITTED, history=history)
+            )
+        report = _Report(TaskUpdater(event_queue, task_id, run_id))
+        async with self.holding(run_id) as agent:
+            try:
+                step = _next_input(agent, context.message, fresh)
+                outcome = await _relay(agent, step, report)
+            except (AgentFSMError, ValueError) as error:
+                if report.last is None:  # refused: nothing changed
+                    await report.refused(agent, error, fresh)
+                else:  # the turn moved, then raised (a failing hook): it is at rest now
+                    report.failure.setdefault("message", f"{type(error).__name__}: {error}")
+                    await report.close(agent, agent.outcome())
+                return
+            await report.close(agent, outcome)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Cancel the run's turn: at once while it waits, at the next boundary while busy."""
+        run_id = _run_id(context)
+        working = self._served.get(run_id)
+        if working is not None and working.agent.state == RunState.BUSY:
+            await working.agent.acancel()  # the SDK cancels the running request next
+            return
+        if await self.settle_cancel(run_id):
+            updater = TaskUpdater(event_queue, str(context.task_id), run_id)
+            await updater.cancel(_agent_message("The run's turn was cancelled."))
+
+    async def settle_cancel(self, run_id: str) -> bool:
+        """Cancel the run's wait, if it waits; whether its turn is now cancelled.
+
+        Also for a task cancelled while no server held it, whose run still waits.
+        """
+        async with self.holding(run_id) as agent:
+            if agent.state in RUN_WAITING:
+                await agent.acancel()
+            return agent.state == RunState.FAILED
+
+
+_Step = Callable[[], Awaitable[TurnOutcome]]
+
+
+def _run_id(context: RequestContext) -> str:
+    """The run of a request: its task's context (a follow-up message may name only the task)."""
+    task = context.current_task
+    return task.context_id if task is not None else str(context.context_id)
+
+
+def _next_input(agent: Agent, message: Message | None, fresh: bool) -> _Step:
+    """What the message is to the run in its state (raises `ValueError` if it is nothing)."""
+    text = "\n".join(get_text_parts(message.parts)) if message is not None else ""
+    if fresh and agent.state in RUN_WAITING:
+        raise ValueError(
+            f"run {agent.run_id!r} is in {agent.state!r}, waiting in the task that asked: "
+            "answer in that task, or cancel it, before starting another"
+        )
+    if agent.state == RunState.REQUIRES_ACTION:
+        decisions = _decisions(message)
+        return lambda: agent.aresolve_action(decisions)
+    if agent.state == RunState.INPUT_REQUIRED:
+        return lambda: agent.aprovide_input(text)
+    return lambda: agent.asubmit(text)
+
+
+def _decisions(message: Message | None) -> dict[str, DecisionLike]:
+    found = get_data_parts(message.parts) if message is not None else []
+    for data in found:
+        if isinstance(data, dict) and isinstance(data.get("decisions"), dict):
+            return {
+                str(call_id): value if isinstance(value, str) else Decision.model_validate(value)
+                for call_id, value in data["decisions"].items()
+            }
+    raise ValueError(
+        "the run awaits decisions: send a data part {'decisions': {call_id: decision}}, each "
+        "decision 'approve', 'deny' or a Decision as JSON; got "
+        f"{json.dumps(found) if found else 'no data part'}"
+    )
+
+
+async def _relay(agent: Agent, step: _Step, report: _Report) -> TurnOutcome:
+    """Run ``step``, reporting each transition as it happens; return its outcome."""
+    events: asyncio.Queue[AgentEvent] = asyncio.Queue()
+    agent.add_listener(events.put_nowait)
+    try:
+        call = asyncio.ensure_future(step())
+        try:
+            async for event in _drain(call, events):
+                if isinstance(event, Event) and event.machine != MachineName.CONVERSATION:
+                    await report.transition(event)
+        except asyncio.CancelledError:
+            # The request was cancelled (tasks/cancel, or the server stopping): so is the
+            # turn, at its next step boundary (lifecycle.md §1), and the lock is held until
+            # it has stopped, so that the run is at rest when the next request comes.
+            if agent.state == RunState.BUSY:
+                await agent.acancel()
+            await asyncio.wait({call})
+            raise
+        return call.result()
+    finally:
+        agent.remove_listener(events.put_nowait)
+
+
+async def _drain(
+    call: asyncio.Future[TurnOutcome], events: asyncio.Queue[AgentEvent]
+) -> AsyncIterator[AgentEvent]:
+    while not (call.done() and events.empty()):
+        getter = asyncio.ensure_future(events.get())
+        waiting: set[asyncio.Future[Any]] = {getter, call}
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not getter.done():
+                getter.cancel()
+        if getter.done() and not getter.cancelled():
+            yield getter.result()
+
+
+def _agent_message(text: str, data: JSONObject | None = None) -> Message:
+    parts = [new_text_part(text)]
+    if data is not None:
+        parts.append(new_data_part(data))
+    return Message(message_id=_new_id(), role=Role.ROLE_AGENT, parts=parts)
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _pending(agent: Agent) -> JSONObject:
+    calls: list[JSONValue] = [
+        {"id": call.id, "name": call.name, "arguments": call.arguments} for call in agent.pending
+    ]
+    return {"state": agent.state, "pending": calls, "question": agent.question}
+
+
+class _Report:
+    """Turns a run's transitions into the task's status updates and its closing events."""
+
+    def __init__(self, updater: TaskUpdater) -> None:
+        self.updater = updater
+        self.last: Event | None = None
+        self.failure: JSONObject = {}
+
+    @staticmethod
+    def _metadata(event: Event | None) -> dict[str, object] | None:
+        if event is None:
+            return None
+        return {
+            "agentfsm": {
+                "seq": event.seq,
+                "machine": str(event.machine),
+                "event": event.event,
+                "source": event.source,
+                "target": event.target,
+            }
+        }
+
+    async def transition(self, event: Event) -> None:
+        """Report one transition, unless it ends this stretch of the task (see `close`)."""
+        self.last = event
+        if event.machine == MachineName.RUN and event.event == "fail":
+            self.failure = dict(event.data)
+        target = event.target if event.machine == MachineName.RUN else RunState.BUSY
+        reasoned = target in (RunState.COMPLETED, RunState.FAILED)
+        state = A2AState.WORKING if reasoned else project(target).a2a
+        if reasoned or state in _ENDS_THE_STREAM:
+            return  # reported once, by close, after the artifact
+        await self.updater.update_status(TASK_STATES[state], metadata=self._metadata(event))
+
+    async def close(self, agent: Agent, outcome: TurnOutcome) -> None:
+        """The closing events: the reply as an artifact, then the projected status."""
+        state = project(outcome.state, outcome.reason).a2a
+        message: Message | None = None
+        if outcome.state == RunState.COMPLETED and outcome.reply is not None:
+            await self.updater.add_artifact([new_text_part(outcome.reply)], name="reply")
+        elif state == A2AState.INPUT_REQUIRED:
+            text = outcome.question or "Approve or deny the pending tool calls."
+            message = _agent_message(text, _pending(agent))
+        elif outcome.state == RunState.FAILED:
+            detail = self.failure.get("message") or f"the turn ended: {outcome.reason}"
+            message = _agent_message(str(detail), {"reason": outcome.reason})
+        await self.updater.update_status(
+            TASK_STATES[state], message=message, metadata=self._metadata(self.last)
+        )
+
+    async def refused(self, agent: Agent, error: Exception, fresh: bool) -> None:
+        """The run refused the message (nothing changed): say why, in the run's state."""
+        text = f"{type(error).__name__}: {error}"
+        if fresh:
+            await self.updater.reject(_agent_message(text))
+            return
+        state = project(agent.state, agent.reason).a2a
+        data = _pending(agent) if state == A2AState.INPUT_REQUIRED else None
+        await self.updater.update_status(TASK_STATES[state], message=_agent_message(text, data))
+
+
+class _TaskContexts(SimpleRequestContextBuilder):
+    """Gives a message that names only its task the task's context (its run), from the store.
+
+    The SDK holds a task's context in memory only while it serves the task; a server started
+    since would otherwise give such a message a new context.
+    """
+
+    def __init__(self, task_store: TaskStore) -> None:
+        super().__init__()
+        self._tasks = task_store
+
+    async def build(
+        self,
+        context: ServerCallContext,
+        params: SendMessageRequest | None = None,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        task: Task | None = None,
+    ) -> RequestContext:
+        if task_id and not context_id:
+            known = await self._tasks.get(task_id, context)
+            context_id = known.context_id if known is not None else None
+        return await super().build(context, params, task_id, context_id, task)
+
+
+class _Handler(DefaultRequestHandler):
+    """The SDK's request handler, which also cancels a waiting run the server did not hold."""
+
+    def __init__(self, executor: RunExecutor, task_store: TaskStore, card: AgentCard) -> None:
+        super().__init__(
+            agent_executor=executor,
+            task_store=task_store,
+            agent_card=card,
+            request_context_builder=_TaskContexts(task_store),
+        )
+        self._runs = executor
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
+        task: Task = await super().on_cancel_task(params, context)
+        await self._runs.settle_cancel(task.context_id)
+        return task
+
+
+def a2a_app(
+    factory: AgentFactory,
+    store: RunStore,
+    url: str,
+    *,
+    task_store: TaskStore | None = None,
+    name: str = "agentfsm",
+    description: str | None = None,
+) -> Starlette:
+    """A Starlette app serving ``factory``'s agents over A2A: JSON-RPC at ``/``, REST, the card.
+
+    Args:
+        factory: Builds a run's Agent (see `AgentFactory`); it is also called once with a
+            memory store to build the agent card from the tools.
+        store: Where the runs persist.
+        url: The server's public URL (it goes into the agent card).
+        task_store: Where the A2A tasks are kept; by default beside a `SQLiteStore`'s file
+            (`SQLiteTaskStore`) so that tasks outlive the server, else in memory.
+        name: The agent card's name.
+        description: The agent card's description.
+    """
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"url must be an http:// or https:// URL, not {url!r}")
+    card = agent_card(
+        factory("agent-card", MemoryStore()), url, name=name, description=description
+    )
+    given = task_store
+    if task_store is None:
+        task_store = (
+            SQLiteTaskStore(task_store_path(store.path))
+            if isinstance(store, SQLiteStore)
+            else InMemoryTaskStore()
+        )
+    handler = _Handler(RunExecutor(factory, store), task_store, card)
+    routes = [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(handler, rpc_url="/"),
+        *create_rest_routes(handler),
+    ]
+    owned = (
+        task_store if isinstance(task_store, SQLiteTaskStore) and task_store is not given else None
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await handler.aclose()
+            if isinstance(owned, SQLiteTaskStore):
+                owned.close()
+
+    return Starlette(routes=routes, lifespan=lifespan)

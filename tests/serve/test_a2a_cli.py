@@ -1,0 +1,100 @@
+"""``agentfsm serve-a2a`` as a real process: it serves a factory from the current directory."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from a2a.helpers.proto_helpers import get_text_parts
+from a2a.types import TaskState
+
+from agentfsm import SQLiteStore
+from agentfsm.cli import main
+from tests.serve.a2a_support import client, collect, run, text_message
+
+FACTORY = """
+from agentfsm import Agent, ScriptedModel
+
+
+def make_agent(run_id, store):
+    model = ScriptedModel().text("Hello from the CLI.")
+    return Agent(model, run_id=run_id, store=store)
+"""
+
+
+def test_serve_a2a_serves_the_factory_of_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "myagent.py").write_text(textwrap.dedent(FACTORY))
+    command = [sys.executable, "-m", "agentfsm.cli", "serve-a2a", "--agent", "myagent:make_agent"]
+    command += ["--store", "runs.db", "--port", "0"]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith("serving 'agentfsm' over A2A at http://127.0.0.1:"), first
+        url = first.split(" at ")[1].split(" ")[0]
+
+        async def talk() -> list[str]:
+            a2a = await client(url)
+            (response,) = await collect(a2a, text_message("Hi", context_id="cli-run"))
+            assert response.task.status.state == TaskState.TASK_STATE_COMPLETED
+            return get_text_parts(response.task.artifacts[0].parts)
+
+        assert run(talk()) == ["Hello from the CLI."]
+    finally:
+        process.terminate()
+        process.wait(10)
+        if process.stdout is not None:
+            process.stdout.close()
+    with SQLiteStore(tmp_path / "runs.db") as store:
+        snapshot = store.load("cli-run")
+        assert snapshot is not None
+        assert snapshot.state == "completed"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("myagent", "expected module:factory"),
+        ("nosuchmodule:make", "cannot import 'nosuchmodule'"),
+        ("myagent:missing", "module 'myagent' has no callable 'missing'"),
+    ],
+)
+def test_serve_a2a_names_a_bad_factory(
+    spec: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "myagent.py").write_text(textwrap.dedent(FACTORY))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "myagent", raising=False)
+    try:
+        assert main(["serve-a2a", "--agent", spec, "--store", "runs.db"]) == 2
+    finally:
+        sys.modules.pop("myagent", None)
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "runs.db").exists()  # nothing was created
+
+
+def test_serve_a2a_says_when_its_port_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "myagent.py").write_text(textwrap.dedent(FACTORY))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        try:
+            code = main(["serve-a2a", "--agent", "myagent:make_agent", "--port", port])
+        finally:
+            sys.modules.pop("myagent", None)
+    assert code == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
