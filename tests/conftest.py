@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
+from agentfsm.testing.postgres_server import TemporaryPostgres
 from agentfsm.testing.profiles import (
     CI_PROFILE,
     DEV_PROFILE,
@@ -20,7 +21,6 @@ from agentfsm.testing.profiles import (
     load_profile_from_environment,
     register_profiles,
 )
-from agentfsm.testing.postgres_server import TemporaryPostgres
 
 register_profiles()
 for alias, profile in (("ci", CI_PROFILE), ("dev", DEV_PROFILE), ("nightly", NIGHTLY_PROFILE)):
@@ -30,8 +30,11 @@ load_profile_from_environment()
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[TemporaryPostgres]:
-    """One throwaway PostgreSQL server for the whole session (never skipped: `make test`
-    installs the server when it is missing, see scripts/ensure-postgres.sh)."""
+    """One throwaway PostgreSQL server for the whole session.
+
+    Never skipped: `make test` installs the server when it is missing
+    (scripts/ensure-postgres.sh).
+    """
     with TemporaryPostgres() as server:
         yield server
 
