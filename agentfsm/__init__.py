@@ -30,6 +30,7 @@ from agentfsm.errors import (
     SnapshotConflictError,
     StoreCorruptError,
     StoreError,
+    StoreURLError,
     StoreWriteError,
     ToolArgumentsError,
     ToolCallError,
@@ -67,7 +68,7 @@ from agentfsm.states import (
     RunState,
     ToolCall,
 )
-from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore, replay
+from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore, open_store, replay
 from agentfsm.tools import (
     Decision,
     Tool,
@@ -130,6 +131,7 @@ __all__ = [
     "SnapshotConflictError",
     "StoreCorruptError",
     "StoreError",
+    "StoreURLError",
     "StoreWriteError",
     "Tool",
     "ToolArgumentsError",
@@ -156,6 +158,7 @@ __all__ = [
     "combined_diagram",
     "loop_diagram",
     "loop_machine",
+    "open_store",
     "replay",
     "run_diagram",
     "run_machine",

@@ -59,6 +59,9 @@ class PostgresStore:
             empty.
         max_size: The most connections the store's pool opens (threads beyond wait).
         timeout: Seconds to wait for a pooled connection before a call fails.
+        check_connections: Check each pooled connection before use (one round trip), so
+            that after the server restarts or drops connections no call fails; with False
+            each lost connection fails one call (with nothing written) and is replaced.
 
     Raises:
         StoreError: The database cannot be reached, or (``create=False``) is empty.
@@ -67,7 +70,13 @@ class PostgresStore:
     """
 
     def __init__(
-        self, url: str, *, create: bool = True, max_size: int = 8, timeout: float = 30.0
+        self,
+        url: str,
+        *,
+        create: bool = True,
+        max_size: int = 8,
+        timeout: float = 30.0,
+        check_connections: bool = True,
     ) -> None:
         self.url = redact(url)
         """Where the runs are, its password masked."""
@@ -89,6 +98,7 @@ class PostgresStore:
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
+            check=ConnectionPool.check_connection if check_connections else None,
             name="agentfsm-store",
             open=True,
         )

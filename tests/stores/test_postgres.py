@@ -192,26 +192,43 @@ def test_a_failing_write_keeps_the_previous_snapshot(postgres_url: str) -> None:
         assert store.load("r1") == make_snapshot("r1", 3, 2)
 
 
-def test_a_lost_server_connection_fails_one_call_and_the_store_reconnects(
-    postgres_url: str,
-) -> None:
-    def cut(admin: psycopg.Connection[tuple[object, ...]]) -> None:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
+def cut(admin: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Terminate every other connection to the database, as a server restart would."""
+    admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
 
-    with PostgresStore(postgres_url) as store, raw(postgres_url) as admin:
+
+def test_lost_server_connections_are_replaced_before_use(postgres_url: str) -> None:
+    with raw(postgres_url) as admin, PostgresStore(postgres_url) as store:
         store.save(make_snapshot("r1", 1, 1), make_events("r1", 1, 1), expected_version=None)
         cut(admin)
-        with pytest.raises(StoreError, match="cannot use the run store"):
-            store.list_runs()
-        cut(admin)
-        with pytest.raises(StoreWriteError, match="rolled back"):
-            store.save(make_snapshot("r1", 2, 2), make_events("r1", 2, 1), expected_version=1)
-        assert [run.version for run in store.list_runs()] == [1]
         store.save(make_snapshot("r1", 2, 2), make_events("r1", 2, 1), expected_version=1)
+        cut(admin)
         assert store.load("r1") == make_snapshot("r1", 2, 2)
+
+
+@pytest.mark.parametrize("writing", [False, True], ids=["read", "save"])
+def test_unchecked_a_lost_connection_fails_one_call_writing_nothing(
+    postgres_url: str, writing: bool
+) -> None:
+    stored_run(postgres_url)
+    with (
+        raw(postgres_url) as admin,
+        PostgresStore(postgres_url, max_size=1, check_connections=False) as store,
+    ):
+        assert store.load("r1") == make_snapshot("r1", 2, 1)
+        cut(admin)
+        if writing:
+            with pytest.raises(StoreWriteError, match="rolled back") as caught:
+                store.save(make_snapshot("r1", 3, 2), make_events("r1", 3, 1), expected_version=1)
+            assert isinstance(caught.value.__cause__, psycopg.OperationalError)
+        else:
+            with pytest.raises(StoreError, match="cannot use the run store"):
+                store.list_runs()
+        assert store.load("r1") == make_snapshot("r1", 2, 1)
+        assert store.events("r1") == make_events("r1", 1, 2)
 
 
 def test_another_process_sees_every_committed_save(postgres_url: str) -> None:
