@@ -57,8 +57,8 @@ def open_store(spec: str | None) -> Iterator[RunStore]:
     """
     try:
         where = parse_store_url(spec if spec is not None else DEFAULT_PATH)
-        if where.kind != "sqlite":
-            store = open_url(where.target, create=False)
+        if spec is not None and where.kind != "sqlite":
+            store = open_url(spec, create=False)
         else:
             path = Path(where.target)
             _check_file(path)

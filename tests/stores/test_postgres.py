@@ -19,6 +19,7 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.stores.postgres import PostgresStore
+from agentfsm.testing.postgres_server import TemporaryPostgres
 from agentfsm.testing.store_conformance import make_events, make_snapshot
 
 
@@ -209,9 +210,9 @@ def test_lost_server_connections_are_replaced_before_use(postgres_url: str) -> N
         assert store.load("r1") == make_snapshot("r1", 2, 2)
 
 
-@pytest.mark.parametrize("writing", [False, True], ids=["read", "save"])
+@pytest.mark.parametrize("call", ["read", "save", "delete"])
 def test_unchecked_a_lost_connection_fails_one_call_writing_nothing(
-    postgres_url: str, writing: bool
+    postgres_url: str, call: str
 ) -> None:
     stored_run(postgres_url)
     with (
@@ -220,10 +221,13 @@ def test_unchecked_a_lost_connection_fails_one_call_writing_nothing(
     ):
         assert store.load("r1") == make_snapshot("r1", 2, 1)
         cut(admin)
-        if writing:
+        if call == "save":
             with pytest.raises(StoreWriteError, match="rolled back") as caught:
                 store.save(make_snapshot("r1", 3, 2), make_events("r1", 3, 1), expected_version=1)
             assert isinstance(caught.value.__cause__, psycopg.OperationalError)
+        elif call == "delete":
+            with pytest.raises(StoreWriteError, match="cannot save run 'r1'"):
+                store.delete("r1")
         else:
             with pytest.raises(StoreError, match="cannot use the run store"):
                 store.list_runs()
@@ -302,3 +306,23 @@ def test_a_store_written_by_another_is_rewritten_whole(postgres_url: str) -> Non
             make_snapshot("r1", 3, 3, messages=4), make_events("r1", 3, 1), expected_version=2
         )
         assert two.load("r1") == make_snapshot("r1", 3, 3, messages=4)
+
+
+def test_damage_the_database_reports_is_a_corrupt_store(postgres_url: str) -> None:
+    with PostgresStore(postgres_url) as store:
+        error = store._failure(psycopg.errors.DataCorrupted("invalid page in block 7"), "r1", True)
+    assert isinstance(error, StoreCorruptError)
+    assert error.run_id == "r1"
+    assert "the database reports damage (invalid page in block 7)" in str(error)
+
+
+def test_watching_a_database_that_is_gone_is_a_store_error(
+    postgres_url: str, postgres_server: TemporaryPostgres
+) -> None:
+    with PostgresStore(postgres_url) as store, raw(postgres_server.url()) as admin:
+        store.close()
+        store.close()  # harmless twice
+        database = postgres_url.split("/")[3].split("?")[0]
+        admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')  # type: ignore[arg-type]
+        with pytest.raises(StoreError, match=f'database "{database}" does not exist'):
+            next(store.watch("r1"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentfsm import Agent, MemoryStore, ScriptedModel, SQLiteStore, StoreURLError, open_store
+from agentfsm._runs_cli import runs_command
 from agentfsm.errors import StoreError
 from agentfsm.stores import parse_store_url, redact
 from agentfsm.stores.postgres import PostgresStore
@@ -202,3 +204,31 @@ def test_the_cli_never_creates_a_postgres_store(postgres_url: str, tmp_path: Pat
     assert "there is no run store in" in done.stderr
     with pytest.raises(StoreError, match="the database is empty"):
         PostgresStore(postgres_url, create=False)
+
+
+def test_the_cli_commands_read_any_store_url_in_process(postgres_url: str) -> None:
+    with PostgresStore(postgres_url) as store:
+        store.save(make_snapshot("r1", 1, 1), make_events("r1", 1, 1), expected_version=None)
+    out = io.StringIO()
+    assert runs_command(postgres_url, out) == 0
+    assert out.getvalue().splitlines()[1].split() == ["r1", "busy", "1", "1", "1"]
+    out = io.StringIO()
+    assert runs_command("memory:", out) == 0
+    assert out.getvalue() == "no runs in 'memory:'\n"
+
+
+def test_postgres_store_is_imported_only_when_asked_for() -> None:
+    code = (
+        "import sys, agentfsm, agentfsm.stores\n"
+        "assert 'psycopg' not in sys.modules\n"
+        "from agentfsm.stores import PostgresStore\n"
+        "assert 'psycopg' in sys.modules and PostgresStore.__name__ == 'PostgresStore'\n"
+        "try:\n"
+        "    agentfsm.stores.NoSuchStore\n"
+        "except AttributeError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "has no attribute 'NoSuchStore'" in done.stdout
