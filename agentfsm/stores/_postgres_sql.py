@@ -12,6 +12,7 @@ Schema version 1 (the ``agentfsm_schema`` table holds the version):
 - ``agentfsm_items``: the snapshot's messages (kind ``m``) and trace entries (kind ``t``).
 - ``agentfsm_events``: the append-only event log, keyed by ``(run_id, seq)``; a trigger
   refuses any ``UPDATE`` of it.
+- ``agentfsm_save(…)``: a whole save as one function call, so one round trip.
 
 A save sends ``pg_notify('agentfsm_events', '<run key>:<seq>')`` in its transaction, so
 watchers hear of it when (and only if) it commits.
@@ -37,6 +38,60 @@ TABLES = frozenset({"agentfsm_schema", "agentfsm_runs", "agentfsm_items", "agent
 
 MIGRATION_LOCK = 0x61676E74_66736D  # pg_advisory_xact_lock key: "agntfsm"
 """Serialises concurrent first openings of one database (only one migrates)."""
+
+SAVE_FUNCTION = """CREATE FUNCTION agentfsm_save(
+    p_run_id text, p_expected bigint, p_known_seq bigint, p_known_stamp text,
+    p_schema_version integer, p_version bigint, p_seq bigint, p_state text, p_turn bigint,
+    p_stamp text, p_snapshot text, p_event_seqs bigint[], p_events text[], p_rewrite text[],
+    p_item_kinds text[], p_item_idx integer[], p_items text[], p_notice text
+) RETURNS TABLE (outcome text, stored_version bigint, stored_seq bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    SELECT a.version, a.seq, a.stamp INTO r FROM agentfsm_runs a
+        WHERE a.run_id = p_run_id FOR UPDATE;
+    IF FOUND THEN
+        IF p_expected IS NULL OR r.version <> p_expected THEN
+            RETURN QUERY SELECT 'conflict'::text, r.version, r.seq; RETURN;
+        ELSIF r.seq <> p_known_seq THEN
+            RETURN QUERY SELECT 'invalid'::text, r.version, r.seq; RETURN;
+        ELSIF p_known_stamp IS NOT NULL AND p_known_stamp <> r.stamp THEN
+            RETURN QUERY SELECT 'stale'::text, r.version, r.seq; RETURN;
+        END IF;
+        UPDATE agentfsm_runs SET schema_version = p_schema_version, version = p_version,
+            seq = p_seq, state = p_state, turn = p_turn, stamp = p_stamp,
+            snapshot = p_snapshot
+            WHERE run_id = p_run_id;
+    ELSIF p_expected IS NOT NULL THEN
+        RETURN QUERY SELECT 'conflict'::text, NULL::bigint, 0::bigint; RETURN;
+    ELSIF p_known_seq <> 0 THEN
+        RETURN QUERY SELECT 'invalid'::text, NULL::bigint, 0::bigint; RETURN;
+    ELSE
+        INSERT INTO agentfsm_runs (run_id, schema_version, version, seq, state, turn, stamp,
+            snapshot) VALUES (p_run_id, p_schema_version, p_version, p_seq, p_state, p_turn,
+            p_stamp, p_snapshot) ON CONFLICT (run_id) DO NOTHING;
+        IF NOT FOUND THEN  -- another writer created the run since we looked
+            SELECT a.version, a.seq INTO r FROM agentfsm_runs a WHERE a.run_id = p_run_id;
+            RETURN QUERY SELECT 'conflict'::text, r.version, r.seq; RETURN;
+        END IF;
+    END IF;
+    INSERT INTO agentfsm_events (run_id, seq, event)
+        SELECT p_run_id, t.s, t.e FROM unnest(p_event_seqs, p_events) AS t(s, e);
+    IF cardinality(p_rewrite) > 0 THEN
+        DELETE FROM agentfsm_items WHERE run_id = p_run_id AND kind = ANY(p_rewrite);
+    END IF;
+    INSERT INTO agentfsm_items (run_id, kind, idx, item)
+        SELECT p_run_id, t.k, t.i, t.v FROM unnest(p_item_kinds, p_item_idx, p_items)
+        AS t(k, i, v);
+    IF p_notice IS NOT NULL THEN
+        PERFORM pg_notify('agentfsm_events', p_notice);
+    END IF;
+    RETURN QUERY SELECT 'saved'::text, p_version, p_seq;
+END $$"""
+"""A whole save in one statement (one round trip): lock the run's row, check the version,
+the seq the events follow and (for a save of only the new items) that the stored items are
+the ones the store wrote (``stamp``); then write. Any other outcome writes nothing."""
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -71,6 +126,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         BEGIN RAISE EXCEPTION 'the event log is append-only'; END $$""",
         """CREATE TRIGGER agentfsm_events_append_only BEFORE UPDATE ON agentfsm_events
         FOR EACH ROW EXECUTE FUNCTION agentfsm_events_append_only()""",
+        SAVE_FUNCTION,
     ),
 }
 """Each schema version's statements, applied in order from the database's version + 1."""
@@ -80,25 +136,16 @@ TABLES_IN_SCHEMA = (
     "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
     "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
 )
-CURRENT_SCHEMA = "SELECT current_schema()"
 READ_VERSION = "SELECT version FROM agentfsm_schema"
 SET_VERSION = "UPDATE agentfsm_schema SET version = %s"
 FIRST_VERSION = "INSERT INTO agentfsm_schema (version) VALUES (%s)"
 
-SELECT_FOR_SAVE = "SELECT version, seq, stamp FROM agentfsm_runs WHERE run_id = %s FOR UPDATE"
-SELECT_VERSION = "SELECT version FROM agentfsm_runs WHERE run_id = %s"
-INSERT_RUN = (
-    "INSERT INTO agentfsm_runs (run_id, schema_version, version, seq, state, turn, stamp, "
-    "snapshot) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO NOTHING"
+SAVE = (
+    "SELECT outcome, stored_version, stored_seq FROM agentfsm_save(%s, %s::bigint, %s::bigint, "
+    "%s, %s, %s, %s, %s, %s, %s, %s, %s::bigint[], %s::text[], %s::text[], %s::text[], "
+    "%s::integer[], %s::text[], %s)"
 )
-UPDATE_RUN = (
-    "UPDATE agentfsm_runs SET schema_version = %s, version = %s, seq = %s, "
-    "state = %s, turn = %s, stamp = %s, snapshot = %s WHERE run_id = %s"
-)
-INSERT_EVENT = "INSERT INTO agentfsm_events (run_id, seq, event) VALUES (%s, %s, %s)"
-DELETE_ITEMS = "DELETE FROM agentfsm_items WHERE run_id = %s AND kind = %s"
-INSERT_ITEM = "INSERT INTO agentfsm_items (run_id, kind, idx, item) VALUES (%s, %s, %s, %s)"
-NOTIFY = "SELECT pg_notify(%s, %s)"
+SELECT_RUN = "SELECT version, seq FROM agentfsm_runs WHERE run_id = %s"
 
 LOAD = (
     "SELECT schema_version, snapshot, stamp, "
@@ -120,10 +167,34 @@ LISTEN = f"LISTEN {CHANNEL}"
 Row = tuple[object, ...]
 
 
-def run_row(snapshot: Snapshot, stamp: str) -> Row:
-    """The ``agentfsm_runs`` values of ``snapshot``, as INSERT_RUN takes them."""
+def save_arguments(
+    snapshot: Snapshot,
+    events: Sequence[Event],
+    changes: Sequence[NewItems],
+    *,
+    expected_version: int | None,
+    known_seq: int,
+    known_stamp: str | None,
+    stamp: str,
+) -> Row:
+    """SAVE's arguments: the run's new row, its events and item rows, and what is expected.
+
+    ``known_seq`` is the seq the stored run must have. ``known_stamp`` is the stamp of the
+    stored items ``changes`` continue (None when they rewrite every kind): the save is
+    refused as stale if another store wrote since.
+    """
+    run_id = snapshot.run_id
+    kinds, indexes, items = [], [], []
+    for change in changes:
+        for n, item in enumerate(change.rows, change.start):
+            kinds.append(change.kind)
+            indexes.append(n)
+            items.append(item)
     return (
-        snapshot.run_id,
+        run_id,
+        expected_version,
+        known_seq,
+        known_stamp,
         snapshot.schema_version,
         snapshot.version,
         snapshot.seq,
@@ -131,41 +202,14 @@ def run_row(snapshot: Snapshot, stamp: str) -> Row:
         snapshot.turn,
         stamp,
         core_json(snapshot),
+        [e.seq for e in events],
+        [e.model_dump_json() for e in events],
+        [change.kind for change in changes if change.rewrite],
+        kinds,
+        indexes,
+        items,
+        notice(run_id, events[-1].seq) if events else None,
     )
-
-
-def write_steps(
-    snapshot: Snapshot, events: Sequence[Event], changes: Sequence[NewItems], stamp: str, *,
-    new: bool,
-) -> list[tuple[str, list[Row]]]:  # fmt: skip
-    """The statements of a save once its version is checked, each with its rows.
-
-    For a new run the first step is INSERT_RUN, whose row count says whether another writer
-    created the run first (0: a conflict).
-    """
-    run_id = snapshot.run_id
-    row = run_row(snapshot, stamp)
-    steps: list[tuple[str, list[Row]]] = [
-        (INSERT_RUN, [row]) if new else (UPDATE_RUN, [(*row[1:], run_id)])
-    ]
-    if events:
-        steps.append((INSERT_EVENT, [(run_id, e.seq, e.model_dump_json()) for e in events]))
-    for change in changes:
-        if change.rewrite:
-            steps.append((DELETE_ITEMS, [(run_id, change.kind)]))
-        if change.rows:
-            steps.append(
-                (
-                    INSERT_ITEM,
-                    [
-                        (run_id, change.kind, n, item)
-                        for n, item in enumerate(change.rows, change.start)
-                    ],
-                )
-            )
-    if events:
-        steps.append((NOTIFY, [(CHANNEL, notice(run_id, events[-1].seq))]))
-    return steps
 
 
 def run_key(run_id: str) -> str:

@@ -4,11 +4,12 @@ Built on psycopg 3 and its connection pool (the ``postgres`` extra). The layout,
 migration and every statement live in ``agentfsm.stores._postgres_sql``; this module runs
 them on psycopg's synchronous API, the one the Agent calls today.
 
-- **A save is one transaction.** It locks the run's row (``SELECT … FOR UPDATE``), checks
-  the stored version against ``expected_version`` (`SnapshotConflictError` otherwise), checks
-  the save continues the run (`InvalidSaveError`), then appends the events, the snapshot's
-  new messages and trace entries, the run's row and a notification, and commits. Writers of
-  one run, in any process, are serialised by the row lock; a new run is created by an
+- **A save is one transaction, in one round trip**: a call of the ``agentfsm_save``
+  function the migration creates. It locks the run's row (``SELECT … FOR UPDATE``), checks
+  the stored version against ``expected_version`` (`SnapshotConflictError` otherwise) and
+  the seq the events follow (`InvalidSaveError`), then appends the events, the snapshot's
+  new messages and trace entries, the run's row and a notification. Writers of one run, in
+  any process, are serialised by the row lock; a new run is created by an
   ``INSERT … ON CONFLICT DO NOTHING``, so of two creators one finds the other's row.
 - **Durability** is PostgreSQL's: a committed save survives the death of the client at once,
   and with the server's defaults (``synchronous_commit=on``, ``fsync=on``) a crash of the
@@ -33,6 +34,7 @@ from psycopg_pool import ConnectionPool
 from pydantic import ValidationError
 
 from agentfsm.errors import (
+    InvalidSaveError,
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
@@ -163,42 +165,69 @@ class PostgresStore:
     ) -> None:
         """Append ``events`` and store ``snapshot`` in one transaction (see `RunStore.save`)."""
         run_id = snapshot.run_id
+        try:
+            check_save(snapshot, events, expected_version, _follows(snapshot, events))
+        except InvalidSaveError:
+            self._refuse(snapshot, events, expected_version)
+            raise  # pragma: no cover - what fails here fails against the stored seq too
+        with self._lock:
+            written = self._written.get(run_id)
+        if written is not None and written.version != expected_version:
+            written = None  # what this store wrote is not what the save continues
         stamp = uuid.uuid4().hex
         try:
-            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                row = cur.execute(sql.SELECT_FOR_SAVE, (run_id,)).fetchone()
-                actual, stored_seq, stored_stamp = (None, 0, None) if row is None else row
-                if actual != expected_version:
-                    raise SnapshotConflictError(run_id, expected_version, actual)
-                check_save(snapshot, events, expected_version, stored_seq)
-                changes = new_items(snapshot, self._known(run_id, actual, stored_stamp))
-                steps = sql.write_steps(snapshot, events, changes, stamp, new=row is None)
-                first, rows = steps[0]
-                cur.execute(first, rows[0])
-                if cur.rowcount == 0:  # another writer created the run since we looked
-                    created = cur.execute(sql.SELECT_VERSION, (run_id,)).fetchone()
-                    raise SnapshotConflictError(
-                        run_id, None, None if created is None else created[0]
-                    )
-                with conn.pipeline():
-                    for statement, rows in steps[1:]:
-                        cur.executemany(statement, rows)
+            outcome, actual, stored_seq = self._save(
+                snapshot, events, expected_version, written, stamp
+            )
+            if outcome == "stale":  # another store wrote that version: write every item
+                outcome, actual, stored_seq = self._save(
+                    snapshot, events, expected_version, None, stamp
+                )
         except psycopg.Error as exc:
             self._forget(run_id)
             raise self._failure(exc, run_id, writing=True) from exc
-        except BaseException:
+        if outcome == "conflict":
             self._forget(run_id)
-            raise
+            raise SnapshotConflictError(run_id, expected_version, actual)
+        if outcome == "invalid":
+            self._forget(run_id)
+            check_save(snapshot, events, expected_version, stored_seq)
         with self._lock:
             self._written[run_id] = Written.of(snapshot, stamp)
 
-    def _known(self, run_id: str, version: int | None, stamp: str | None) -> Written | None:
-        """What this store wrote of the run, if it is what is stored (version and stamp)."""
-        with self._lock:
-            written = self._written.get(run_id)
-        if written is None or (written.version, written.stamp) != (version, stamp):
-            return None
-        return written
+    def _save(
+        self,
+        snapshot: Snapshot,
+        events: Sequence[Event],
+        expected_version: int | None,
+        written: Written | None,
+        stamp: str,
+    ) -> tuple[str, int | None, int]:
+        """One call of the save function: its outcome, the stored version and seq."""
+        arguments = sql.save_arguments(
+            snapshot,
+            events,
+            new_items(snapshot, written),
+            expected_version=expected_version,
+            known_seq=_follows(snapshot, events),
+            known_stamp=None if written is None else written.stamp,
+            stamp=stamp,
+        )
+        with self._pool.connection() as conn:
+            row = conn.execute(sql.SAVE, arguments).fetchone()
+        if row is None:  # pragma: no cover - the function always returns one row
+            raise psycopg.ProgrammingError("agentfsm_save returned no row")
+        return str(row[0]), row[1], int(row[2])
+
+    def _refuse(
+        self, snapshot: Snapshot, events: Sequence[Event], expected_version: int | None
+    ) -> None:
+        """Raise the conflict, if any, or what does not continue the stored run, if so."""
+        rows = self._read(sql.SELECT_RUN, snapshot.run_id)
+        actual, stored_seq = (None, 0) if not rows else rows[0]
+        if actual != expected_version:
+            raise SnapshotConflictError(snapshot.run_id, expected_version, actual)
+        check_save(snapshot, events, expected_version, stored_seq)
 
     def _forget(self, run_id: str) -> None:
         with self._lock:
@@ -316,6 +345,11 @@ class PostgresStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _follows(snapshot: Snapshot, events: Sequence[Event]) -> int:
+    """The seq the stored run must have for this save to continue it."""
+    return events[0].seq - 1 if events else snapshot.seq
 
 
 def _wait(

@@ -326,3 +326,21 @@ def test_watching_a_database_that_is_gone_is_a_store_error(
         admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')  # type: ignore[arg-type]
         with pytest.raises(StoreError, match=f'database "{database}" does not exist'):
             next(store.watch("r1"))
+
+
+def test_a_run_recreated_by_another_store_at_the_same_version_is_rewritten_whole(
+    postgres_url: str,
+) -> None:
+    with PostgresStore(postgres_url) as one, PostgresStore(postgres_url) as two:
+        one.save(
+            make_snapshot("r1", 1, 1, messages=3), make_events("r1", 1, 1), expected_version=None
+        )
+        two.delete("r1")
+        two.save(
+            make_snapshot("r1", 1, 1, messages=5), make_events("r1", 1, 1), expected_version=None
+        )
+        # one still holds version 1 as it wrote it; the stored version 1 is two's
+        one.save(
+            make_snapshot("r1", 2, 2, messages=4), make_events("r1", 2, 1), expected_version=1
+        )
+        assert two.load("r1") == make_snapshot("r1", 2, 2, messages=4)
