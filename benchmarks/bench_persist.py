@@ -189,7 +189,7 @@ def _measure(
     for name, (run, saver) in peers.items():
         if saver is not None:
             run(ITERATIONS)
-            finished[name] = f"{'sync' if 'sync' in name.split('=')[-1] else 'async'}-0"
+            finished[name] = f"{name.rsplit('=', 1)[-1]}-0"  # the runner's first thread
     for _ in range(repeats):
         for name, store in stores.items():  # interleaved
             seconds, events = run_seconds(store, RUNS)
