@@ -146,6 +146,7 @@ SAVE = (
     "%s::integer[], %s::text[], %s)"
 )
 SELECT_RUN = "SELECT version, seq FROM agentfsm_runs WHERE run_id = %s"
+SELECT_STAMP = "SELECT version, stamp FROM agentfsm_runs WHERE run_id = %s"
 
 LOAD = (
     "SELECT schema_version, snapshot, stamp, "

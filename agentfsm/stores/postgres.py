@@ -17,6 +17,8 @@ them on psycopg's synchronous API, the one the Agent calls today.
 - **The schema is versioned.** An empty database gets agentfsm's tables from an explicit
   migration (under an advisory lock, so concurrent first openers do not race); a database
   of a newer schema version, or holding another application's tables, is refused untouched.
+- **A lost connection** during a save is resolved: the save's stamp, read back, says whether
+  it committed before the connection went (then `save` returns as if nothing happened).
 - **Watching.** `PostgresStore.watch` LISTENs before it reads, so it misses nothing.
 """
 
@@ -183,6 +185,13 @@ class PostgresStore:
                 outcome, actual, stored_seq = self._save(
                     snapshot, events, expected_version, None, stamp
                 )
+        except psycopg.OperationalError as exc:
+            # The connection failed: the commit may have happened before it did. The stamp,
+            # unique to this save, says whether it did.
+            if not self._committed(snapshot, stamp):
+                self._forget(run_id)
+                raise self._failure(exc, run_id, writing=True) from exc
+            outcome = "saved"
         except psycopg.Error as exc:
             self._forget(run_id)
             raise self._failure(exc, run_id, writing=True) from exc
@@ -218,6 +227,14 @@ class PostgresStore:
         if row is None:  # pragma: no cover - the function always returns one row
             raise psycopg.ProgrammingError("agentfsm_save returned no row")
         return str(row[0]), row[1], int(row[2])
+
+    def _committed(self, snapshot: Snapshot, stamp: str) -> bool:
+        """Whether the save of ``snapshot`` stamped ``stamp`` is stored (False if unknown)."""
+        try:
+            rows = self._read(sql.SELECT_STAMP, snapshot.run_id)
+        except StoreError:
+            return False
+        return bool(rows) and tuple(rows[0]) == (snapshot.version, stamp)
 
     def _refuse(
         self, snapshot: Snapshot, events: Sequence[Event], expected_version: int | None

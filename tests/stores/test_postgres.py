@@ -344,3 +344,47 @@ def test_a_run_recreated_by_another_store_at_the_same_version_is_rewritten_whole
             make_snapshot("r1", 2, 2, messages=4), make_events("r1", 2, 1), expected_version=1
         )
         assert two.load("r1") == make_snapshot("r1", 2, 2, messages=4)
+
+
+@pytest.mark.parametrize("committed", [True, False], ids=["after-commit", "before-commit"])
+def test_a_connection_lost_during_a_save_is_resolved_by_the_save_stamp(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, committed: bool
+) -> None:
+    stored_run(postgres_url)
+    with PostgresStore(postgres_url) as store:
+        assert store.load("r1") == make_snapshot("r1", 2, 1)
+        real = store._save
+
+        def drop(*args: object) -> tuple[str, int | None, int]:
+            if committed:
+                real(*args)  # type: ignore[arg-type]
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        monkeypatch.setattr(store, "_save", drop)
+        second = make_snapshot("r1", 3, 2)
+        if committed:  # the save is stored: it succeeded, whatever the connection said
+            store.save(second, make_events("r1", 3, 1), expected_version=1)
+        else:
+            with pytest.raises(StoreWriteError, match="server closed the connection"):
+                store.save(second, make_events("r1", 3, 1), expected_version=1)
+        monkeypatch.undo()
+        assert store.load("r1") == (second if committed else make_snapshot("r1", 2, 1))
+        assert len(store.events("r1")) == (3 if committed else 2)
+
+
+def test_a_save_whose_outcome_cannot_be_checked_is_a_write_error(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored_run(postgres_url)
+    with PostgresStore(postgres_url) as store:
+
+        def drop(*args: object) -> tuple[str, int | None, int]:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        def unreachable(*args: object) -> list[tuple[object, ...]]:
+            raise StoreError("cannot use the run store: no connection")
+
+        monkeypatch.setattr(store, "_save", drop)
+        monkeypatch.setattr(store, "_read", unreachable)
+        with pytest.raises(StoreWriteError):
+            store.save(make_snapshot("r1", 3, 2), make_events("r1", 3, 1), expected_version=1)
