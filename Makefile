@@ -6,7 +6,7 @@ STAMP := $(VENV)/.agentfsm-installed
 # The peers the benchmarks measure (the `bench` extra) are never needed by the tests.
 BENCH_STAMP := $(VENV)/.agentfsm-bench-installed
 
-.PHONY: demo test lint typecheck unit bench bench-quick dot chromium docs clean
+.PHONY: demo test lint typecheck unit bench bench-quick dot chromium postgres docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ dot:
 chromium:
 	@scripts/ensure-chromium.sh
 
+# The PostgreSQL server binaries: the tests and benchmarks start a throwaway server with them.
+postgres:
+	@scripts/ensure-postgres.sh
+
 demo: $(STAMP) dot
 	$(BIN)/agentfsm demo
 
@@ -31,7 +35,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict agentfsm
 
-unit: $(STAMP) dot chromium
+unit: $(STAMP) dot chromium postgres
 	$(BIN)/coverage run -m pytest
 	$(BIN)/coverage report
 
@@ -49,11 +53,11 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	touch $(BENCH_STAMP)
 
 # Every benchmark, side by side with the peers: writes benchmarks/RESULTS.md and overhead.png.
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) postgres
 	$(BIN)/python benchmarks/report.py
 
 # The same, with fewer repetitions and 1,000 concurrent runs: a smoke run of the harness.
-bench-quick: $(BENCH_STAMP)
+bench-quick: $(BENCH_STAMP) postgres
 	$(BIN)/python benchmarks/report.py --quick
 
 clean:

@@ -27,7 +27,7 @@ from agentfsm.errors import (
 )
 from agentfsm.llm import Model, ModelResponse, OpenAIModel, ScriptedModel
 from agentfsm.states import Event, InputPolicy, Message, RunState, ToolCall
-from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore, replay
+from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore, open_store, replay
 from agentfsm.tools import (
     Decision,
     Tool,
@@ -70,6 +70,7 @@ __all__ = [
     "TurnOutcome",
     "check_log",
     "combined_diagram",
+    "open_store",
     "replay",
     "run_diagram",
     "save_diagram",

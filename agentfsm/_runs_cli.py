@@ -1,7 +1,9 @@
 """The store commands of the CLI: ``agentfsm runs``, ``inspect`` and ``diagram --run``.
 
-They read a `SQLiteStore` file and never create one: a path with no file (or an empty one)
-is an error, so a typo in ``--store`` cannot leave an empty database behind. Every expected
+They read a store named by ``--store`` (a SQLite file's path, or a store URL such as
+``postgresql://…``: `agentfsm.stores.urls`) and never create one: a path with no file (or an
+empty one), or an empty PostgreSQL database, is an error, so a typo in ``--store`` cannot
+leave an empty database behind. Every expected
 failure (no store, no such run, a damaged file) is one line on stderr and exit code 1.
 """
 
@@ -19,12 +21,15 @@ from typing import TextIO
 from agentfsm._terminal import terminal_safe
 from agentfsm.diagrams import View, diagram, save_diagram
 from agentfsm.diagrams.dot import TRANSITION_MACHINES
-from agentfsm.errors import DiagramRenderError, StoreError
+from agentfsm.errors import DiagramRenderError, StoreError, StoreURLError
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import ToolCall
+from agentfsm.stores.base import RunStore
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.sqlite import DEFAULT_PATH, SQLiteStore
+from agentfsm.stores.urls import open_store as open_url
+from agentfsm.stores.urls import parse_store_url, redact
 
 DEFAULT_EVENTS = 10
 """How many of a run's last events ``agentfsm inspect`` shows by default."""
@@ -42,13 +47,30 @@ def one_line(text: str) -> str:
 
 
 @contextmanager
-def open_store(path: str | None) -> Iterator[SQLiteStore]:
-    """Open the run store at ``path`` (default ``.agentfsm/runs.db``) without creating it.
+def open_store(spec: str | None) -> Iterator[RunStore]:
+    """Open the run store ``spec`` names (default ``.agentfsm/runs.db``) without creating it.
+
+    ``spec`` is a SQLite file's path or a store URL (``sqlite:///…``, ``postgresql://…``).
 
     Raises:
-        CommandError: There is no file at ``path``, or it cannot be opened as a run store.
+        CommandError: ``spec`` names no store, there is no file at its path, or it cannot
+            be opened as a run store.
     """
-    where = Path(path) if path is not None else DEFAULT_PATH
+    try:
+        where = parse_store_url(spec if spec is not None else DEFAULT_PATH)
+        if spec is not None and where.kind != "sqlite":
+            store = open_url(spec, create=False)
+        else:
+            path = Path(where.target)
+            _check_file(path)
+            store = SQLiteStore(path, synchronous=where.synchronous, read_only=True)
+    except (StoreError, StoreURLError) as error:
+        raise CommandError(str(error)) from error
+    with store:
+        yield store
+
+
+def _check_file(where: Path) -> None:
     if not where.is_file() or where.stat().st_size == 0:
         # An empty file is no store either: SQLite would make one in it, and we only read.
         problem = "it is a directory" if where.is_dir() else "no such file"
@@ -57,20 +79,21 @@ def open_store(path: str | None) -> Iterator[SQLiteStore]:
             f"no store at {str(where)!r} ({problem}); pass --store FILE to name the SQLite "
             "file an agent saved its runs in"
         )
-    try:
-        store = SQLiteStore(where, read_only=True)
-    except StoreError as error:
-        raise CommandError(str(error)) from error
-    with store:
-        yield store
 
 
-def _load(store: SQLiteStore, run_id: str, store_path: str | None) -> Snapshot:
+def where(store: RunStore) -> str:
+    """Where ``store`` keeps its runs, as the commands name it (no password shown)."""
+    if isinstance(store, SQLiteStore):
+        return str(store.path)
+    return str(getattr(store, "url", "memory:"))
+
+
+def _load(store: RunStore, run_id: str, store_path: str | None) -> Snapshot:
     snapshot = store.load(run_id)
     if snapshot is None:
-        option = f" --store {shlex.quote(store_path)}" if store_path is not None else ""
+        option = f" --store {shlex.quote(redact(store_path))}" if store_path is not None else ""
         raise CommandError(
-            f"no run {run_id!r} in {str(store.path)!r}; 'agentfsm runs{option}' lists its runs"
+            f"no run {run_id!r} in {where(store)!r}; 'agentfsm runs{option}' lists its runs"
         )
     return snapshot
 
@@ -175,7 +198,7 @@ def _runs(store_path: str | None, out: TextIO) -> None:
     with open_store(store_path) as store:
         runs = store.list_runs()
         if not runs:
-            print(f"no runs in {terminal_safe(repr(str(store.path)))}", file=out)
+            print(f"no runs in {terminal_safe(repr(where(store)))}", file=out)
             return
     ids = [terminal_safe(run.run_id) for run in runs]
     width = max(len("run id"), *(len(run_id) for run_id in ids))

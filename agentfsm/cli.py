@@ -29,7 +29,10 @@ from agentfsm.stores.sqlite import DEFAULT_PATH
 from agentfsm.verify.command import add_arguments, run_verify
 
 _VIEWS: dict[str, View] = {"run": "run", "loop": "loop", "combined": "combined"}
-_STORE_HELP = f"the SQLite run store to read (default: {DEFAULT_PATH}); it is never created"
+_STORE_HELP = (
+    "the run store to read: a SQLite file, sqlite:///PATH or postgresql://… "
+    f"(default: {DEFAULT_PATH}); it is never created"
+)
 
 
 def _non_negative(text: str) -> int:
@@ -44,13 +47,13 @@ def _non_negative(text: str) -> int:
 
 def _add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     runs = commands.add_parser("runs", help="list the runs of a store")
-    runs.add_argument("--store", metavar="PATH", help=_STORE_HELP)
+    runs.add_argument("--store", metavar="STORE", help=_STORE_HELP)
     inspect = commands.add_parser(
         "inspect",
         help="show where a stored run is: states, turn, pending calls, last events",
     )
     inspect.add_argument("run_id", metavar="RUN_ID")
-    inspect.add_argument("--store", metavar="PATH", help=_STORE_HELP)
+    inspect.add_argument("--store", metavar="STORE", help=_STORE_HELP)
     inspect.add_argument(
         "--events",
         type=_non_negative,
@@ -136,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
         "-o", "--output", metavar="FILE", help="file to write (required without --run)"
     )
     diagram.add_argument("--run", metavar="RUN_ID", help="draw this stored run's path")
-    diagram.add_argument("--store", metavar="PATH", help=_STORE_HELP + " (with --run)")
+    diagram.add_argument("--store", metavar="STORE", help=_STORE_HELP + " (with --run)")
     _add_store_commands(commands)
     _add_ui_command(commands)
     _add_serve_commands(commands)

@@ -32,7 +32,8 @@
         ├── InvalidSaveError        a save that does not continue the stored run (seq gap…)
         ├── StoreWriteError         a save failed in the database (disk full, I/O error)
         ├── StoreCorruptError       the store's file is not a readable database of runs
-        └── SchemaVersionError      a stored snapshot or file of an unknown schema version
+        ├── SchemaVersionError      a stored snapshot or file of an unknown schema version
+        └── StoreURLError           a store URL that names no store agentfsm can open
 
     AssertionError
     └── InvariantError              the testing kit found an invariant of the contract broken
@@ -565,6 +566,27 @@ class SchemaVersionError(StoreError):
         super().__init__(
             f"{what} in {path!r} has schema version {found}, but this agentfsm reads only "
             f"{readable}; {advice} (nothing was overwritten)"
+        )
+
+
+class StoreURLError(StoreError, ValueError):
+    """A store URL (``open_store``, a CLI's ``--store``) that names no store agentfsm can open.
+
+    Nothing was opened or created.
+
+    Attributes:
+        url: The URL given, its password (if any) already replaced by ``***`` by the caller.
+        problem: What is wrong with it.
+        allowed: The URL forms accepted.
+    """
+
+    def __init__(self, url: str, problem: str, allowed: tuple[str, ...]) -> None:
+        self.url = url
+        self.problem = problem
+        self.allowed = allowed
+        super().__init__(
+            f"cannot open the store {self.url!r}: {problem}; a store is named by "
+            f"{', '.join(allowed)}… or a plain path to a SQLite file"
         )
 
 

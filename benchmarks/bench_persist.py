@@ -1,11 +1,19 @@
 """What a store costs the Agent: µs per iteration with each store, and µs to resume a run.
 
 Persist: the workload of `benchmarks.loops` (runs of `ITERATIONS` iterations) on an Agent
-without a store, with a `MemoryStore`, and with a `SQLiteStore` at ``synchronous=NORMAL``
-and ``FULL`` (fsync per save). The Agent saves its snapshot and the new event at every
-event, so the extra cost per saved event is reported too. Resume: ``Agent(…, store=…,
-run_id=…)`` of a finished run of `ITERATIONS` iterations, which loads its snapshot and
-restores both machines where they were. Interleaved repetitions, medians, one process;
+without a store, with a `MemoryStore`, a `SQLiteStore` at ``synchronous=NORMAL`` and
+``FULL`` (fsync per save), and a `PostgresStore` on a PostgreSQL server this benchmark
+starts (`TemporaryPostgres`, durable: ``fsync`` and ``synchronous_commit`` on, over a Unix
+socket). The Agent saves its snapshot and the new event at every event, so the extra cost
+per saved event is reported too, and the durable-run ratio: a run's time with the store over
+the same run's with none. Resume: ``Agent(…, store=…, run_id=…)`` of a finished run of
+`ITERATIONS` iterations, which loads its snapshot and restores both machines.
+
+The peer row: LangGraph's own PostgreSQL checkpointer (langgraph-checkpoint-postgres's
+`PostgresSaver`) on the same workload and the same server, with ``durability="sync"`` (each
+checkpoint written before the next step, as agentfsm does) and LangGraph's default
+``"async"``; its ratio is to the same graph without a checkpointer, and its resume is
+``graph.get_state`` of a finished thread. Interleaved repetitions, medians, one process;
 the raw store operations are `bench_store`'s.
 
 Run: ``.venv/bin/python benchmarks/bench_persist.py [--json PATH] [--quick]``.
@@ -20,11 +28,16 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentfsm import Agent, Event, MemoryStore, RunStore, SQLiteStore
+from agentfsm.stores.postgres import PostgresStore
+from agentfsm.testing.postgres_server import TemporaryPostgres
 from benchmarks.loops.agentfsm_loop import TOOLS, BenchModel
 from benchmarks.loops.workload import FINAL, PROMPT, Listener
 
@@ -87,17 +100,84 @@ def resume_seconds(store: RunStore, run_id: str, resumes: int) -> float:
     return (time.perf_counter() - start) / resumes
 
 
-def measure(directory: Path, repeats: int) -> dict[str, object]:
-    """µs per iteration per store, the extra per saved event, and µs per resume."""
+def open_stores(directory: Path, server: TemporaryPostgres, stack: ExitStack) -> dict[str, Any]:
+    """The candidates: no store, then each store, closed by ``stack``."""
     stores: dict[str, RunStore | None] = {
         "no store": None,
         "MemoryStore": MemoryStore(),
         "SQLiteStore NORMAL": SQLiteStore(directory / "normal.db", synchronous="NORMAL"),
         "SQLiteStore FULL": SQLiteStore(directory / "full.db"),
+        "PostgresStore": PostgresStore(server.new_database()),
     }
-    per_iteration: dict[str, list[float]] = {name: [] for name in stores}
+    for store in stores.values():
+        if store is not None:
+            stack.enter_context(store)
+    return stores
+
+
+@contextmanager
+def langgraph_candidates(server: TemporaryPostgres) -> Iterator[dict[str, Any]]:
+    """LangGraph without a checkpointer and with its PostgresSaver, sync and async."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from benchmarks.loops.langgraph_loop import make_sync
+
+    with PostgresSaver.from_conn_string(server.new_database()) as saver:
+        saver.setup()
+        yield {
+            "LangGraph, no checkpointer": (make_sync(Listener()), None),
+            "LangGraph PostgresSaver, durability=sync": (
+                make_sync(Listener(), saver=saver, durability="sync", prefix="sync"),
+                saver,
+            ),
+            "LangGraph PostgresSaver, durability=async": (
+                make_sync(Listener(), saver=saver, durability="async", prefix="async"),
+                saver,
+            ),
+        }
+
+
+def langgraph_seconds(run: Callable[[int], str], runs: int) -> float:
+    start = time.perf_counter()
+    for _ in range(runs):
+        if run(ITERATIONS) != FINAL:
+            raise AssertionError("LangGraph answered otherwise")
+    return time.perf_counter() - start
+
+
+def langgraph_resume_seconds(saver: Any, thread: str, resumes: int) -> float:
+    """Seconds per ``get_state`` of a finished thread (what a resume reads)."""
+    from benchmarks.loops.langgraph_loop import build
+
+    graph = build(saver)
+    config = {"configurable": {"thread_id": thread}}
+    start = time.perf_counter()
+    for _ in range(resumes):
+        if not graph.get_state(config).values["messages"]:
+            raise AssertionError("the thread was not restored")
+    return (time.perf_counter() - start) / resumes
+
+
+def measure(directory: Path, repeats: int) -> dict[str, object]:
+    """µs per iteration per store, the extra per saved event, µs per resume; the peers."""
+    with ExitStack() as stack:
+        server = stack.enter_context(TemporaryPostgres(durable=True))
+        stores = open_stores(directory, server, stack)
+        peers = stack.enter_context(langgraph_candidates(server))
+        return _measure(stores, peers, repeats)
+    raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow
+
+
+def _measure(
+    stores: dict[str, RunStore | None], peers: dict[str, Any], repeats: int
+) -> dict[str, object]:
+    per_iteration: dict[str, list[float]] = {name: [] for name in [*stores, *peers]}
     events = 0
-    resume: dict[str, list[float]] = {name: [] for name in stores if stores[name] is not None}
+    resume: dict[str, list[float]] = {
+        name: []
+        for name in [*stores, *peers]
+        if name not in ("no store", "LangGraph, no checkpointer")
+    }
     finished: dict[str, str] = {}
     for name, store in stores.items():
         if store is not None:
@@ -106,26 +186,35 @@ def measure(directory: Path, repeats: int) -> dict[str, object]:
             done.submit(PROMPT)
             done.close()
             finished[name] = done.run_id
-    try:
-        for _ in range(repeats):
-            for name, store in stores.items():  # interleaved
-                seconds, events = run_seconds(store, RUNS)
-                per_iteration[name].append(seconds / RUNS / ITERATIONS * 1e6)
-                if store is not None:
-                    resume[name].append(resume_seconds(store, finished[name], RESUMES) * 1e6)
-    finally:
-        for store in stores.values():
+    for name, (run, saver) in peers.items():
+        if saver is not None:
+            run(ITERATIONS)
+            finished[name] = f"{name.rsplit('=', 1)[-1]}-0"  # the runner's first thread
+    for _ in range(repeats):
+        for name, store in stores.items():  # interleaved
+            seconds, events = run_seconds(store, RUNS)
+            per_iteration[name].append(seconds / RUNS / ITERATIONS * 1e6)
             if store is not None:
-                store.close()
-    bare = statistics.median(per_iteration["no store"])
+                resume[name].append(resume_seconds(store, finished[name], RESUMES) * 1e6)
+        for name, (run, saver) in peers.items():
+            seconds = langgraph_seconds(run, RUNS)
+            per_iteration[name].append(seconds / RUNS / ITERATIONS * 1e6)
+            if saver is not None:
+                resumed = langgraph_resume_seconds(saver, finished[name], RESUMES)
+                resume[name].append(resumed * 1e6)
+    medians = {n: statistics.median(v) for n, v in per_iteration.items()}
+    bare = medians["no store"]
+    langgraph_bare = medians["LangGraph, no checkpointer"]
     return {
         "iterations": ITERATIONS,
         "events_per_run": events,
-        "per_iteration_us": {n: statistics.median(v) for n, v in per_iteration.items()},
+        "per_iteration_us": medians,
         "per_saved_event_us": {
-            n: (statistics.median(v) - bare) * ITERATIONS / max(events, 1)
-            for n, v in per_iteration.items()
-            if n != "no store"
+            n: (medians[n] - bare) * ITERATIONS / max(events, 1) for n in stores if n != "no store"
+        },
+        "durable_run_ratio": {
+            n: medians[n] / (langgraph_bare if n.startswith("LangGraph") else bare)
+            for n in medians
         },
         "resume_us": {n: statistics.median(v) for n, v in resume.items()},
     }
@@ -143,12 +232,16 @@ def main() -> None:
         f"Agent with a store: runs of {ITERATIONS} iterations, {results['events_per_run']} "
         f"events each; medians of {repeats} repetitions"
     )
-    print(f"{'store':<20} {'µs/iteration':>13} {'µs/saved event':>15} {'µs/resume':>10}")
+    print(
+        f"{'store':<42} {'µs/iteration':>13} {'x no store':>10} {'µs/saved event':>15} "
+        f"{'µs/resume':>10}"
+    )
     for name, micros in results["per_iteration_us"].items():  # type: ignore[attr-defined]
         saved = results["per_saved_event_us"].get(name)  # type: ignore[attr-defined]
         resumed = results["resume_us"].get(name)  # type: ignore[attr-defined]
+        ratio = results["durable_run_ratio"][name]  # type: ignore[index]
         print(
-            f"{name:<20} {micros:>13.1f} "
+            f"{name:<42} {micros:>13.1f} {ratio:>10.2f} "
             f"{'' if saved is None else f'{saved:.1f}':>15} "
             f"{'' if resumed is None else f'{resumed:.1f}':>10}"
         )

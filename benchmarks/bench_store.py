@@ -1,8 +1,9 @@
-"""µs to persist one transition and to load a run: SQLiteStore against MemoryStore.
+"""µs to persist one transition and to load a run: SQLite and PostgreSQL against memory.
 
 Persist: one `save` of one event and a snapshot with 4 messages (what the agent will do at
 every transition). Load: one `load` of a run whose snapshot has 50 messages. SQLite runs with
-``synchronous=FULL`` (the default: fsync per save) and ``NORMAL`` in a temporary directory;
+``synchronous=FULL`` (the default: fsync per save) and ``NORMAL`` in a temporary directory,
+PostgreSQL on a durable server of its own (`TemporaryPostgres`, over a Unix socket);
 all candidates run in the same process, medians of several repetitions, so the ratios are
 what matters (fsync cost depends on the disk).
 
@@ -23,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agentfsm.states import Event, Message
 from agentfsm.states.names import MachineName
 from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore
+from agentfsm.stores.postgres import PostgresStore
+from agentfsm.testing.postgres_server import TemporaryPostgres
 from agentfsm.testing.store_conformance import make_snapshot
 
 REPEATS = 7
@@ -81,11 +84,12 @@ def measure(
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as directory:
+    with tempfile.TemporaryDirectory() as directory, TemporaryPostgres(durable=True) as server:
         stores: dict[str, RunStore] = {
             "MemoryStore": MemoryStore(),
             "SQLiteStore FULL": SQLiteStore(Path(directory) / "full.db"),
             "SQLiteStore NORMAL": SQLiteStore(Path(directory) / "normal.db", synchronous="NORMAL"),
+            "PostgresStore": PostgresStore(server.new_database()),
         }
         try:
             results = {

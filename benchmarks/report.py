@@ -33,11 +33,14 @@ PACKAGES = (
     "python-statemachine",
     "langgraph",
     "langgraph-checkpoint",
+    "langgraph-checkpoint-postgres",
     "langchain-core",
     "burr",
     "pydantic-graph",
     "pydantic",
     "jsonschema",
+    "psycopg",
+    "psycopg-pool",
 )
 
 
@@ -64,16 +67,18 @@ def run_text(script: str) -> str:
 
 
 def store_results() -> dict[str, dict[str, float]]:
-    """Persist and load costs from bench_store, on MemoryStore and SQLiteStore."""
+    """Persist and load costs from bench_store, on MemoryStore, SQLite and PostgreSQL."""
     code = (
         "import json, sys, tempfile; from pathlib import Path; "
         f"sys.path.insert(0, {str(HERE)!r}); sys.path.insert(0, {str(HERE.parent)!r}); "
         "import bench_store as b; "
-        "from agentfsm.stores import MemoryStore, SQLiteStore\n"
-        "with tempfile.TemporaryDirectory() as d:\n"
+        "from agentfsm.stores import MemoryStore, SQLiteStore, PostgresStore\n"
+        "from agentfsm.testing.postgres_server import TemporaryPostgres\n"
+        "with tempfile.TemporaryDirectory() as d, TemporaryPostgres(durable=True) as pg:\n"
         "    stores = {'MemoryStore': MemoryStore(),"
         " 'SQLiteStore FULL': SQLiteStore(Path(d) / 'full.db'),"
-        " 'SQLiteStore NORMAL': SQLiteStore(Path(d) / 'normal.db', synchronous='NORMAL')}\n"
+        " 'SQLiteStore NORMAL': SQLiteStore(Path(d) / 'normal.db', synchronous='NORMAL'),"
+        " 'PostgresStore': PostgresStore(pg.new_database())}\n"
         "    out = {'persist one transition': b.measure(stores, b.time_saves),"
         " 'load a run of 50 messages': b.measure(stores, b.time_loads)}\n"
         "    [s.close() for s in stores.values()]\n"
@@ -155,16 +160,18 @@ def store_table(store: dict[str, dict[str, float]]) -> list[str]:
 
 
 def persist_table(persist: dict[str, Any]) -> list[str]:
-    """The Markdown table of the Agent's cost with each store."""
+    """The Markdown table of the Agent's cost with each store, and the peer's."""
     lines = [
-        "| store | µs / iteration | µs / saved event | µs / resume |",
-        "|---|---:|---:|---:|",
+        "| store | µs / iteration | durable-run ratio | µs / saved event | µs / resume |",
+        "|---|---:|---:|---:|---:|",
     ]
     for name, micros in persist["per_iteration_us"].items():
         saved = persist["per_saved_event_us"].get(name)
         resumed = persist["resume_us"].get(name)
+        ratio = persist["durable_run_ratio"][name]
         lines.append(
-            f"| {name} | {micros:,.1f} | {'' if saved is None else f'{saved:,.1f}'} | "
+            f"| {name} | {micros:,.1f} | {ratio:.2f}x | "
+            f"{'' if saved is None else f'{saved:,.1f}'} | "
             f"{'' if resumed is None else f'{resumed:,.1f}'} |"
         )
     return lines
@@ -223,7 +230,11 @@ def render(results: dict[str, Any], appendix: dict[str, str]) -> str:
         f"The Agent with a store (bench_persist.py): runs of {results['persist']['iterations']} "
         f"iterations, {results['persist']['events_per_run']} events each, every event saved "
         "with the run's snapshot; a resume is `Agent(..., store=store, run_id=run_id)` of a "
-        "finished run.",
+        "finished run. The durable-run ratio is a run's time with the store over the same "
+        "run's with none. PostgreSQL runs on a server the benchmark starts (durable: fsync and "
+        "synchronous_commit on, a Unix socket). The LangGraph rows are the peer: its own "
+        "`PostgresSaver` on the same server and workload, its ratio over the same graph "
+        "without a checkpointer, its resume a `get_state` of a finished thread.",
         "",
         *persist_table(results["persist"]),
         "",

@@ -1,24 +1,47 @@
 """Run stores: where runs persist, as snapshots plus an append-only event log.
 
 `RunStore` is the protocol; `MemoryStore` keeps runs in a dict, `SQLiteStore` in one
-durable SQLite file. See docs/persistence.md.
+durable SQLite file, `PostgresStore` in a PostgreSQL database (the ``postgres`` extra,
+imported only when used). `open_store` opens any of them by URL. See docs/persistence.md.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from agentfsm.stores.base import RunStore, RunSummary
 from agentfsm.stores.exact_replay import replay
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.snapshot import SNAPSHOT_SCHEMA_VERSION, Snapshot, ToolAnswer
 from agentfsm.stores.sqlite import SQLiteStore
+from agentfsm.stores.urls import open_store, parse_store_url, redact
+from agentfsm.stores.watch import WatchableStore
+
+if TYPE_CHECKING:
+    from agentfsm.stores.postgres import PostgresStore
 
 __all__ = [
     "SNAPSHOT_SCHEMA_VERSION",
     "MemoryStore",
+    "PostgresStore",
     "RunStore",
     "RunSummary",
     "SQLiteStore",
     "Snapshot",
     "ToolAnswer",
+    "WatchableStore",
+    "open_store",
+    "parse_store_url",
+    "redact",
     "replay",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # PostgresStore needs psycopg (the postgres extra): imported on first use only, so that
+    # `import agentfsm` never does.
+    if name == "PostgresStore":
+        from agentfsm.stores.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

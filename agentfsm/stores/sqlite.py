@@ -24,13 +24,12 @@ half-applied, on power loss; it is faster on disks where fsync is slow.
 
 from __future__ import annotations
 
-import operator
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -46,8 +45,10 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.states.events import Event
+from agentfsm.stores._items import ITEMS, Written, assemble, core_json, new_items
 from agentfsm.stores.base import RunSummary, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
+from agentfsm.stores.watch import POLL_INTERVAL, poll_events
 
 FILE_FORMAT = 2
 """The layout of the database file this agentfsm reads and writes (``PRAGMA user_version``).
@@ -86,23 +87,6 @@ _SCHEMA = (
     BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END""",
 )
 _OUR_TABLES = {"runs", "events", "items", "events_append_only"}
-_ITEMS = {"messages": "m", "trace": "t"}
-"""The snapshot's growing fields, kept as rows of ``items`` (field → kind)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Written:
-    """What this store last wrote (or read) of a run: the version and its items."""
-
-    version: int
-    items: dict[str, tuple[object, ...]]
-
-
-def _kept(before: tuple[object, ...], after: tuple[object, ...]) -> int | None:
-    """How many items of ``before`` begin ``after`` unchanged (the very same objects)."""
-    if len(after) < len(before):
-        return None
-    return len(before) if all(map(operator.is_, before, after)) else None
 
 
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
@@ -195,7 +179,7 @@ class SQLiteStore:
             except OSError as exc:
                 raise StoreError(f"cannot create the run store {str(where)!r}: {exc}") from exc
         self._lock = threading.Lock()
-        self._written: dict[str, _Written] = {}
+        self._written: dict[str, Written] = {}
         opener = connect or (_connect_read_only if read_only else _connect)
         try:
             self._conn = opener(self.path)
@@ -304,7 +288,7 @@ class SQLiteStore:
                             snapshot.seq,
                             snapshot.state,
                             snapshot.turn,
-                            snapshot.model_dump_json(exclude=set(_ITEMS)),
+                            core_json(snapshot),
                         ),
                     )
             except sqlite3.Error as exc:
@@ -323,21 +307,18 @@ class SQLiteStore:
         written = self._written.get(run_id)
         if written is not None and written.version != expected_version:
             written = None  # what we wrote is not what is stored (or the run is new)
-        for field, kind in _ITEMS.items():
-            items: tuple[Any, ...] = getattr(snapshot, field)
-            start = None if written is None else _kept(written.items[field], items)
-            if start is None:
-                conn.execute("DELETE FROM items WHERE run_id = ? AND kind = ?", (run_id, kind))
-                start = 0
+        for change in new_items(snapshot, written):
+            if change.rewrite:
+                conn.execute(
+                    "DELETE FROM items WHERE run_id = ? AND kind = ?", (run_id, change.kind)
+                )
             conn.executemany(
                 "INSERT INTO items (run_id, kind, idx, item) VALUES (?, ?, ?, ?)",
-                [(run_id, kind, i, items[i].model_dump_json()) for i in range(start, len(items))],
+                [(run_id, change.kind, n, row) for n, row in enumerate(change.rows, change.start)],
             )
 
     def _remember(self, snapshot: Snapshot) -> None:
-        self._written[snapshot.run_id] = _Written(
-            snapshot.version, {field: getattr(snapshot, field) for field in _ITEMS}
-        )
+        self._written[snapshot.run_id] = Written.of(snapshot)
 
     def load(self, run_id: str) -> Snapshot | None:
         """The run's latest snapshot, or None.
@@ -365,11 +346,10 @@ class SQLiteStore:
             raise SchemaVersionError(
                 str(self.path), run_id, schema_version, READABLE_SCHEMA_VERSIONS
             )
-        parts: dict[str, list[str]] = {kind: [] for kind in _ITEMS.values()}
+        parts: dict[str, list[str]] = {kind: [] for kind in ITEMS.values()}
         for kind, item in items:
             parts.setdefault(kind, []).append(item)
-        grown = "".join(f',"{field}":[{",".join(parts[kind])}]' for field, kind in _ITEMS.items())
-        text = f"{core.rstrip()[:-1]}{grown}}}" if core.rstrip().endswith("}") else core
+        text = assemble(core, parts)
         try:
             snapshot = Snapshot.model_validate_json(text)
         except ValidationError as exc:
@@ -434,6 +414,31 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 run_id = str(parameters[0]) if parameters else None
                 raise self._failure(exc, run_id, writing=False) from exc
+
+    def watch(
+        self,
+        run_id: str,
+        after_seq: int = 0,
+        *,
+        timeout: float | None = None,
+        interval: float = POLL_INTERVAL,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> Iterator[Event]:
+        """The run's events after ``after_seq`` as they are stored, by any process, polling by seq.
+
+        Args:
+            run_id: The run to watch (it need not exist yet).
+            after_seq: Yield only the events after this one.
+            timeout: Stop after this many seconds without a new event; None: never.
+            interval: Seconds between two reads that found nothing new.
+            sleep: Waits between reads (injected by tests).
+            clock: A monotonic clock for ``timeout`` (injected by tests).
+        """
+        return poll_events(
+            self.events, run_id, after_seq, timeout=timeout, interval=interval, sleep=sleep,
+            clock=clock,
+        )  # fmt: skip
 
     def close(self) -> None:
         """Close the connection (WAL is checkpointed by SQLite); closing twice is harmless."""

@@ -65,7 +65,7 @@ def _route(state: _Run) -> str:
     return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
 
 
-def build(checkpointer: InMemorySaver | None = None) -> Any:
+def build(checkpointer: Any = None) -> Any:
     """The compiled graph (built once, invoked per run)."""
     graph = StateGraph(_Run)
     graph.add_node("model", _model)
@@ -76,17 +76,32 @@ def build(checkpointer: InMemorySaver | None = None) -> Any:
     return graph.compile(checkpointer=checkpointer)
 
 
-def make_sync(listener: Listener, *, checkpointer: bool = False) -> Callable[[int], str]:
-    """A runner: one ``stream`` of the graph; with a checkpointer, on a thread of its own."""
-    graph = build(InMemorySaver() if checkpointer else None)
+def make_sync(
+    listener: Listener,
+    *,
+    checkpointer: bool = False,
+    saver: Any = None,
+    durability: str | None = None,
+    prefix: str = "run",
+) -> Callable[[int], str]:
+    """A runner: one ``stream`` of the graph; with a checkpointer, on a thread of its own.
+
+    ``saver`` is the checkpointer to use (an `InMemorySaver` if ``checkpointer`` and none is
+    given); ``durability`` LangGraph's (``"sync"``: each checkpoint written before the next
+    step; its default ``"async"`` writes it while the next step runs).
+    """
+    if saver is None and checkpointer:
+        saver = InMemorySaver()
+    graph = build(saver)
     threads = itertools.count()
+    options = {} if durability is None else {"durability": durability}
 
     def run(n: int) -> str:
         config: dict[str, Any] = {"recursion_limit": 2 * n + 5}
-        if checkpointer:
-            config["configurable"] = {"thread_id": f"run-{next(threads)}"}
+        if saver is not None:
+            config["configurable"] = {"thread_id": f"{prefix}-{next(threads)}"}
         start = {"messages": [HumanMessage(PROMPT)], "iterations": n}
-        for update in graph.stream(start, config, stream_mode="updates"):
+        for update in graph.stream(start, config, stream_mode="updates", **options):
             listener(update)
             last = update.get("model")
         assert last is not None

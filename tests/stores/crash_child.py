@@ -1,8 +1,9 @@
-"""A child process for the crash tests: runs or resumes the durable test agent on a SQLite file.
+"""A child process for the crash tests: runs or resumes the durable test agent on a store.
 
-``python -m tests.stores.crash_child run DB LOG RUN_ID POINT`` runs one turn and SIGKILLs
-itself at ``POINT``; ``... resume DB LOG RUN_ID`` restores the run, takes it up with
-``start()`` and prints the final conversation as JSON.
+``python -m tests.stores.crash_child run STORE LOG RUN_ID POINT`` runs one turn and SIGKILLs
+itself at ``POINT``; ``... resume STORE LOG RUN_ID`` restores the run, takes it up with
+``start()`` and prints the final conversation as JSON. ``STORE`` is a store URL
+(``sqlite:///…``, ``postgresql://…``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentfsm import Event, SQLiteStore
+from agentfsm import Event
 from agentfsm.errors import SnapshotConflictError
 from agentfsm.llm.base import ModelResponse, RetryListener
 from agentfsm.states import Message
 from agentfsm.states.json import JSONObject
-from agentfsm.stores import Snapshot
+from agentfsm.stores import RunStore, RunSummary, Snapshot
+from agentfsm.stores.urls import open_store
 from tests.stores.durable_support import agent, respond
 
 POINTS = (
@@ -40,11 +42,11 @@ def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-class KillingStore(SQLiteStore):
-    """Dies instead of saving the turn's ``complete``."""
+class KillingStore:
+    """Any store, dying instead of saving the turn's ``complete``."""
 
-    def __init__(self, path: Path, point: str) -> None:
-        super().__init__(path)
+    def __init__(self, inner: RunStore, point: str) -> None:
+        self.inner = inner
         self.point = point
 
     def save(
@@ -52,7 +54,28 @@ class KillingStore(SQLiteStore):
     ) -> None:
         if self.point == "before_final_save" and any(e.event == "complete" for e in events):
             die()
-        super().save(snapshot, events, expected_version=expected_version)
+        self.inner.save(snapshot, events, expected_version=expected_version)
+
+    def load(self, run_id: str) -> Snapshot | None:
+        return self.inner.load(run_id)
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        return self.inner.events(run_id, after_seq)
+
+    def list_runs(self) -> list[RunSummary]:
+        return self.inner.list_runs()
+
+    def delete(self, run_id: str) -> None:
+        self.inner.delete(run_id)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> KillingStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class KillingModel:
@@ -75,12 +98,12 @@ class KillingModel:
         return respond(messages, tools)
 
 
-def run(db: Path, log: Path, run_id: str, point: str) -> None:
+def run(store: str, log: Path, run_id: str, point: str) -> None:
     def on_run(line: str) -> None:
         if (point, line) in (("inside_tool", "weather:Nice"), ("inside_book", "book:Rome")):
             die()  # the side effect happened; its result will never be stored
 
-    the_agent = agent(KillingStore(db, point), run_id, log, on_run)
+    the_agent = agent(KillingStore(open_store(store), point), run_id, log, on_run)
     the_agent.model = KillingModel(point)
 
     def listener(item: object) -> None:
@@ -98,16 +121,16 @@ def run(db: Path, log: Path, run_id: str, point: str) -> None:
     sys.exit(3)
 
 
-def resume(db: Path, log: Path, run_id: str) -> None:
-    with SQLiteStore(db) as store:
+def resume(url: str, log: Path, run_id: str) -> None:
+    with open_store(url) as store:
         the_agent = agent(store, run_id, log)
         the_agent.start()
         print(json.dumps([m.model_dump(mode="json") for m in the_agent.messages]))
 
 
-def race(db: Path, log: Path, run_id: str, go: Path) -> None:
+def race(url: str, log: Path, run_id: str, go: Path) -> None:
     """Restore the run, say so, wait for ``go`` to exist, then try to take it up."""
-    with SQLiteStore(db) as store:
+    with open_store(url) as store:
         the_agent = agent(store, run_id, log)
         print(f"restored {the_agent.state}", flush=True)
         while not go.exists():
@@ -123,10 +146,10 @@ def race(db: Path, log: Path, run_id: str, go: Path) -> None:
 
 
 if __name__ == "__main__":
-    command, db, log, run_id, *rest = sys.argv[1:]
+    command, url, log, run_id, *rest = sys.argv[1:]
     if command == "run":
-        run(Path(db), Path(log), run_id, rest[0])
+        run(url, Path(log), run_id, rest[0])
     elif command == "race":
-        race(Path(db), Path(log), run_id, Path(rest[0]))
+        race(url, Path(log), run_id, Path(rest[0]))
     else:
-        resume(Path(db), Path(log), run_id)
+        resume(url, Path(log), run_id)

@@ -1,5 +1,8 @@
 """Real crashes: a child process is SIGKILLed at each boundary of a turn, another resumes it.
 
+Every test runs on each durable store: a SQLite file, and a database of the tests' own
+PostgreSQL server (the ``store_url`` fixture).
+
 After each kill the database must hold a valid history (I7) that its own log replays to
 (I10); after the resume the conversation must equal an uninterrupted run's, no completed
 tool call may have run twice, and a non-idempotent call cut short runs at most once (I11).
@@ -16,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import MemoryStore, Message, SQLiteStore, replay
+from agentfsm import MemoryStore, Message, replay
 from agentfsm.states import LoopState
+from agentfsm.stores.urls import open_store
 from agentfsm.testing import assert_history_valid
 from tests.stores.crash_child import POINTS
 from tests.stores.durable_support import agent
@@ -49,13 +53,15 @@ def ran(log: Path) -> Counter[str]:
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_a_run_killed_at_any_boundary_resumes_in_a_new_process(tmp_path: Path, point: str) -> None:
-    db, log = tmp_path / "runs.db", tmp_path / "effects.log"
+def test_a_run_killed_at_any_boundary_resumes_in_a_new_process(
+    tmp_path: Path, store_url: str, point: str
+) -> None:
+    log = tmp_path / "effects.log"
 
-    killed = child("run", str(db), str(log), RUN_ID, point)
+    killed = child("run", store_url, str(log), RUN_ID, point)
 
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    with SQLiteStore(db) as store:
+    with open_store(store_url) as store:
         stored = store.load(RUN_ID)
         assert stored is not None
         open_round = stored.loop_state in (LoopState.ACTING, LoopState.AWAITING_ACTION)
@@ -63,12 +69,12 @@ def test_a_run_killed_at_any_boundary_resumes_in_a_new_process(tmp_path: Path, p
         replay(store.events(RUN_ID), expected=stored)
         before = ran(log)
 
-    resumed = child("resume", str(db), str(log), RUN_ID)
+    resumed = child("resume", store_url, str(log), RUN_ID)
 
     assert resumed.returncode == 0, resumed.stderr
     final = tuple(Message.model_validate(m) for m in json.loads(resumed.stdout))
     after = ran(log)
-    with SQLiteStore(db) as store:
+    with open_store(store_url) as store:
         stored = store.load(RUN_ID)
         assert stored is not None
         assert stored.state == "completed"
@@ -90,9 +96,11 @@ def test_a_run_killed_at_any_boundary_resumes_in_a_new_process(tmp_path: Path, p
     assert sum(after.values()) == 3 + len(rerun)
 
 
-def test_of_two_processes_taking_up_one_paused_run_exactly_one_wins(tmp_path: Path) -> None:
-    db, log, go = tmp_path / "runs.db", tmp_path / "effects.log", tmp_path / "go"
-    with SQLiteStore(db) as store:
+def test_of_two_processes_taking_up_one_paused_run_exactly_one_wins(
+    tmp_path: Path, store_url: str
+) -> None:
+    log, go = tmp_path / "effects.log", tmp_path / "go"
+    with open_store(store_url) as store:
         paused = agent(store, RUN_ID, log)
         paused.start()
         paused.pause()
@@ -103,7 +111,7 @@ def test_of_two_processes_taking_up_one_paused_run_exactly_one_wins(tmp_path: Pa
                 "-m",
                 "tests.stores.crash_child",
                 "race",
-                str(db),
+                store_url,
                 str(log),
                 RUN_ID,
                 str(go),
@@ -126,3 +134,9 @@ def test_of_two_processes_taking_up_one_paused_run_exactly_one_wins(tmp_path: Pa
             racer.kill()
     assert results == ["conflict", "won completed"]
     assert ran(log) == Counter({"weather:Paris": 1, "book:Rome": 1, "weather:Nice": 1})
+    with open_store(store_url) as store:  # nothing of the loser is stored: one history
+        stored = store.load(RUN_ID)
+        assert stored is not None
+        assert stored.state == "completed"
+        replay(store.events(RUN_ID), expected=stored)
+        assert sum(m.role == "user" for m in stored.messages) == 1

@@ -1,0 +1,84 @@
+"""The snapshot's growing parts, stored as rows: shared by the SQL stores.
+
+A snapshot's ``messages`` and ``trace`` only grow between two saves of a run (a reset is the
+exception), so the SQL stores keep them as rows of their own and a save writes only the new
+ones: its cost does not grow with the conversation. The rest of the snapshot is one JSON
+text, to which `assemble` joins the rows back on load.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentfsm.stores.snapshot import Snapshot
+
+ITEMS = {"messages": "m", "trace": "t"}
+"""The snapshot's growing fields, kept as item rows (field → kind)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What a store last wrote (or read) of a run: its version, a stamp, and its items.
+
+    ``stamp`` is what the store wrote beside that version to recognise it as its own
+    (None where the version alone identifies it).
+    """
+
+    version: int
+    items: dict[str, tuple[object, ...]]
+    stamp: str | None = None
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, stamp: str | None = None) -> Written:
+        """What is stored once ``snapshot`` is."""
+        return cls(snapshot.version, {field: getattr(snapshot, field) for field in ITEMS}, stamp)
+
+
+def kept(before: tuple[object, ...], after: tuple[object, ...]) -> int | None:
+    """How many items of ``before`` begin ``after`` unchanged (the very same objects)."""
+    if len(after) < len(before):
+        return None
+    return len(before) if all(map(operator.is_, before, after)) else None
+
+
+@dataclass(frozen=True, slots=True)
+class NewItems:
+    """The item rows of one kind a save writes."""
+
+    kind: str
+    """``m`` (messages) or ``t`` (trace)."""
+    rewrite: bool
+    """Delete the kind's stored rows first: they are not a prefix of the new items."""
+    start: int
+    """The index of the first item to write."""
+    rows: list[str]
+    """The JSON of each item to write, from ``start`` on."""
+
+
+def new_items(snapshot: Snapshot, written: Written | None) -> list[NewItems]:
+    """The item rows ``snapshot`` needs beyond ``written`` (None: nothing known, write all)."""
+    changes = []
+    for field, kind in ITEMS.items():
+        items: tuple[Any, ...] = getattr(snapshot, field)
+        start = None if written is None else kept(written.items[field], items)
+        first = 0 if start is None else start
+        rows = [items[i].model_dump_json() for i in range(first, len(items))]
+        changes.append(NewItems(kind, start is None, first, rows))
+    return changes
+
+
+def core_json(snapshot: Snapshot) -> str:
+    """The snapshot's JSON without its item fields."""
+    return snapshot.model_dump_json(exclude=set(ITEMS))
+
+
+def assemble(core: str, parts: Mapping[str, Sequence[str]]) -> str:
+    """The whole snapshot's JSON: ``core`` with each kind's item JSONs joined back in."""
+    grown = "".join(
+        f',"{field}":[{",".join(parts.get(kind, ()))}]' for field, kind in ITEMS.items()
+    )
+    stripped = core.rstrip()
+    return f"{stripped[:-1]}{grown}}}" if stripped.endswith("}") else core

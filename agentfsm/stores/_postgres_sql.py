@@ -1,0 +1,229 @@
+"""The SQL of `PostgresStore`, and the pure steps around it, apart from any connection.
+
+Everything here is data or a pure function, so the synchronous store (psycopg's
+``Connection``) and an asynchronous twin (``AsyncConnection``) run the very same statements
+in the same order: each only adds ``await`` where a statement is sent.
+
+Schema version 1 (the ``agentfsm_schema`` table holds the version):
+
+- ``agentfsm_runs``: one row per run: its latest snapshot as JSON but for its messages and
+  trace, ``schema_version``, ``version``, ``seq``, ``state``, ``turn`` for listing, and
+  ``stamp``, a random token written with each version so a store knows a row it wrote.
+- ``agentfsm_items``: the snapshot's messages (kind ``m``) and trace entries (kind ``t``).
+- ``agentfsm_events``: the append-only event log, keyed by ``(run_id, seq)``; a trigger
+  refuses any ``UPDATE`` of it.
+- ``agentfsm_save(…)``: a whole save as one function call, so one round trip.
+
+A save sends ``pg_notify('agentfsm_events', '<run key>:<seq>')`` in its transaction, so
+watchers hear of it when (and only if) it commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from agentfsm.states.events import Event
+from agentfsm.stores._items import NewItems, core_json
+from agentfsm.stores.snapshot import Snapshot
+
+SCHEMA_VERSION = 1
+"""The version of the tables this agentfsm writes."""
+
+CHANNEL = "agentfsm_events"
+"""The LISTEN/NOTIFY channel on which saves announce new events."""
+
+TABLES = frozenset({"agentfsm_schema", "agentfsm_runs", "agentfsm_items", "agentfsm_events"})
+"""agentfsm's tables; any other table in the schema is another application's."""
+
+MIGRATION_LOCK = 0x61676E74_66736D  # pg_advisory_xact_lock key: "agntfsm"
+"""Serialises concurrent first openings of one database (only one migrates)."""
+
+SAVE_FUNCTION = """CREATE FUNCTION agentfsm_save(
+    p_run_id text, p_expected bigint, p_known_seq bigint, p_known_stamp text,
+    p_schema_version integer, p_version bigint, p_seq bigint, p_state text, p_turn bigint,
+    p_stamp text, p_snapshot text, p_event_seqs bigint[], p_events text[], p_rewrite text[],
+    p_item_kinds text[], p_item_idx integer[], p_items text[], p_notice text
+) RETURNS TABLE (outcome text, stored_version bigint, stored_seq bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    SELECT a.version, a.seq, a.stamp INTO r FROM agentfsm_runs a
+        WHERE a.run_id = p_run_id FOR UPDATE;
+    IF FOUND THEN
+        IF p_expected IS NULL OR r.version <> p_expected THEN
+            RETURN QUERY SELECT 'conflict'::text, r.version, r.seq; RETURN;
+        ELSIF r.seq <> p_known_seq THEN
+            RETURN QUERY SELECT 'invalid'::text, r.version, r.seq; RETURN;
+        ELSIF p_known_stamp IS NOT NULL AND p_known_stamp <> r.stamp THEN
+            RETURN QUERY SELECT 'stale'::text, r.version, r.seq; RETURN;
+        END IF;
+        UPDATE agentfsm_runs SET schema_version = p_schema_version, version = p_version,
+            seq = p_seq, state = p_state, turn = p_turn, stamp = p_stamp,
+            snapshot = p_snapshot
+            WHERE run_id = p_run_id;
+    ELSIF p_expected IS NOT NULL THEN
+        RETURN QUERY SELECT 'conflict'::text, NULL::bigint, 0::bigint; RETURN;
+    ELSIF p_known_seq <> 0 THEN
+        RETURN QUERY SELECT 'invalid'::text, NULL::bigint, 0::bigint; RETURN;
+    ELSE
+        INSERT INTO agentfsm_runs (run_id, schema_version, version, seq, state, turn, stamp,
+            snapshot) VALUES (p_run_id, p_schema_version, p_version, p_seq, p_state, p_turn,
+            p_stamp, p_snapshot) ON CONFLICT (run_id) DO NOTHING;
+        IF NOT FOUND THEN  -- another writer created the run since we looked
+            SELECT a.version, a.seq INTO r FROM agentfsm_runs a WHERE a.run_id = p_run_id;
+            RETURN QUERY SELECT 'conflict'::text, r.version, r.seq; RETURN;
+        END IF;
+    END IF;
+    INSERT INTO agentfsm_events (run_id, seq, event)
+        SELECT p_run_id, t.s, t.e FROM unnest(p_event_seqs, p_events) AS t(s, e);
+    IF cardinality(p_rewrite) > 0 THEN
+        DELETE FROM agentfsm_items WHERE run_id = p_run_id AND kind = ANY(p_rewrite);
+    END IF;
+    INSERT INTO agentfsm_items (run_id, kind, idx, item)
+        SELECT p_run_id, t.k, t.i, t.v FROM unnest(p_item_kinds, p_item_idx, p_items)
+        AS t(k, i, v);
+    IF p_notice IS NOT NULL THEN
+        PERFORM pg_notify('agentfsm_events', p_notice);
+    END IF;
+    RETURN QUERY SELECT 'saved'::text, p_version, p_seq;
+END $$"""
+"""A whole save in one statement (one round trip): lock the run's row, check the version,
+the seq the events follow and (for a save of only the new items) that the stored items are
+the ones the store wrote (``stamp``); then write. Any other outcome writes nothing."""
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE agentfsm_schema (
+            version integer NOT NULL
+        )""",
+        """CREATE TABLE agentfsm_runs (
+            run_id text PRIMARY KEY,
+            schema_version integer NOT NULL,
+            version bigint NOT NULL,
+            seq bigint NOT NULL,
+            state text NOT NULL,
+            turn bigint NOT NULL,
+            stamp text NOT NULL,
+            snapshot text NOT NULL
+        )""",
+        """CREATE TABLE agentfsm_items (
+            run_id text NOT NULL,
+            kind text NOT NULL,
+            idx integer NOT NULL,
+            item text NOT NULL,
+            PRIMARY KEY (run_id, kind, idx)
+        )""",
+        """CREATE TABLE agentfsm_events (
+            run_id text NOT NULL,
+            seq bigint NOT NULL,
+            event text NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )""",
+        """CREATE FUNCTION agentfsm_events_append_only() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'the event log is append-only'; END $$""",
+        """CREATE TRIGGER agentfsm_events_append_only BEFORE UPDATE ON agentfsm_events
+        FOR EACH ROW EXECUTE FUNCTION agentfsm_events_append_only()""",
+        SAVE_FUNCTION,
+    ),
+}
+"""Each schema version's statements, applied in order from the database's version + 1."""
+
+LOCK = "SELECT pg_advisory_xact_lock(%s)"
+TABLES_IN_SCHEMA = (
+    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
+)
+READ_VERSION = "SELECT version FROM agentfsm_schema"
+SET_VERSION = "UPDATE agentfsm_schema SET version = %s"
+FIRST_VERSION = "INSERT INTO agentfsm_schema (version) VALUES (%s)"
+
+SAVE = (
+    "SELECT outcome, stored_version, stored_seq FROM agentfsm_save(%s, %s::bigint, %s::bigint, "
+    "%s, %s, %s, %s, %s, %s, %s, %s, %s::bigint[], %s::text[], %s::text[], %s::text[], "
+    "%s::integer[], %s::text[], %s)"
+)
+SELECT_RUN = "SELECT version, seq FROM agentfsm_runs WHERE run_id = %s"
+SELECT_STAMP = "SELECT version, stamp FROM agentfsm_runs WHERE run_id = %s"
+
+LOAD = (
+    "SELECT schema_version, snapshot, stamp, "
+    "ARRAY(SELECT item FROM agentfsm_items i WHERE i.run_id = r.run_id AND i.kind = 'm' "
+    "ORDER BY idx), "
+    "ARRAY(SELECT item FROM agentfsm_items i WHERE i.run_id = r.run_id AND i.kind = 't' "
+    "ORDER BY idx) "
+    "FROM agentfsm_runs r WHERE r.run_id = %s"
+)
+EVENTS = "SELECT event FROM agentfsm_events WHERE run_id = %s AND seq > %s ORDER BY seq"
+LIST_RUNS = "SELECT run_id, state, turn, seq, version FROM agentfsm_runs ORDER BY run_id"
+DELETE_RUN = (
+    "DELETE FROM agentfsm_events WHERE run_id = %s",
+    "DELETE FROM agentfsm_items WHERE run_id = %s",
+    "DELETE FROM agentfsm_runs WHERE run_id = %s",
+)
+LISTEN = f"LISTEN {CHANNEL}"
+
+Row = tuple[object, ...]
+
+
+def save_arguments(
+    snapshot: Snapshot,
+    events: Sequence[Event],
+    changes: Sequence[NewItems],
+    *,
+    expected_version: int | None,
+    known_seq: int,
+    known_stamp: str | None,
+    stamp: str,
+) -> Row:
+    """SAVE's arguments: the run's new row, its events and item rows, and what is expected.
+
+    ``known_seq`` is the seq the stored run must have. ``known_stamp`` is the stamp of the
+    stored items ``changes`` continue (None when they rewrite every kind): the save is
+    refused as stale if another store wrote since.
+    """
+    run_id = snapshot.run_id
+    kinds, indexes, items = [], [], []
+    for change in changes:
+        for n, item in enumerate(change.rows, change.start):
+            kinds.append(change.kind)
+            indexes.append(n)
+            items.append(item)
+    return (
+        run_id,
+        expected_version,
+        known_seq,
+        known_stamp,
+        snapshot.schema_version,
+        snapshot.version,
+        snapshot.seq,
+        snapshot.state,
+        snapshot.turn,
+        stamp,
+        core_json(snapshot),
+        [e.seq for e in events],
+        [e.model_dump_json() for e in events],
+        [change.kind for change in changes if change.rewrite],
+        kinds,
+        indexes,
+        items,
+        notice(run_id, events[-1].seq) if events else None,
+    )
+
+
+def run_key(run_id: str) -> str:
+    """A short, fixed-length key of ``run_id`` for notifications (whose payload is bounded)."""
+    return hashlib.sha256(run_id.encode()).hexdigest()[:32]
+
+
+def notice(run_id: str, seq: int) -> str:
+    """The payload announcing that ``run_id``'s events up to ``seq`` are stored."""
+    return f"{run_key(run_id)}:{seq}"
+
+
+def parse_notice(payload: str) -> tuple[str, int]:
+    """The run key and seq of a notification's payload (seq 0 if it is not one of ours)."""
+    key, _, seq = payload.partition(":")
+    return key, int(seq) if seq.isdigit() else 0

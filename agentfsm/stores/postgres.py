@@ -1,0 +1,383 @@
+"""`PostgresStore`: a `RunStore` in a PostgreSQL database, shared by many processes.
+
+Built on psycopg 3 and its connection pool (the ``postgres`` extra). The layout, the
+migration and every statement live in ``agentfsm.stores._postgres_sql``; this module runs
+them on psycopg's synchronous API, the one the Agent calls today.
+
+- **A save is one transaction, in one round trip**: a call of the ``agentfsm_save``
+  function the migration creates. It locks the run's row (``SELECT … FOR UPDATE``), checks
+  the stored version against ``expected_version`` (`SnapshotConflictError` otherwise) and
+  the seq the events follow (`InvalidSaveError`), then appends the events, the snapshot's
+  new messages and trace entries, the run's row and a notification. Writers of one run, in
+  any process, are serialised by the row lock; a new run is created by an
+  ``INSERT … ON CONFLICT DO NOTHING``, so of two creators one finds the other's row.
+- **Durability** is PostgreSQL's: a committed save survives the death of the client at once,
+  and with the server's defaults (``synchronous_commit=on``, ``fsync=on``) a crash of the
+  server or the machine.
+- **The schema is versioned.** An empty database gets agentfsm's tables from an explicit
+  migration (under an advisory lock, so concurrent first openers do not race); a database
+  of a newer schema version, or holding another application's tables, is refused untouched.
+- **A lost connection** during a save is resolved: the save's stamp, read back, says whether
+  it committed before the connection went (then `save` returns as if nothing happened).
+- **Watching.** `PostgresStore.watch` LISTENs before it reads, so it misses nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+from pydantic import ValidationError
+
+from agentfsm.errors import (
+    InvalidSaveError,
+    SchemaVersionError,
+    SnapshotConflictError,
+    StoreCorruptError,
+    StoreError,
+    StoreWriteError,
+)
+from agentfsm.states.events import Event
+from agentfsm.stores import _postgres_sql as sql
+from agentfsm.stores._items import Written, assemble, new_items
+from agentfsm.stores.base import RunSummary, check_save
+from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
+from agentfsm.stores.urls import redact, scrub
+
+
+class PostgresStore:
+    """Keeps runs in a PostgreSQL database: durable, atomic, shared by many processes.
+
+    Args:
+        url: The database, as a libpq URL (``postgresql://user:password@host:5432/db``) or
+            key=value string. Its password never appears in the store's ``repr``, ``url``,
+            errors or log lines.
+        create: Create agentfsm's tables if the database is empty (the migration to the
+            current schema version); with False an empty database is an error and is left
+            empty.
+        max_size: The most connections the store's pool opens (threads beyond wait).
+        timeout: Seconds to wait for a pooled connection before a call fails.
+        check_connections: Check each pooled connection before use (one round trip), so
+            that after the server restarts or drops connections no call fails; with False
+            each lost connection fails one call (with nothing written) and is replaced.
+
+    Raises:
+        StoreError: The database cannot be reached, or (``create=False``) is empty.
+        StoreCorruptError: The database holds another application's tables.
+        SchemaVersionError: Its agentfsm schema is of a version this agentfsm does not know.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        create: bool = True,
+        max_size: int = 8,
+        timeout: float = 30.0,
+        check_connections: bool = True,
+    ) -> None:
+        self.url = redact(url)
+        """Where the runs are, its password masked."""
+        self._conninfo = url
+        self._lock = threading.Lock()
+        self._written: dict[str, Written] = {}
+        self._closed = False
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:  # direct: its error is clear
+                self._prepare(conn, create)
+        except psycopg.Error as exc:
+            # not chained: a driver's message about a malformed URL may quote it whole
+            raise StoreError(
+                f"cannot open the run store {self.url!r}: {scrub(str(exc), url)}"
+            ) from None
+        self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True},
+            check=ConnectionPool.check_connection if check_connections else None,
+            name="agentfsm-store",
+            open=True,
+        )
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r})"
+
+    def _prepare(self, conn: psycopg.Connection[tuple[Any, ...]], create: bool) -> None:
+        """Check the database is agentfsm's (or empty), and migrate it to SCHEMA_VERSION."""
+        with conn.transaction():
+            conn.execute(sql.LOCK, (sql.MIGRATION_LOCK,))
+            names = {row[0] for row in conn.execute(sql.TABLES_IN_SCHEMA)}
+            if "agentfsm_schema" in names:
+                self._check_version(conn, names)
+                return
+            if names:
+                raise StoreCorruptError(
+                    self.url,
+                    "the database holds another application's tables "
+                    f"({sorted(names)!r}) and no agentfsm store; give agentfsm a database of "
+                    "its own, or a schema of its own (?options=-csearch_path%3Dagentfsm)",
+                )
+            if not create:
+                raise StoreError(
+                    f"there is no run store in {self.url!r}: the database is empty (it was "
+                    "left so; open it with create=True to make one)"
+                )
+            self._migrate(conn, 0)
+            conn.execute(sql.FIRST_VERSION, (sql.SCHEMA_VERSION,))
+
+    def _check_version(self, conn: psycopg.Connection[tuple[Any, ...]], names: set[str]) -> None:
+        rows = conn.execute(sql.READ_VERSION).fetchall()
+        if len(rows) != 1:
+            raise StoreCorruptError(self.url, f"agentfsm_schema has {len(rows)} rows, expected 1")
+        version = int(rows[0][0])
+        if not 1 <= version <= sql.SCHEMA_VERSION:
+            raise SchemaVersionError(self.url, None, version, (sql.SCHEMA_VERSION,))
+        if version == sql.SCHEMA_VERSION and sql.TABLES - names:
+            raise StoreCorruptError(
+                self.url, f"agentfsm's tables {sorted(sql.TABLES - names)!r} are missing"
+            )
+        if version < sql.SCHEMA_VERSION:  # pragma: no cover - one schema version so far
+            self._migrate(conn, version)
+            conn.execute(sql.SET_VERSION, (sql.SCHEMA_VERSION,))
+
+    @staticmethod
+    def _migrate(conn: psycopg.Connection[tuple[Any, ...]], version: int) -> None:
+        for step in range(version + 1, sql.SCHEMA_VERSION + 1):
+            for statement in sql.MIGRATIONS[step]:
+                conn.execute(statement)  # our own literal SQL
+
+    def _failure(self, exc: psycopg.Error, run_id: str | None, writing: bool) -> StoreError:
+        detail = scrub(str(exc).strip(), self._conninfo)
+        if (exc.sqlstate or "").startswith("XX"):  # data or index corrupted, internal error
+            return StoreCorruptError(self.url, f"the database reports damage ({detail})", run_id)
+        if writing and run_id is not None:
+            return StoreWriteError(run_id, self.url, detail)
+        return StoreError(f"cannot use the run store {self.url!r}: {detail}")
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        """Append ``events`` and store ``snapshot`` in one transaction (see `RunStore.save`)."""
+        run_id = snapshot.run_id
+        try:
+            check_save(snapshot, events, expected_version, _follows(snapshot, events))
+        except InvalidSaveError:
+            self._refuse(snapshot, events, expected_version)
+            raise  # pragma: no cover - what fails here fails against the stored seq too
+        with self._lock:
+            written = self._written.get(run_id)
+        if written is not None and written.version != expected_version:
+            written = None  # what this store wrote is not what the save continues
+        stamp = uuid.uuid4().hex
+        try:
+            outcome, actual, stored_seq = self._save(
+                snapshot, events, expected_version, written, stamp
+            )
+            if outcome == "stale":  # another store wrote that version: write every item
+                outcome, actual, stored_seq = self._save(
+                    snapshot, events, expected_version, None, stamp
+                )
+        except psycopg.OperationalError as exc:
+            # The connection failed: the commit may have happened before it did. The stamp,
+            # unique to this save, says whether it did.
+            if not self._committed(snapshot, stamp):
+                self._forget(run_id)
+                raise self._failure(exc, run_id, writing=True) from exc
+            outcome = "saved"
+        except psycopg.Error as exc:
+            self._forget(run_id)
+            raise self._failure(exc, run_id, writing=True) from exc
+        if outcome == "conflict":
+            self._forget(run_id)
+            raise SnapshotConflictError(run_id, expected_version, actual)
+        if outcome == "invalid":
+            self._forget(run_id)
+            check_save(snapshot, events, expected_version, stored_seq)
+        with self._lock:
+            self._written[run_id] = Written.of(snapshot, stamp)
+
+    def _save(
+        self,
+        snapshot: Snapshot,
+        events: Sequence[Event],
+        expected_version: int | None,
+        written: Written | None,
+        stamp: str,
+    ) -> tuple[str, int | None, int]:
+        """One call of the save function: its outcome, the stored version and seq."""
+        arguments = sql.save_arguments(
+            snapshot,
+            events,
+            new_items(snapshot, written),
+            expected_version=expected_version,
+            known_seq=_follows(snapshot, events),
+            known_stamp=None if written is None else written.stamp,
+            stamp=stamp,
+        )
+        with self._pool.connection() as conn:
+            row = conn.execute(sql.SAVE, arguments).fetchone()
+        if row is None:  # pragma: no cover - the function always returns one row
+            raise psycopg.ProgrammingError("agentfsm_save returned no row")
+        return str(row[0]), row[1], int(row[2])
+
+    def _committed(self, snapshot: Snapshot, stamp: str) -> bool:
+        """Whether the save of ``snapshot`` stamped ``stamp`` is stored (False if unknown)."""
+        try:
+            rows = self._read(sql.SELECT_STAMP, snapshot.run_id)
+        except StoreError:
+            return False
+        return bool(rows) and tuple(rows[0]) == (snapshot.version, stamp)
+
+    def _refuse(
+        self, snapshot: Snapshot, events: Sequence[Event], expected_version: int | None
+    ) -> None:
+        """Raise the conflict, if any, or what does not continue the stored run, if so."""
+        rows = self._read(sql.SELECT_RUN, snapshot.run_id)
+        actual, stored_seq = (None, 0) if not rows else rows[0]
+        if actual != expected_version:
+            raise SnapshotConflictError(snapshot.run_id, expected_version, actual)
+        check_save(snapshot, events, expected_version, stored_seq)
+
+    def _forget(self, run_id: str) -> None:
+        with self._lock:
+            self._written.pop(run_id, None)
+
+    def _read(self, statement: str, *parameters: str | int) -> list[tuple[Any, ...]]:
+        try:
+            with self._pool.connection() as conn:
+                return conn.execute(statement, parameters).fetchall()
+        except psycopg.Error as exc:
+            run_id = str(parameters[0]) if parameters else None
+            raise self._failure(exc, run_id, writing=False) from exc
+
+    def load(self, run_id: str) -> Snapshot | None:
+        """The run's latest snapshot, or None.
+
+        Raises:
+            SchemaVersionError: The snapshot was written by a newer agentfsm.
+            StoreCorruptError: The snapshot cannot be read.
+        """
+        rows = self._read(sql.LOAD, run_id)  # one statement: one committed state
+        if not rows:
+            return None
+        schema_version, core, stamp, messages, trace = rows[0]
+        if schema_version not in READABLE_SCHEMA_VERSIONS:
+            raise SchemaVersionError(self.url, run_id, schema_version, READABLE_SCHEMA_VERSIONS)
+        try:
+            snapshot = Snapshot.model_validate_json(assemble(core, {"m": messages, "t": trace}))
+        except ValidationError as exc:
+            raise StoreCorruptError(
+                self.url, f"its snapshot is not a valid Snapshot ({exc})", run_id
+            ) from exc
+        with self._lock:
+            self._written[run_id] = Written.of(snapshot, stamp)
+        return snapshot
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """The run's events after ``after_seq``, in order.
+
+        Raises:
+            StoreCorruptError: An event cannot be read.
+        """
+        rows = self._read(sql.EVENTS, run_id, after_seq)
+        try:
+            return [Event.model_validate_json(row[0]) for row in rows]
+        except ValidationError as exc:
+            raise StoreCorruptError(
+                self.url, f"an event is not a valid Event ({exc})", run_id
+            ) from exc
+
+    def list_runs(self) -> list[RunSummary]:
+        """Every stored run, ordered by run id."""
+        return [RunSummary(*row) for row in self._read(sql.LIST_RUNS)]
+
+    def delete(self, run_id: str) -> None:
+        """Remove the run and its events, in one transaction; no error if it is not stored."""
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                for statement in sql.DELETE_RUN:
+                    conn.execute(statement, (run_id,))
+        except psycopg.Error as exc:
+            raise self._failure(exc, run_id, writing=True) from exc
+        finally:
+            self._forget(run_id)
+
+    def watch(
+        self, run_id: str, after_seq: int = 0, *, timeout: float | None = None
+    ) -> Iterator[Event]:
+        """The run's events after ``after_seq`` as they are stored, by any process.
+
+        It LISTENs on its own connection first, then reads what is stored, then reads again
+        at each notification of the run: an event committed at any moment is yielded
+        exactly once, in order.
+
+        Args:
+            run_id: The run to watch (it need not exist yet).
+            after_seq: Yield only events after this one.
+            timeout: Stop after this many seconds without a new event; None: never stop
+                (close the generator, or break out of the loop, to stop watching).
+
+        Raises:
+            StoreError: The database cannot be reached.
+        """
+        key = sql.run_key(run_id)
+        try:
+            listener = psycopg.connect(self._conninfo, autocommit=True)
+            listener.execute(sql.LISTEN)
+        except psycopg.Error as exc:
+            raise self._failure(exc, run_id, writing=False) from None
+        with listener:
+            last = after_seq
+            while True:
+                for event in self.events(run_id, last):
+                    yield event
+                    last = event.seq
+                deadline = None if timeout is None else time.monotonic() + timeout
+                if not _wait(listener, key, last, deadline):
+                    return
+
+    def close(self) -> None:
+        """Close the pool's connections; closing twice is harmless."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _follows(snapshot: Snapshot, events: Sequence[Event]) -> int:
+    """The seq the stored run must have for this save to continue it."""
+    return events[0].seq - 1 if events else snapshot.seq
+
+
+def _wait(
+    listener: psycopg.Connection[tuple[Any, ...]], key: str, last: int, deadline: float | None
+) -> bool:
+    """Wait for a notification of events of the run ``key`` after ``last``; False: timed out."""
+    while True:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return False
+        for note in listener.notifies(timeout=remaining, stop_after=1):
+            notified, seq = sql.parse_notice(note.payload)
+            if notified == key and seq > last:
+                return True

@@ -1,0 +1,166 @@
+"""Stores named by URL: `open_store` and the redaction that keeps credentials out of sight.
+
+=================================  =========================================================
+``memory:``                        a `MemoryStore` (nothing persists)
+``sqlite:///runs.db``              a `SQLiteStore` at ``runs.db``, relative to the working
+                                   directory (three slashes, then the path)
+``sqlite:////var/lib/runs.db``     an absolute path (four slashes)
+``sqlite:///runs.db?synchronous=NORMAL``  the durability level (``FULL`` by default)
+``postgresql://user:pw@host/db``   a `PostgresStore` (``postgres://`` too); every libpq
+                                   parameter may follow as a query (``?sslmode=require``)
+a plain path (``runs.db``)         a `SQLiteStore` at that path
+=================================  =========================================================
+
+A password in a URL (``user:pw@`` or ``?password=``) never appears in a store's ``repr``, in
+an error or a log line of agentfsm's: `redact` replaces it with ``***`` everywhere a store
+shows where it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from agentfsm.errors import StoreURLError
+from agentfsm.stores.base import RunStore
+from agentfsm.stores.memory import MemoryStore
+from agentfsm.stores.sqlite import SQLiteStore
+
+SCHEMES = ("memory:", "sqlite:///", "postgresql://", "postgres://")
+"""The URL forms `open_store` accepts (besides a plain path)."""
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+# A password in a URL's user info, in a ``password=`` query parameter, or in a libpq
+# key=value string (quoted or not).
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*:)([^@/?#]*)(@)")
+_PARAMETER = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)", re.IGNORECASE)
+MASK = "***"
+"""What stands for a password."""
+
+
+def redact(url: str) -> str:
+    """``url`` with any password in it replaced by ``***``.
+
+    Args:
+        url: A store URL or libpq connection string, with or without credentials.
+    """
+    return _PARAMETER.sub(rf"\g<1>{MASK}", _USERINFO.sub(rf"\g<1>{MASK}\g<3>", url))
+
+
+def secrets_of(url: str) -> list[str]:
+    """The passwords written in ``url`` (as written and decoded), longest first."""
+    found: set[str] = set()
+    match = _USERINFO.match(url)
+    if match and match.group(2):
+        found |= {match.group(2), unquote(match.group(2))}
+    for value in (m.group(2) for m in _PARAMETER.finditer(url)):
+        stripped = value.strip("'")
+        found |= {v for v in (value, stripped, unquote(stripped)) if v}
+    return sorted(found, key=len, reverse=True)
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` (say a driver's error message) with every password of ``url`` masked."""
+    for secret in secrets_of(url):
+        text = text.replace(secret, MASK)
+    return redact(text)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreURL:
+    """A parsed store URL: which store, and where."""
+
+    kind: Literal["memory", "sqlite", "postgresql"]
+    """The store it names."""
+    target: str
+    """The SQLite file's path, or the PostgreSQL connection URL (with its credentials)."""
+    synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    """SQLite's durability level."""
+
+    def __repr__(self) -> str:
+        return f"StoreURL(kind={self.kind!r}, target={redact(self.target)!r})"
+
+
+def _refused(url: str, problem: str) -> StoreURLError:
+    return StoreURLError(redact(url), problem, SCHEMES)
+
+
+def parse_store_url(url: str | os.PathLike[str]) -> StoreURL:
+    """What ``url`` names (see the module docstring), without opening anything.
+
+    Args:
+        url: A store URL, or a plain path to a SQLite file.
+
+    Raises:
+        StoreURLError: An unknown scheme, or a URL of a known scheme that says no place.
+    """
+    text = os.fspath(url)
+    match = _SCHEME.match(text)
+    if match is None:  # a plain path (or a drive letter, which is one character)
+        if not text:
+            raise _refused(text, "it is empty")
+        return StoreURL("sqlite", text)
+    scheme = match.group(1).lower()
+    if scheme == "memory":
+        if text[len("memory:") :]:
+            raise _refused(text, "'memory:' takes nothing after the colon")
+        return StoreURL("memory", "")
+    if scheme in ("postgresql", "postgres"):
+        return StoreURL("postgresql", text)
+    if scheme == "sqlite":
+        return _sqlite(text)
+    raise _refused(text, f"the scheme {scheme!r} is not a store agentfsm knows")
+
+
+def _sqlite(text: str) -> StoreURL:
+    if not text.lower().startswith("sqlite:///"):
+        raise _refused(text, "a SQLite URL is sqlite:/// followed by the file's path")
+    parts = urlsplit(text)
+    path = unquote(text[len("sqlite:///") :].split("?", 1)[0])
+    if not path:
+        raise _refused(text, "it names no file after sqlite:///")
+    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    level = options.pop("synchronous", "FULL").upper()
+    if options:
+        raise _refused(
+            text,
+            f"unknown option(s) {sorted(options)!r}; a SQLite URL takes 'synchronous'",
+        )
+    if level not in ("FULL", "NORMAL"):
+        raise _refused(text, f"synchronous={level!r}; expected FULL or NORMAL")
+    return StoreURL("sqlite", path, "FULL" if level == "FULL" else "NORMAL")
+
+
+def open_store(url: str | os.PathLike[str], *, create: bool = True) -> RunStore:
+    """Open the store ``url`` names (``memory:``, ``sqlite:///PATH``, ``postgresql://…``).
+
+    A plain path names a SQLite file. PostgreSQL needs the ``postgres`` extra
+    (``pip install 'agentfsm[postgres]'``).
+
+    Args:
+        url: Where the runs are (see the module docstring).
+        create: Make the store if there is none yet (a SQLite file, or agentfsm's tables in
+            an empty PostgreSQL database); with False a missing store is an error and
+            nothing is created.
+
+    Raises:
+        StoreURLError: ``url`` names no store agentfsm knows, or (with ``create=False``) a
+            store that does not exist.
+        StoreError: The store cannot be opened (see each store).
+    """
+    where = parse_store_url(url)
+    if where.kind == "memory":
+        return MemoryStore()
+    if where.kind == "sqlite":
+        path = Path(where.target)
+        if not create and (not path.is_file() or path.stat().st_size == 0):
+            problem = "the file is empty" if path.is_file() else "no such file"
+            raise _refused(os.fspath(url), f"there is no store there ({problem})")
+        return SQLiteStore(path, synchronous=where.synchronous)
+    from agentfsm.stores.postgres import PostgresStore  # the postgres extra, when asked for
+
+    return PostgresStore(where.target, create=create)
