@@ -15,6 +15,7 @@ from agentfsm.fsm.lifecycle import RunLifecycle
 from agentfsm.fsm.turnloop import TurnLoop
 from agentfsm.states.names import MachineName
 from agentfsm.states.tables import TABLES, MachineTable
+from agentfsm.verify.diagram import Counterexample, Step
 from agentfsm.verify.domains import Domains, default_domains
 from agentfsm.verify.explore import Explorer
 from agentfsm.verify.properties import (
@@ -26,10 +27,8 @@ from agentfsm.verify.properties import (
 )
 from agentfsm.verify.report import (
     PROPERTIES,
-    Counterexample,
     PropertyResult,
     Status,
-    Step,
     VerificationReport,
 )
 
