@@ -9,9 +9,11 @@ from typing import Literal
 from agentfsm.fsm.compiled import CompiledMachine
 from agentfsm.verify.diagram import Counterexample, counterexample_dot, write_diagram
 
-Status = Literal["pass", "fail", "unknown"]
+Status = Literal["pass", "fail", "warn", "unknown"]
 """``pass``: proved over every reachable configuration; ``fail``: a counterexample was
-found; ``unknown``: the exploration stopped early, so it was neither proved nor refuted."""
+found; ``warn``: a warning property (`WARNINGS`) found something, and the verification was
+not strict; ``unknown``: the exploration stopped early, so it was neither proved nor
+refuted."""
 
 Edge = tuple[str, str, str, str]
 """A transition: (machine, event, source, target)."""
@@ -22,14 +24,28 @@ PROPERTIES: dict[str, str] = {
     "that needs no answer",
     "I3": "every state of both machines is reachable",
     "I4": "an event with no enabled transition raises IllegalTransitionError and changes nothing",
+    "I5": "turn grows by exactly one per submit that starts a turn, and never otherwise",
+    "I6": "in requires_action, on the Agent's paths, the pending ids are distinct, not none, "
+    "and calls of the need_action that entered it",
     "I8": "iteration <= max_iterations",
     "determinism": "at most one transition is enabled for any state, event and inputs",
     "bounded-loop": "every TurnLoop path ends in a final state: no loop cycle without a "
     "new iteration, no loop state that cannot end",
-    "conformance": "every transition taken is a row of the spec table whose guard holds",
+    "conformance": "the machines take exactly the spec table's edge (its first row whose "
+    "guard holds) for every event, from every state, and none it has no row for",
+    "effects": "after every transition the data is what the effect table says (every "
+    "other field unchanged)",
+    "exceptions": "no guard, effect or enter action raises on any explored input",
+    "varied": "every field a guard or effect reads is part of a configuration and takes more "
+    "than one value in the exploration",
+    "agent-coverage": "every declared transition is taken on a path the Agent can produce",
     "finite": "the exploration ended: every reachable configuration was expanded",
 }
 """Every property the verifier checks, in report order, with what it means."""
+
+WARNINGS: frozenset[str] = frozenset({"varied", "agent-coverage"})
+"""The properties that only warn (status ``warn``) unless the verification is strict: they
+say that a pass proves less than it seems, not that a machine is wrong."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +107,18 @@ class VerificationReport:
 
     @property
     def ok(self) -> bool:
-        """True when every property was proved."""
-        return all(result.passed for result in self.properties)
+        """True when every property was proved, or only warns (`WARNINGS`, not strict)."""
+        return not self.failures
 
     @property
     def failures(self) -> tuple[PropertyResult, ...]:
-        """The properties that did not pass."""
-        return tuple(result for result in self.properties if not result.passed)
+        """The properties that failed, or are unknown."""
+        return tuple(r for r in self.properties if r.status in ("fail", "unknown"))
+
+    @property
+    def warnings(self) -> tuple[PropertyResult, ...]:
+        """The warning properties that found something (status ``warn``)."""
+        return tuple(r for r in self.properties if r.status == "warn")
 
     def __getitem__(self, name: str) -> PropertyResult:
         for result in self.properties:
@@ -127,8 +148,10 @@ class VerificationReport:
 
     def __str__(self) -> str:
         verdict = "all properties hold" if self.ok else f"{len(self.failures)} failed"
+        if self.warnings:
+            verdict += f", {len(self.warnings)} warned"
         parts = [f"agentfsm verify: {self.run} and {self.loop}: {verdict}", self.table()]
-        parts += [str(r.counterexample) for r in self.failures if r.counterexample]
+        parts += [str(r.counterexample) for r in self._found() if r.counterexample]
         return "\n\n".join(parts)
 
     def dot(self, name: str | None = None) -> str:
@@ -153,15 +176,18 @@ class VerificationReport:
         """
         target = Path(path)
         written: list[Path] = []
-        with_examples = [r for r in self.failures if r.counterexample is not None]
+        with_examples = [r for r in self._found() if r.counterexample is not None]
         for number, result in enumerate(with_examples):
             where = target.with_name(f"{target.stem}.{result.name}{target.suffix}")
             where = target if number == 0 else where
             written += write_diagram(self.dot(result.name), where)
         return written
 
+    def _found(self) -> tuple[PropertyResult, ...]:
+        return self.failures + self.warnings
+
     def _counterexample(self, name: str | None) -> Counterexample:
-        results = self.failures if name is None else (self[name],)
+        results = self._found() if name is None else (self[name],)
         for result in results:
             if result.counterexample is not None:
                 return result.counterexample

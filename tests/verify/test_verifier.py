@@ -84,12 +84,19 @@ def test_report_writes_no_diagram_when_nothing_failed(
 def test_each_failure_gets_its_own_diagram_file(tmp_path: Path) -> None:
     build, _ = MUTANTS["loop_that_does_not_count"]
     report = verify(*build(), max_iterations=1)
-    assert {r.name for r in report.failures} == {"I3", "bounded-loop"}
+    assert [r.name for r in report.failures] == ["I3", "bounded-loop", "effects"]
+    assert [r.name for r in report.warnings] == ["varied", "agent-coverage"]
 
     written = report.write_dot(tmp_path / "cex.dot")
 
     dots = sorted(p.name for p in written if p.suffix == ".dot")
-    assert dots == ["cex.bounded-loop.dot", "cex.dot"]
+    assert dots == [
+        "cex.agent-coverage.dot",
+        "cex.bounded-loop.dot",
+        "cex.dot",
+        "cex.effects.dot",
+        "cex.varied.dot",
+    ]
     assert (tmp_path / "cex.dot").read_text().count('xlabel="never reached"') == 1
     assert "the loop can go round forever" in (tmp_path / "cex.bounded-loop.dot").read_text()
     svgs = [p for p in written if p.suffix == ".svg"]
@@ -192,10 +199,6 @@ def _review_required(model: ReviewedData, **_: object) -> bool:
     return model.review_required
 
 
-def _no_review(model: ReviewedData, **_: object) -> bool:
-    return not model.review_required
-
-
 def reviewed_loop(*, counted: bool) -> type[Any]:
     """TurnLoop plus ``reviewing``: a finished round waits for a reviewer's ``approve``.
 
@@ -227,12 +230,14 @@ def reviewed_loop(*, counted: bool) -> type[Any]:
         | thinking.to(awaiting_input, cond=g.asks_user_only)
         | thinking.to(acting, cond=g.may_run_now),
         "model_failed": thinking.to(errored),
-        "resolved": awaiting_action.to(acting, cond=g.decides_every_pending_call)
-        | awaiting_input.to(acting, cond=g.decides_every_pending_call),
+        "resolved": awaiting_action.to(
+            acting, cond=g.decides_every_pending_call, on=fx.clear_pending
+        )
+        | awaiting_input.to(acting, cond=g.decides_every_pending_call, on=fx.clear_pending),
         "review": acting.to(reviewing, cond=_review_required),
         "approve": approve,
-        "tools_finished": acting.to(thinking, cond=[_no_review, g.below_max_iterations])
-        | acting.to(exhausted, cond=[_no_review, g.at_max_iterations]),
+        "tools_finished": acting.to(thinking, cond=g.below_max_iterations)
+        | acting.to(exhausted, cond=g.at_max_iterations),
         "abort": thinking.to(aborted)
         | acting.to(aborted)
         | reviewing.to(aborted)
