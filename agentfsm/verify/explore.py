@@ -221,10 +221,11 @@ class Explorer:
                     self._vary(nid, side, by_environment, candidates or ())
 
     def _unknown(self, nid: int, side: Side, state: str, event: str, data: RunData) -> None:
-        # An event of this machine is refused in every configuration without an edge of it.
-        # One the machine has nowhere (the other machine's) is refused by the table lookup
-        # before any data is read, so one configuration per state stands for all of them.
-        if event in side.own or (state, event) not in side.foreign_checked:
+        # An event with no edge out of this state (the other machine's, or one of this
+        # machine's from other states) is refused by the table lookup before any data is
+        # read, so the first configuration of each state (breadth first: the one with the
+        # shortest path) stands for all of them.
+        if (state, event) not in side.foreign_checked:
             side.foreign_checked.add((state, event))
             self._refuse(nid, side, side.bare[event], data)
 
@@ -515,8 +516,7 @@ class Explorer:
             return  # an edge the spec does not govern: its effects are the extension's own
         wanted = expected(side.effects, move.event, source, target, data, move.arguments)
         fields = [f for f in self._fields if f != side.compiled.state_field]
-        before = {f: getattr(data, f) for f in fields}
-        wrong = effect_mismatch(fields, before, work, wanted)
+        wrong = effect_mismatch(fields, data, work, wanted)
         if wrong is not None:
             self._violate(
                 "effects", nid, mid, target, f"{move.event!r} {source} → {target} left {wrong}"

@@ -77,7 +77,7 @@ class Side:
     own: frozenset[str] = frozenset()
     """The events this machine has a transition for, in some state."""
     foreign_checked: set[tuple[str, str]] = field(default_factory=set)
-    """(state, event) pairs of other events already checked to be refused."""
+    """(state, event) pairs with no edge, already checked to be refused."""
     spec: dict[tuple[str, str], tuple[tuple[str, str | None, Guard | None], ...]] = field(
         default_factory=dict
     )

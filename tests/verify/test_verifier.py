@@ -82,8 +82,7 @@ def test_report_writes_no_diagram_when_nothing_failed(
 
 
 def test_each_failure_gets_its_own_diagram_file(tmp_path: Path) -> None:
-    build, _ = MUTANTS["loop_that_does_not_count"]
-    report = verify(*build(), max_iterations=1)
+    report = verify(*MUTANTS["loop_that_does_not_count"].build(), max_iterations=1)
     assert [r.name for r in report.failures] == ["I3", "bounded-loop", "effects"]
     assert [r.name for r in report.warnings] == ["varied", "agent-coverage"]
 
@@ -104,9 +103,7 @@ def test_each_failure_gets_its_own_diagram_file(tmp_path: Path) -> None:
 
 
 def test_without_conformance_a_missing_guard_on_complete_goes_unnoticed() -> None:
-    build, _ = MUTANTS["complete_without_guard"]
-
-    report = verify(*build(), max_iterations=1, spec=None)
+    report = verify(*MUTANTS["complete_without_guard"].build(), max_iterations=1, spec=None)
 
     assert report.ok  # only the spec tables say complete waits for the loop's outcome
 
