@@ -20,6 +20,7 @@ from agentfsm.verify.domains import (
 from agentfsm.verify.log_check import Divergence, DivergenceKind, LogCheck, check_log
 from agentfsm.verify.report import (
     PROPERTIES,
+    WARNINGS,
     PropertyResult,
     Status,
     VerificationReport,
@@ -28,6 +29,7 @@ from agentfsm.verify.verifier import load_class, verify
 
 __all__ = [
     "PROPERTIES",
+    "WARNINGS",
     "Arguments",
     "Counterexample",
     "Divergence",
