@@ -103,7 +103,7 @@ def test_the_property_can_fail_on_an_effect_the_table_does_not_allow() -> None:
     after = RunData("r", state="failed", reason="cancelled")
 
     wanted = expected(
-        TABLES[compiled.name].effects, "expire", "requires_action", "failed", before, {}
+        TABLES[MachineName.RUN].effects, "expire", "requires_action", "failed", before, {}
     )
 
     assert wanted["reason"] == "expired"
