@@ -444,7 +444,7 @@ class Explorer:
             what = f"an effect of {move.event!r} {source} → {chosen.target}"
             self._raised(nid, mid, what, error)
             return
-        if names is not None:
+        if names is not None and (chosen.effects or chosen.enters):
             self._trace_effects(nid, mid, side, chosen, data, names)
         if emitted.target != chosen.target:
             self._violate(
