@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from statemachine import State, StateChart
 
-from agentfsm.fsm import RunData, RunLifecycle
+from agentfsm.fsm import LOOP_MACHINE, RunData, RunLifecycle
 from agentfsm.fsm import effects as fx
 from agentfsm.fsm import guards as g
+from agentfsm.fsm.guards import GUARD_FUNCTIONS
 from agentfsm.states import LOOP_TABLE, RUN_TABLE
 from agentfsm.verify import (
     PROPERTIES,
@@ -22,6 +23,7 @@ from agentfsm.verify import (
     verify,
 )
 from tests.verify.mutants import MUTANTS
+from tests.verify.rebuild import rebuild
 
 
 @pytest.fixture(scope="module")
@@ -292,3 +294,45 @@ def test_domains_that_cannot_be_explored_are_refused_up_front(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         verify(domains=default_domains(1).extended(**extra))
+
+
+def _raising(model: RunData, **_: object) -> bool:
+    raise ZeroDivisionError("a spec guard's bug")
+
+
+def test_a_raising_spec_guard_fails_exceptions_with_its_path() -> None:
+    report = verify(max_iterations=1, spec_guards={**GUARD_FUNCTIONS, "at_boundary": _raising})
+
+    cex = report["exceptions"].counterexample
+    assert cex is not None
+    # at_boundary guards two rows from busy: whichever is sent first meets it
+    event = cex.steps[-1].event
+    assert f"the spec's guard for {event!r} from busy raised ZeroDivisionError" in cex.message
+    assert [s.event for s in cex.steps] == ["start", "submit", event]
+    assert event in {"cancel", "pause"}
+
+
+def _count_badly(model: RunData, **_: object) -> None:
+    raise KeyError("iteration")
+
+
+def test_a_raising_enter_action_of_the_loop_fails_exceptions() -> None:
+    loop = rebuild(LOOP_MACHINE, "BadStart", enters={"thinking": (_count_badly,)})
+
+    report = verify(RunLifecycle, loop, max_iterations=1)
+
+    cex = report["exceptions"].counterexample
+    assert cex is not None
+    assert "entering the loop's initial state raised KeyError" in cex.message
+    assert [s.event for s in cex.steps] == ["start", "submit"]
+
+
+def test_an_environment_field_with_a_single_value_is_not_varied() -> None:
+    domains = default_domains(2).extended(environment={"at_boundary": (True,)})
+
+    report = verify(domains=domains)
+
+    assert report["varied"].status == "warn"
+    assert report.ok  # a warning only, unless strict
+    assert "reads 'at_boundary', an environment field with a single value" in str(report)
+    assert verify(domains=domains, strict=True)["varied"].status == "fail"
