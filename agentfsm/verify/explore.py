@@ -27,7 +27,14 @@ from agentfsm.states.names import MachineName, RunEvent
 from agentfsm.states.tables import MachineTable
 from agentfsm.verify.domains import Domains
 from agentfsm.verify.graph import Move, Node, Reads, Side, Traced, Violation, merge
-from agentfsm.verify.steps import effect_mismatch, expected, nonconformance
+from agentfsm.verify.steps import (
+    changes,
+    effect_mismatch,
+    expected,
+    nonconformance,
+    overlap,
+    turn_miscount,
+)
 
 _NONE: dict[str, tuple[CompiledTransition, ...]] = {}
 
@@ -360,16 +367,8 @@ class Explorer:
             self._violate("conformance", nid, mid, took, message)
 
     def _overlap(self, nid: int, mid: int, enabled: list[CompiledTransition]) -> None:
-        targets = ", ".join(repr(t.target) for t in enabled)
-        guards = "; ".join(" and ".join(t.guard_names) or "no guard" for t in enabled)
-        self._violate(
-            "determinism",
-            nid,
-            mid,
-            enabled[0].target,
-            f"{len(enabled)} transitions of {self.moves[mid].event!r} are enabled at once, "
-            f"to {targets} (guards: {guards})",
-        )
+        message = overlap(self.moves[mid].event, enabled)
+        self._violate("determinism", nid, mid, enabled[0].target, message)
 
     def _refuse(
         self, nid: int, side: Side, mid: int, data: RunData, before: Snapshot | None = None
@@ -391,7 +390,7 @@ class Explorer:
             allowed = side.compiled.allowed.get(state, ())
             named = (error.state, error.event, error.allowed) == (state, move.event, allowed)
             if changed or not named:
-                what = self._changes(data, before) if changed else f"named {error.state!r}"
+                what = changes(self._fields, before, data) if changed else f"named {error.state!r}"
                 self.restore(data, before)
                 self.emitter.seq = seq
                 self._violate("I4", nid, mid, None, f"refusing {move.event!r} {what}")
@@ -399,21 +398,8 @@ class Explorer:
         outcome = getattr(data, side.compiled.state_field)
         self.restore(data, before)
         self.emitter.seq = seq
-        self._violate(
-            "I4",
-            nid,
-            mid,
-            outcome,
-            f"{move.event!r} was accepted in {state!r} though no transition was enabled",
-        )
-
-    def _changes(self, data: RunData, before: Snapshot) -> str:
-        changed = [
-            f"{name}: {old!r} → {getattr(data, name)!r}"
-            for name, old in zip(self._fields, before, strict=True)
-            if getattr(data, name) != old
-        ]
-        return "changed " + ("; ".join(changed) or "the event log")
+        message = f"{move.event!r} was accepted in {state!r} though no transition was enabled"
+        self._violate("I4", nid, mid, outcome, message)
 
     def _take(
         self,
@@ -431,14 +417,11 @@ class Explorer:
         try:
             emitted = Machine(side.compiled, work, self.emitter).send(move.event, **move.arguments)
         except IllegalTransitionError:
-            self._violate(
-                "determinism",
-                nid,
-                mid,
-                None,
+            message = (
                 f"the machine refused {move.event!r} though {chosen.target!r} was enabled a "
-                "moment before: a guard's answer changed between two identical calls",
+                "moment before: a guard's answer changed between two identical calls"
             )
+            self._violate("determinism", nid, mid, None, message)
             return
         except Exception as error:  # and a raising effect
             what = f"an effect of {move.event!r} {source} → {chosen.target}"
@@ -447,14 +430,11 @@ class Explorer:
         if names is not None and (chosen.effects or chosen.enters):
             self._trace_effects(nid, mid, side, chosen, data, names)
         if emitted.target != chosen.target:
-            self._violate(
-                "determinism",
-                nid,
-                mid,
-                emitted.target,
+            message = (
                 f"the machine took {source!r} → {emitted.target!r}, though the first "
-                f"enabled transition goes to {chosen.target!r}",
+                f"enabled transition goes to {chosen.target!r}"
             )
+            self._violate("determinism", nid, mid, emitted.target, message)
         self._after(nid, side, mid, source, data, work)
         if side is self.run and work.loop_state is None and work.state in self.domains.turn_states:
             try:
@@ -496,31 +476,23 @@ class Explorer:
         """The checks on a step's outcome: I1, I5 and the effects' postconditions."""
         move = self.moves[mid]
         target = getattr(work, side.compiled.state_field)
-        if side is self.run and source in self.domains.absorbing:
-            self._violate(
-                "I1", nid, mid, target, f"{source!r} accepted {move.event!r} (to {target!r})"
-            )
-        starts = (
-            side is self.run
-            and move.event == RunEvent.SUBMIT
-            and source not in self.domains.turn_states
-            and target in self.domains.turn_states
-        )
-        turn = data.turn + (1 if starts else 0)
-        if work.turn != turn:
-            what = "a submit that starts a turn" if starts else f"{move.event!r}"
-            self._violate(
-                "I5", nid, mid, target, f"{what} took turn from {data.turn} to {work.turn}"
-            )
+        is_run = side is self.run
+        if is_run and source in self.domains.absorbing:
+            message = f"{source!r} accepted {move.event!r} (to {target!r})"
+            self._violate("I1", nid, mid, target, message)
+        turns = self.domains.turn_states
+        starts = is_run and move.event == RunEvent.SUBMIT and source not in turns
+        miscount = turn_miscount(move.event, data.turn, work.turn, starts and target in turns)
+        if miscount is not None:
+            self._violate("I5", nid, mid, target, miscount)
         if (source, move.event) not in side.spec:
             return  # an edge the spec does not govern: its effects are the extension's own
         wanted = expected(side.effects, move.event, source, target, data, move.arguments)
         fields = [f for f in self._fields if f != side.compiled.state_field]
         wrong = effect_mismatch(fields, data, work, wanted)
         if wrong is not None:
-            self._violate(
-                "effects", nid, mid, target, f"{move.event!r} {source} → {target} left {wrong}"
-            )
+            message = f"{move.event!r} {source} → {target} left {wrong}"
+            self._violate("effects", nid, mid, target, message)
 
 
 def _events(compiled: CompiledMachine) -> list[str]:

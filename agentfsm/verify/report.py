@@ -25,8 +25,8 @@ PROPERTIES: dict[str, str] = {
     "I3": "every state of both machines is reachable",
     "I4": "an event with no enabled transition raises IllegalTransitionError and changes nothing",
     "I5": "turn grows by exactly one per submit that starts a turn, and never otherwise",
-    "I6": "in requires_action, on the Agent's paths, the pending ids are distinct, not none, "
-    "and calls of the need_action that entered it",
+    "I6": "in requires_action, on the Agent's paths, the pending ids are a non-empty set of "
+    "calls of the need_action that entered it",
     "I8": "iteration <= max_iterations",
     "determinism": "at most one transition is enabled for any state, event and inputs",
     "bounded-loop": "every TurnLoop path ends in a final state: no loop cycle without a "

@@ -1,4 +1,4 @@
-"""The checks made on one step's data, before and after: the effects' postconditions and I5.
+"""The checks made on one step: two-way conformance, the effects' postconditions and I5.
 
 `expected` reads the postconditions of `agentfsm.states.effects` for one transition and
 says what every field named there must be afterwards; `effect_mismatch` compares the data
@@ -7,8 +7,9 @@ after the step with them, every other field with its value before (the frame con
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
+from agentfsm.fsm.compiled import CompiledTransition
 from agentfsm.states.effects import Expect, ExpectKind, Postcondition
 from agentfsm.verify.domains import Arguments
 
@@ -129,3 +130,30 @@ def nonconformance(
         f"{event!r} took {source!r} → {took!r}, but the spec's first row that holds here "
         f"goes to {wanted!r}"
     )
+
+
+def turn_miscount(event: str, before: int, after: int, starts: bool) -> str | None:
+    """I5: why a step's change of ``turn`` is wrong, or None (+1 when it ``starts`` a turn)."""
+    if after == before + (1 if starts else 0):
+        return None
+    what = "a submit that starts a turn" if starts else repr(event)
+    return f"{what} took turn from {before} to {after}"
+
+
+def overlap(event: str, enabled: Sequence[CompiledTransition]) -> str:
+    """Why a step breaks determinism: which transitions are enabled at once."""
+    targets = ", ".join(repr(t.target) for t in enabled)
+    guards = "; ".join(" and ".join(t.guard_names) or "no guard" for t in enabled)
+    return f"{len(enabled)} transitions of {event!r} are enabled at once, to {targets} " + (
+        f"(guards: {guards})"
+    )
+
+
+def changes(fields: Sequence[str], before: Sequence[object], after: object) -> str:
+    """What a refused event changed (I4): each field's value before and after."""
+    changed = [
+        f"{name}: {old!r} → {getattr(after, name)!r}"
+        for name, old in zip(fields, before, strict=True)
+        if getattr(after, name) != old
+    ]
+    return "changed " + ("; ".join(changed) or "the event log")
