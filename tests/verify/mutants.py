@@ -247,6 +247,102 @@ def guard_with_a_side_effect() -> Pair:
     return run_with("PeekingRun", guarded("resolve_action", "requires_action", "busy", peeking))
 
 
+def counting_refusal(model: RunData, **args: object) -> bool:
+    """submit_allowed, but it counts a turn each time it is asked."""
+    held = g.submit_allowed(model, **args)
+    model.turn += 1
+    return held
+
+
+def clears_when_refusing(model: RunData, **args: object) -> bool:
+    """decides_every_pending_call, but a refusal forgets the pending calls."""
+    held = g.decides_every_pending_call(model, **args)
+    if not held:
+        model.pending = ()
+    return held
+
+
+def off_by_one(model: RunData, **_: object) -> bool:
+    """below_max_iterations, one too many."""
+    return model.iteration <= model.max_iterations
+
+
+@mutant("I1", "I1", 2)
+def shutdown_can_be_paused() -> Pair:
+    edge = Edge("pause", "shutdown", "paused", on=(fx.remember_pause,))
+    return run_with("PausableShutdown", adding(edge), final=frozenset())
+
+
+@mutant("I1", "I1", 2)
+def shutdown_restarts() -> Pair:
+    return run_with("Restarting", adding(Edge("start", "shutdown", "ready")), final=frozenset())
+
+
+@mutant("I2", "I2", 2)
+def pause_without_a_way_out() -> Pair:
+    return run_with(
+        "TrappedPause",
+        without("resume", "paused"),
+        without("shutdown", "paused"),
+        validate_trap_states=False,
+        validate_final_reachability=False,
+    )
+
+
+@mutant("I3", "I3", 0)
+def input_required_without_a_way_in() -> Pair:
+    return run_with("NeverAsks", without("need_input", "busy"), validate_disconnected_states=False)
+
+
+@mutant("I4", "I4", 2)
+def refusal_that_counts_a_turn() -> Pair:
+    return run_with("CountingRefusal", guarded("submit", "ready", "busy", counting_refusal))
+
+
+@mutant("I4", "I4", 4)
+def refusal_that_forgets_the_calls() -> Pair:
+    return run_with(
+        "ForgetfulRefusal",
+        guarded("resolve_action", "requires_action", "busy", clears_when_refusing),
+    )
+
+
+@mutant("I8", "I8", 4)
+def cap_off_by_one() -> Pair:
+    return loop_with("OffByOne", guarded("tools_finished", "acting", "thinking", off_by_one))
+
+
+@mutant("I8", "I8", 3)
+def failed_call_retried_uncapped() -> Pair:
+    return loop_with("RetryingModel", adding(Edge("retry_call", "thinking", "thinking")))
+
+
+@mutant("determinism", "determinism", 3)
+def answered_without_a_guard() -> Pair:
+    return loop_with("EagerAnswer", guarded("model_replied", "thinking", "answered"))
+
+
+@mutant("determinism", "determinism", 4)
+def resume_to_ready_without_a_guard() -> Pair:
+    return run_with("AlwaysReady", guarded("resume", "paused", "ready"))
+
+
+@mutant("bounded-loop", "bounded-loop", 4)
+def acting_stalls() -> Pair:
+    return loop_with("StallingLoop", adding(Edge("stall", "acting", "acting", internal=True)))
+
+
+@mutant("bounded-loop", "bounded-loop", 5)
+def waits_ping_pong() -> Pair:
+    return loop_with(
+        "PingPongLoop",
+        adding(
+            Edge("reask", "awaiting_action", "awaiting_input"),
+            Edge("reask", "awaiting_input", "awaiting_action"),
+        ),
+    )
+
+
 # -- a row of the table missing ----------------------------------------------------------------
 
 

@@ -37,6 +37,13 @@ CLASSES = (
     "varied",
     "agent-coverage",
     "subclass",
+    "I1",
+    "I2",
+    "I3",
+    "I4",
+    "I8",
+    "determinism",
+    "bounded-loop",
 )
 """The classes of mistake the suite must hold at least three of each."""
 
@@ -123,8 +130,12 @@ def _refusal_changed_data(cex: Counterexample, seen: list[RunData], _: Compiled)
     assert seen[-2] != seen[-1]  # refused, and still the data moved
 
 
-def _waits(cex: Counterexample, seen: list[RunData], _: Compiled) -> None:
+def _stuck(cex: Counterexample, seen: list[RunData], compiled: Compiled) -> None:
     end = seen[-1]
+    if "dead end" in cex.message:  # no event of either machine has an edge from here
+        assert compiled[MachineName.RUN].allowed.get(end.state, ()) == ()
+        assert compiled[MachineName.LOOP].allowed.get(end.loop_state or "", ()) == ()
+        return
     assert {end.state, end.loop_state} & WAITING
 
 
@@ -200,7 +211,7 @@ def _agent_cannot(cex: Counterexample, seen: list[RunData], _: Compiled) -> None
 WAITING = {"requires_action", "input_required", "awaiting_action", "awaiting_input"}
 END: dict[str, End] = {
     "I1": _last_accepted_from_shutdown,
-    "I2": _waits,
+    "I2": _stuck,
     "I3": _no_path,
     "I4": _refusal_changed_data,
     "I5": _turn_miscounted,
