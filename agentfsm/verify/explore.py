@@ -130,7 +130,12 @@ class Explorer:
         if table is None:
             return
         side.spec_states, side.spec_events = frozenset(table.states), frozenset(table.events)
-        side.effects = table.effects
+        for post in table.effects:
+            for source in post.sources:
+                side.effects[source, post.event] = (
+                    *side.effects.get((source, post.event), ()),
+                    post,
+                )
         for row in table.rows:
             guard = None if row.guard is None else _guard(spec_guards, row.guard)
             side.spec.setdefault((row.source, row.event), ())
@@ -487,7 +492,8 @@ class Explorer:
             self._violate("I5", nid, mid, target, miscount)
         if (source, move.event) not in side.spec:
             return  # an edge the spec does not govern: its effects are the extension's own
-        wanted = expected(side.effects, move.event, source, target, data, move.arguments)
+        posts = side.effects.get((source, move.event), ())
+        wanted = expected(posts, move.event, source, target, data, move.arguments)
         fields = [f for f in self._fields if f != side.compiled.state_field]
         wrong = effect_mismatch(fields, data, work, wanted)
         if wrong is not None:

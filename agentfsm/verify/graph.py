@@ -86,8 +86,8 @@ class Side:
     """The states the spec table knows: (state, event) pairs of them it governs."""
     spec_events: frozenset[str] = frozenset()
     """The events the spec table knows."""
-    effects: tuple[Postcondition, ...] = ()
-    """The spec table's postconditions."""
+    effects: dict[tuple[str, str], tuple[Postcondition, ...]] = field(default_factory=dict)
+    """(source, event) → the spec table's postconditions for it."""
 
 
 class Traced:
