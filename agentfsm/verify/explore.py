@@ -26,7 +26,16 @@ from agentfsm.fsm.guards import Guard
 from agentfsm.states.names import MachineName, RunEvent
 from agentfsm.states.tables import MachineTable
 from agentfsm.verify.domains import Domains
-from agentfsm.verify.graph import Move, Node, Reads, Side, Traced, Violation, merge
+from agentfsm.verify.graph import (
+    Move,
+    Node,
+    Reads,
+    Side,
+    Traced,
+    Violation,
+    merge,
+    traced_effects,
+)
 from agentfsm.verify.steps import (
     changes,
     effect_mismatch,
@@ -433,7 +442,7 @@ class Explorer:
             self._raised(nid, mid, what, error)
             return
         if names is not None and (chosen.effects or chosen.enters):
-            self._trace_effects(nid, mid, side, chosen, data, names)
+            names.update(self._trace_effects(nid, mid, side, chosen, data))
         if emitted.target != chosen.target:
             message = (
                 f"the machine took {source!r} → {emitted.target!r}, though the first "
@@ -452,28 +461,15 @@ class Explorer:
         self.out[nid].append((target, mid))
 
     def _trace_effects(
-        self,
-        nid: int,
-        mid: int,
-        side: Side,
-        chosen: CompiledTransition,
-        data: RunData,
-        names: set[str],
-    ) -> None:
+        self, nid: int, mid: int, side: Side, chosen: CompiledTransition, data: RunData
+    ) -> set[str]:
         """Run the step's effects and enter actions again, on a copy, to see what they read."""
-        reads: Reads = {}
-        writes: set[str] = set()
-        model = Traced(self.copy(data), reads, writes)
-        args = self.moves[mid].arguments
-        for effect in chosen.effects:
-            effect(model, chosen.source, **args)
-        setattr(model, side.compiled.state_field, chosen.target)
-        for enter in chosen.enters:
-            enter(model, **args)
+        field = side.compiled.state_field
+        reads, writes = traced_effects(chosen, self.copy(data), field, self.moves[mid].arguments)
         self._record("effect", chosen, nid, mid, reads)
         key = ("effect", side.name.value, chosen.event, chosen.source, chosen.target)
         self.writes.setdefault(key, set()).update(writes)
-        names.update(reads)
+        return set(reads)
 
     def _after(
         self, nid: int, side: Side, mid: int, source: str, data: RunData, work: RunData

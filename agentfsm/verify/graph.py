@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
-from agentfsm.fsm.compiled import CompiledMachine
+from agentfsm.fsm.compiled import CompiledMachine, CompiledTransition
 from agentfsm.fsm.data import RunData
 from agentfsm.fsm.guards import Guard
 from agentfsm.states.effects import Postcondition
@@ -127,3 +127,18 @@ def merge(into: Reads, more: Reads) -> None:
     """Add the reads ``more`` records to ``into``."""
     for name, values in more.items():
         into.setdefault(name, set()).update(values)
+
+
+def traced_effects(
+    transition: CompiledTransition, data: RunData, state_field: str, args: Arguments
+) -> tuple[Reads, set[str]]:
+    """Run a transition's effects and enter actions on ``data``; what they read and wrote."""
+    reads: Reads = {}
+    writes: set[str] = set()
+    model = Traced(data, reads, writes)
+    for effect in transition.effects:
+        effect(model, transition.source, **args)
+    setattr(model, state_field, transition.target)
+    for enter in transition.enters:
+        enter(model, **args)
+    return reads, writes
