@@ -25,11 +25,12 @@ from agentfsm.errors import DiagramRenderError, StoreError, StoreURLError
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import ToolCall
+from agentfsm.stores._credentials import redact
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.sqlite import DEFAULT_PATH, SQLiteStore
 from agentfsm.stores.urls import open_store as open_url
-from agentfsm.stores.urls import parse_store_url, redact
+from agentfsm.stores.urls import parse_store_url
 
 DEFAULT_EVENTS = 10
 """How many of a run's last events ``agentfsm inspect`` shows by default."""

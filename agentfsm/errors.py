@@ -689,6 +689,7 @@ __all__ = [
     "SnapshotConflictError",
     "StoreCorruptError",
     "StoreError",
+    "StoreURLError",
     "StoreWriteError",
     "ToolArgumentsError",
     "ToolCallError",

@@ -49,15 +49,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 them so that they arrive in the right layer.
 """
 
-KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        # verify/report.py draws a counterexample with verify/diagram.py (a function-level
-        # import), and diagram.py takes the Counterexample type from report.py. Being
-        # reworked on the `verify` branch, where one module will own the counterexample types;
-        # remove this entry then (the test fails on an entry that no longer matches).
-        frozenset({"agentfsm.verify.report", "agentfsm.verify.diagram"}),
-    }
-)
+KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset()
+"""Circles of modules tolerated for now, each with its reason (none today)."""
 """Pairs of modules known to import each other, each with the reason and who removes it."""
 
 

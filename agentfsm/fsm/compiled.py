@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from agentfsm.errors import GuardFailedError, IllegalTransitionError, MachineDefinitionError
@@ -149,20 +148,7 @@ def _compile_transition(chart: type[Any], transition: Any) -> list[CompiledTrans
     ]
 
 
-@cache
-def compile_machine(chart: type[Any], name: MachineName, state_field: str) -> CompiledMachine:
-    """Compile a declared python-statemachine class into a shared `CompiledMachine`.
-
-    Args:
-        chart: A flat `statemachine.StateChart` subclass whose guards, ``on`` actions and
-            enter actions are callables of the form ``fn(model, **event_args)``.
-        name: Which machine of the run this is (it names the emitted events' machine).
-        state_field: The field of the run's data that holds the state.
-
-    Raises:
-        MachineDefinitionError: The class uses a feature the table cannot reproduce
-            (compound or parallel states, exit/before/after actions, callbacks by name).
-    """
+def _compile(chart: type[Any], name: MachineName, state_field: str) -> CompiledMachine:
     _unsupported(chart)
     dispatch: dict[str, dict[str, tuple[CompiledTransition, ...]]] = {}
     for state in chart.states_map.values():
@@ -185,6 +171,114 @@ def compile_machine(chart: type[Any], name: MachineName, state_field: str) -> Co
         dispatch=dispatch,
         allowed={state: tuple(by_event) for state, by_event in dispatch.items()},
     )
+
+
+def _owned(chart: type[Any]) -> set[int]:
+    """The ids of the transitions ``chart``'s own events declare."""
+    return {
+        id(transition)
+        for event in chart.events
+        for transition in getattr(getattr(event, "_transitions", None), "transitions", ())
+    }
+
+
+def _intruder(chart: type[Any], transition: Any) -> str:
+    """The subclass of ``chart`` whose events declare ``transition``, for the message."""
+    pending = list(chart.__subclasses__())
+    while pending:
+        sub = pending.pop()
+        if id(transition) in _owned(sub):
+            return f"its subclass {sub.__qualname__}"
+        pending += sub.__subclasses__()
+    return "something other than its own events (a subclass, or code that edits states)"
+
+
+def _foreign(chart: type[Any]) -> tuple[Any, Any] | None:
+    """A transition in ``chart``'s states that its own events do not declare, and its state."""
+    owned = _owned(chart)
+    for state in chart.states_map.values():
+        for transition in state.transitions:
+            if id(transition) not in owned:
+                return state, transition
+    return None
+
+
+def _check_shared_states(chart: type[Any]) -> None:
+    """Refuse a class whose states, or whose parents' states, hold others' transitions.
+
+    python-statemachine shares `State` objects between a class and its subclasses, so a
+    subclass that adds a transition to an inherited state adds it to the parent too: the
+    parent then behaves differently from its declaration, and the subclass is not a new
+    machine but a change to an old one.
+    """
+    classes: tuple[Any, ...] = chart.__mro__
+    for cls in classes:
+        if not isinstance(getattr(cls, "states_map", None), dict) or not cls.states_map:
+            continue
+        if cls is not chart and not any(
+            own is cls.states_map.get(key) for key, own in chart.states_map.items()
+        ):
+            continue
+        found = _foreign(cls)
+        if found is None:
+            continue
+        state, transition = found
+        events = ", ".join(repr(event.id) for event in transition.events)
+        edge = f"{transition.source.id}→{transition.target.id} ({events})"
+        if cls is chart:
+            raise MachineDefinitionError(
+                f"{chart.__qualname__}.{state.id} holds the transition {edge}, which "
+                f"{chart.__qualname__} does not declare: {_intruder(chart, transition)} "
+                "added it to a state they share. Declare the variant as a new class instead"
+            )
+        raise MachineDefinitionError(
+            f"{chart.__qualname__} changes the states of its parent {cls.__qualname__}: "
+            f"{cls.__qualname__}.{state.id} now holds {edge}. python-statemachine shares "
+            "State objects between a class and its subclasses; declare the variant as a "
+            "new class instead"
+        )
+
+
+def _fingerprint(chart: type[Any]) -> tuple[object, ...]:
+    """What a compiled table depends on: every state and transition object, and events."""
+    return tuple(
+        (id(state), tuple((id(t), id(t.target), *map(id, t.events)) for t in state.transitions))
+        for state in chart.states_map.values()
+    )
+
+
+_COMPILED: dict[
+    tuple[type[Any], MachineName, str], tuple[tuple[object, ...], CompiledMachine]
+] = {}
+
+
+def compile_machine(chart: type[Any], name: MachineName, state_field: str) -> CompiledMachine:
+    """Compile a declared python-statemachine class into a shared `CompiledMachine`.
+
+    The table is cached per class, and is compiled again when the class's states or
+    transitions changed since (so no cache hides a changed class).
+
+    Args:
+        chart: A flat `statemachine.StateChart` subclass whose guards, ``on`` actions and
+            enter actions are callables of the form ``fn(model, **event_args)``.
+        name: Which machine of the run this is (it names the emitted events' machine).
+        state_field: The field of the run's data that holds the state.
+
+    Raises:
+        MachineDefinitionError: The class uses a feature the table cannot reproduce
+            (compound or parallel states, exit/before/after actions, callbacks by name);
+            or it is a subclass that added transitions to its parent's states, or a class
+            whose states a subclass changed that way.
+    """
+    _check_shared_states(chart)
+    key = (chart, name, state_field)
+    fingerprint = _fingerprint(chart)
+    cached = _COMPILED.get(key)
+    if cached is not None and cached[0] == fingerprint:
+        return cached[1]
+    compiled = _compile(chart, name, state_field)
+    _COMPILED[key] = (fingerprint, compiled)
+    return compiled
 
 
 _NOTHING: dict[str, tuple[CompiledTransition, ...]] = {}

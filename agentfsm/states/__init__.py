@@ -1,4 +1,4 @@
-"""The formal vocabulary of agentfsm as data: names, transition tables and the data models.
+"""The formal vocabulary of agentfsm as data: names, transition tables, effects and models.
 
 Everything here is plain data with no behaviour beyond validation, so the machines, the
 diagrams, the verifier and the tests all read the same definitions.
@@ -6,6 +6,16 @@ diagrams, the verifier and the tests all read the same definitions.
 
 from __future__ import annotations
 
+from agentfsm.states.effects import (
+    COUPLINGS,
+    FOLLOW_UPS,
+    LOOP_EFFECTS,
+    RUN_EFFECTS,
+    Coupling,
+    Expect,
+    ExpectKind,
+    Postcondition,
+)
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, Role, ToolCall
@@ -43,12 +53,16 @@ from agentfsm.states.tables import (
 )
 
 __all__ = [
+    "COUPLINGS",
+    "FOLLOW_UPS",
     "GUARDS",
+    "LOOP_EFFECTS",
     "LOOP_FINAL",
     "LOOP_INITIAL",
     "LOOP_TABLE",
     "PAUSABLE",
     "PROJECTIONS",
+    "RUN_EFFECTS",
     "RUN_FINAL",
     "RUN_INITIAL",
     "RUN_TABLE",
@@ -57,7 +71,10 @@ __all__ = [
     "A2AState",
     "AssistantsStatus",
     "CompletedReason",
+    "Coupling",
     "Event",
+    "Expect",
+    "ExpectKind",
     "FailedReason",
     "InputPolicy",
     "JSONObject",
@@ -67,6 +84,7 @@ __all__ = [
     "MachineName",
     "MachineTable",
     "Message",
+    "Postcondition",
     "Projection",
     "RecordKind",
     "Role",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentfsm.states.effects import LOOP_EFFECTS, RUN_EFFECTS, Postcondition
 from agentfsm.states.names import (
     LOOP_FINAL,
     LOOP_INITIAL,
@@ -59,6 +60,9 @@ class MachineTable:
     """The final states: no edge leaves them."""
     rows: tuple[TransitionRow, ...]
     """Every edge, in priority order (the first enabled row of an event wins)."""
+    effects: tuple[Postcondition, ...] = ()
+    """What the edges do to the run's data (`agentfsm.states.effects`); a field no
+    postcondition names keeps its value."""
 
     @property
     def events(self) -> tuple[str, ...]:
@@ -145,6 +149,7 @@ RUN_TABLE = MachineTable(
             _R.SHUTDOWN,
         ),
     ),
+    effects=RUN_EFFECTS,
 )
 """RunLifecycle (the contract §1)."""
 
@@ -167,6 +172,7 @@ LOOP_TABLE = MachineTable(
         TransitionRow(_LE.TOOLS_FINISHED, _L.ACTING, _L.EXHAUSTED, "at_max_iterations"),
         *_rows(_LE.ABORT, (_L.THINKING, _L.ACTING, *_WAITING_LOOP), _L.ABORTED),
     ),
+    effects=LOOP_EFFECTS,
 )
 """TurnLoop (the contract §2)."""
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentfsm.stores._credentials import redact
 from agentfsm.stores.base import RunStore, RunSummary
 from agentfsm.stores.exact_replay import replay
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.snapshot import SNAPSHOT_SCHEMA_VERSION, Snapshot, ToolAnswer
 from agentfsm.stores.sqlite import SQLiteStore
-from agentfsm.stores.urls import open_store, parse_store_url, redact
+from agentfsm.stores.urls import open_store, parse_store_url
 from agentfsm.stores.watch import WatchableStore
 
 if TYPE_CHECKING:

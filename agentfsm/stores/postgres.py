@@ -45,10 +45,10 @@ from agentfsm.errors import (
 )
 from agentfsm.states.events import Event
 from agentfsm.stores import _postgres_sql as sql
+from agentfsm.stores._credentials import redact, scrub
 from agentfsm.stores._items import Written, assemble, new_items
 from agentfsm.stores.base import RunSummary, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
-from agentfsm.stores.urls import redact, scrub
 
 
 class PostgresStore:

@@ -26,6 +26,7 @@ from typing import Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from agentfsm.errors import StoreURLError
+from agentfsm.stores._credentials import redact
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.sqlite import SQLiteStore
@@ -34,40 +35,6 @@ SCHEMES = ("memory:", "sqlite:///", "postgresql://", "postgres://")
 """The URL forms `open_store` accepts (besides a plain path)."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
-# A password in a URL's user info, in a ``password=`` query parameter, or in a libpq
-# key=value string (quoted or not).
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*:)([^@/?#]*)(@)")
-_PARAMETER = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)", re.IGNORECASE)
-MASK = "***"
-"""What stands for a password."""
-
-
-def redact(url: str) -> str:
-    """``url`` with any password in it replaced by ``***``.
-
-    Args:
-        url: A store URL or libpq connection string, with or without credentials.
-    """
-    return _PARAMETER.sub(rf"\g<1>{MASK}", _USERINFO.sub(rf"\g<1>{MASK}\g<3>", url))
-
-
-def secrets_of(url: str) -> list[str]:
-    """The passwords written in ``url`` (as written and decoded), longest first."""
-    found: set[str] = set()
-    match = _USERINFO.match(url)
-    if match and match.group(2):
-        found |= {match.group(2), unquote(match.group(2))}
-    for value in (m.group(2) for m in _PARAMETER.finditer(url)):
-        stripped = value.strip("'")
-        found |= {v for v in (value, stripped, unquote(stripped)) if v}
-    return sorted(found, key=len, reverse=True)
-
-
-def scrub(text: str, url: str) -> str:
-    """``text`` (say a driver's error message) with every password of ``url`` masked."""
-    for secret in secrets_of(url):
-        text = text.replace(secret, MASK)
-    return redact(text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ event log through fresh machines and reports where it stops being a legal path.
 
 from __future__ import annotations
 
+from agentfsm.verify.diagram import Counterexample, Step
 from agentfsm.verify.domains import (
     Arguments,
     Domains,
@@ -19,16 +20,16 @@ from agentfsm.verify.domains import (
 from agentfsm.verify.log_check import Divergence, DivergenceKind, LogCheck, check_log
 from agentfsm.verify.report import (
     PROPERTIES,
-    Counterexample,
+    WARNINGS,
     PropertyResult,
     Status,
-    Step,
     VerificationReport,
 )
 from agentfsm.verify.verifier import load_class, verify
 
 __all__ = [
     "PROPERTIES",
+    "WARNINGS",
     "Arguments",
     "Counterexample",
     "Divergence",

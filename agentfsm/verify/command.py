@@ -1,15 +1,30 @@
-"""``agentfsm verify``: the verifier on the command line."""
+"""``agentfsm verify``: the verifier on the command line.
+
+Exit codes: 0 every property holds (warnings aside, unless ``--strict``); 1 a property
+failed, or with ``--strict`` a warning property found something; 2 the options are wrong
+(a class that cannot be loaded or compiled, a bound below 1); 3 the verifier itself
+crashed (a bug in agentfsm: the traceback goes to stderr). A guard or effect that raises
+is not a crash: it fails the ``exceptions`` property, with its path.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from agentfsm.errors import MachineDefinitionError
 from agentfsm.fsm.lifecycle import RunLifecycle
 from agentfsm.fsm.turnloop import TurnLoop
 from agentfsm.verify.verifier import load_class, verify
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CRASHED = 0, 1, 2, 3
+"""The exit codes of ``agentfsm verify``."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--run",
         metavar="MODULE:CLASS",
-        help="the RunLifecycle class to verify (default: agentfsm's own)",
+        help="the RunLifecycle class to verify (default: agentfsm's own); the current "
+        "directory is importable",
     )
     parser.add_argument(
         "--loop",
@@ -32,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="explore runs with every max_iterations from 1 to N (default: 3)",
     )
     parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1) when a warning property (varied, agent-coverage) finds something",
+    )
+    parser.add_argument(
         "--counterexample-dot",
         type=Path,
         metavar="FILE",
@@ -40,23 +61,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_verify(args: argparse.Namespace, out: TextIO) -> int:
-    """Run ``agentfsm verify`` with parsed ``args``; returns the exit code.
-
-    Returns:
-        0 when every property holds, 1 when one fails, 2 when the options are wrong (a
-        class that cannot be loaded, a bound below 1); those errors go to stderr.
-    """
+@contextmanager
+def _current_directory_importable() -> Iterator[None]:
+    """Put the current directory first on ``sys.path`` (as ``python -m`` does), then back."""
+    here = os.getcwd()
+    added = here not in sys.path
+    if added:
+        sys.path.insert(0, here)
     try:
-        run = load_class(args.run) if args.run else RunLifecycle
-        loop = load_class(args.loop) if args.loop else TurnLoop
+        yield
+    finally:
+        if added and here in sys.path:
+            sys.path.remove(here)
+
+
+def run_verify(args: argparse.Namespace, out: TextIO) -> int:
+    """Run ``agentfsm verify`` with parsed ``args``; returns the exit code (`EXIT_OK` …)."""
+    try:
+        with _current_directory_importable():
+            run = load_class(args.run) if args.run else RunLifecycle
+            loop = load_class(args.loop) if args.loop else TurnLoop
     except (ImportError, ValueError) as error:
         print(f"agentfsm verify: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.max_iterations < 1:
         print("agentfsm verify: --max-iterations must be at least 1", file=sys.stderr)
-        return 2
-    report = verify(run, loop, max_iterations=args.max_iterations)
+        return EXIT_USAGE
+    try:
+        report = verify(run, loop, max_iterations=args.max_iterations, strict=args.strict)
+    except MachineDefinitionError as error:
+        print(f"agentfsm verify: cannot verify these classes: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception:  # a bug of the verifier's own: say so apart from a failed property
+        print("agentfsm verify: the verifier crashed (a bug in agentfsm):", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return EXIT_CRASHED
     print(report, file=out)
     if args.counterexample_dot is not None:
         written = report.write_dot(args.counterexample_dot)
@@ -64,4 +103,4 @@ def run_verify(args: argparse.Namespace, out: TextIO) -> int:
             print(f"counterexample diagram written to {path}", file=out)
         if not written:
             print(f"no counterexample: nothing written to {args.counterexample_dot}", file=out)
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FAILED

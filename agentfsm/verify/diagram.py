@@ -1,7 +1,13 @@
-"""Counterexample diagrams: both machines as Graphviz DOT, with the path's edges highlighted."""
+"""Counterexamples: the paths that break a property, as text and as Graphviz DOT.
+
+This module owns the counterexample types (`Step`, `Counterexample`); `report` builds on
+them, and draws them through `counterexample_dot`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import graphviz
@@ -11,7 +17,74 @@ from agentfsm.diagrams.dot import dot_label, dot_text, node_id
 from agentfsm.diagrams.rendering import render
 from agentfsm.errors import DiagramRenderError
 from agentfsm.fsm.compiled import CompiledMachine
-from agentfsm.verify.report import Counterexample, Step
+from agentfsm.states.json import JSONValue
+from agentfsm.states.names import MachineName
+
+
+def _values(mapping: Mapping[str, object]) -> str:
+    return ", ".join(f"{name}={value!r}" for name, value in mapping.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One event of a counterexample, sent to one machine."""
+
+    machine: MachineName
+    """The machine the event was sent to."""
+    event: str
+    """The event's name."""
+    arguments: Mapping[str, JSONValue]
+    """The event's arguments."""
+    environment: Mapping[str, object]
+    """The environment fields, as set just before the event (replay sets them all)."""
+    source: str
+    """That machine's state before the event."""
+    target: str | None
+    """Its state after the event, or None when the event was refused."""
+
+    def describe(self, baseline: Mapping[str, object]) -> str:
+        """One line: machine, event(arguments), environment, source → target.
+
+        The environment is shown only where it differs from ``baseline``.
+        """
+        call = f"{self.event}({_values(self.arguments)})"
+        changed = {k: v for k, v in self.environment.items() if baseline.get(k) != v}
+        where = f"  [{_values(changed)}]" if changed else ""
+        outcome = "refused" if self.target is None else self.target
+        return f"{self.machine.value:<4} {call}{where}: {self.source} → {outcome}"
+
+
+@dataclass(frozen=True, slots=True)
+class Counterexample:
+    """Why a property fails: a shortest path of events from an initial configuration."""
+
+    property: str
+    """The property that fails."""
+    message: str
+    """What goes wrong at the end of the path."""
+    initial: Mapping[str, object]
+    """The initial data the path starts from (fields set on a fresh run's data)."""
+    steps: tuple[Step, ...] = ()
+    """The events, in order, from the initial configuration (both machines)."""
+    cycle: int | None = None
+    """For a cycle, the index in ``steps`` where the repeated part starts."""
+    unreached: tuple[str, ...] = ()
+    """For I3, the states no path reaches (there is no path to show)."""
+    baseline: Mapping[str, object] = field(default_factory=dict)
+    """The first valuation of the environment: steps show only where they differ."""
+
+    def __str__(self) -> str:
+        start = f"from created with {_values(self.initial)}" if self.initial else "from created"
+        lines = [f"{self.property}: {self.message}"]
+        if self.steps:
+            lines.append(f"  shortest path ({len(self.steps)} events, {start}):")
+        for number, step in enumerate(self.steps, start=1):
+            mark = "  ↻" if self.cycle is not None and number - 1 == self.cycle else "   "
+            lines.append(f"  {mark}{number:>3}. {step.describe(self.baseline)}")
+        if self.cycle is not None:
+            lines.append(f"     (events {self.cycle + 1} to {len(self.steps)} repeat forever)")
+        return "\n".join(lines)
+
 
 _PATH = {"color": "red", "fontcolor": "red", "penwidth": "2.5"}
 

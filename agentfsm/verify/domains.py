@@ -165,8 +165,13 @@ class Domains:
 
 
 _E, _LE = RunEvent, LoopEvent
-_CALLS: tuple[JSONValue, ...] = (["c1"], [])
-_DECISIONS: tuple[JSONValue, ...] = ({"c1": "approve"}, {})
+_CALLS: tuple[JSONValue, ...] = (["c1"], ["c1", "c2"], [])
+_DECISIONS: tuple[JSONValue, ...] = (
+    {"c1": "approve"},
+    {"c2": "approve"},
+    {"c1": "approve", "c2": "deny"},
+    {},
+)
 _DEADLINES: tuple[JSONValue, ...] = (None, 100.0)
 
 DEFAULT_EVENTS: Mapping[str, tuple[Arguments, ...]] = _merged(
@@ -186,7 +191,10 @@ DEFAULT_EVENTS: Mapping[str, tuple[Arguments, ...]] = _merged(
 )
 """The arguments tried for each event: one that satisfies its guards and one that does not
 (empty text, no calls, a decision missing, a deadline not yet passed), and every
-combination of has-tool-calls / needs-approval / asks-the-user for ``model_replied``."""
+combination of has-tool-calls / needs-approval / asks-the-user for ``model_replied``.
+Calls come one or two at a time, and decisions name one call, the other, both or none: a
+guard that counts decisions instead of matching their ids is caught (one decision for the
+wrong call has the right count)."""
 
 
 def default_domains(max_iterations: int = 3) -> Domains:

@@ -4,9 +4,10 @@ Breadth first from one configuration per initial valuation, each step sends one 
 one of the run's compiled machines (`Machine.send`) with one valuation of its arguments
 and of the environment. A configuration is identified by its key (both states and the
 abstraction of the data), so each is expanded once, and its first visit is by a shortest
-path. Checks that concern one step (I1, I4, I8, determinism, conformance) are made as the
-steps are taken; the first failure of each, in breadth-first order, is a shortest
-counterexample. The graph is kept for the checks that concern paths (`properties`).
+path. Checks that concern one step (I1, I4, I5, I8, determinism, conformance, effects,
+exceptions) are made as the steps are taken; the first failure of each, in breadth-first
+order, is a shortest counterexample. The graph is kept for the checks that concern paths
+(`properties`, `agent`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import dataclasses
 import itertools
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
 from operator import attrgetter
 
 from agentfsm.errors import IllegalTransitionError
@@ -23,72 +23,29 @@ from agentfsm.fsm.compiled import CompiledMachine, CompiledTransition, Machine
 from agentfsm.fsm.data import RunData
 from agentfsm.fsm.emitter import Emitter
 from agentfsm.fsm.guards import Guard
-from agentfsm.states.names import MachineName
+from agentfsm.states.names import MachineName, RunEvent
 from agentfsm.states.tables import MachineTable
-from agentfsm.verify.domains import Arguments, Domains
+from agentfsm.verify.domains import Domains
+from agentfsm.verify.graph import (
+    Move,
+    Node,
+    Reads,
+    Side,
+    Traced,
+    Violation,
+    merge,
+    traced_effects,
+)
+from agentfsm.verify.steps import (
+    changes,
+    effect_mismatch,
+    expected,
+    nonconformance,
+    overlap,
+    turn_miscount,
+)
 
 _NONE: dict[str, tuple[CompiledTransition, ...]] = {}
-
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    """One step's input: an event for one machine, its arguments and the environment."""
-
-    machine: MachineName
-    """The machine the event is sent to."""
-    event: str
-    """The event's name."""
-    arguments: Arguments
-    """The event's arguments."""
-    environment: Mapping[str, object]
-    """The environment fields' values, set on the data before the event is sent."""
-
-
-@dataclass(slots=True)
-class Node:
-    """One reachable configuration and how it was first reached."""
-
-    key: Hashable
-    data: RunData
-    depth: int
-    parent: int
-    """The node it was first reached from (-1 for an initial configuration)."""
-    move: int
-    """The move that reached it from ``parent`` (-1 for an initial configuration)."""
-    origin: int
-    """Which initial configuration its shortest path starts from."""
-    expanded: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """A step that breaks a property: from a node, a move, and what came of it."""
-
-    prop: str
-    node: int
-    move: int
-    outcome: str | None
-    """The target state the step reached, or None when the event was refused."""
-    message: str
-
-
-@dataclass(slots=True)
-class Side:
-    """One machine as the explorer drives it."""
-
-    name: MachineName
-    compiled: CompiledMachine
-    moves: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
-    """Event → for each valuation of its arguments, the ids of the moves that send it
-    with that valuation, one per valuation of the environment."""
-    bare: dict[str, int] = field(default_factory=dict)
-    """Event → the move that sends it with no arguments (for states with no edge of it)."""
-    own: frozenset[str] = frozenset()
-    """The events this machine has a transition for, in some state."""
-    foreign_checked: set[tuple[str, str]] = field(default_factory=set)
-    """(state, event) pairs of other events already checked to be refused."""
-    spec: dict[tuple[str, str], tuple[tuple[str, Guard | None], ...]] = field(default_factory=dict)
-    """(source, event) → the spec table's (target, guard) rows, for conformance."""
 
 
 Snapshot = tuple[object, ...]
@@ -140,6 +97,14 @@ class Explorer:
             for values in itertools.product(*domains.environment.values())
         )
         self._environment_fields = frozenset(names)
+        self.reads: dict[tuple[str, str, str, str, str], Reads] = {}
+        """(kind, machine, event, source, target) → what its guards (kind ``guard``) or its
+        effects and enter actions (``effect``) read; recorded on the first valuation of the
+        environment."""
+        self.writes: dict[tuple[str, str, str, str, str], set[str]] = {}
+        """The same key → the fields its effects and enter actions write."""
+        self.first_read: dict[tuple[tuple[str, str, str, str, str], str], tuple[int, int]] = {}
+        """(key, field) → the first (node, move) at which it was read, in breadth-first order."""
         for side in (self.run, self.loop):
             self._prepare(side, spec, spec_guards)
 
@@ -171,10 +136,19 @@ class Explorer:
                 for arguments in self.domains.events.get(event, ({},))
             )
         table = spec.get(side.name) if spec is not None else None
-        for row in table.rows if table is not None else ():
+        if table is None:
+            return
+        side.spec_states, side.spec_events = frozenset(table.states), frozenset(table.events)
+        for post in table.effects:
+            for source in post.sources:
+                side.effects[source, post.event] = (
+                    *side.effects.get((source, post.event), ()),
+                    post,
+                )
+        for row in table.rows:
             guard = None if row.guard is None else _guard(spec_guards, row.guard)
             side.spec.setdefault((row.source, row.event), ())
-            side.spec[row.source, row.event] += ((row.target, guard),)
+            side.spec[row.source, row.event] += ((row.target, row.guard, guard),)
 
     def _intern(self, move: Move) -> int:
         self.moves.append(move)
@@ -261,17 +235,18 @@ class Explorer:
             by_event = side.compiled.dispatch.get(state, _NONE)
             for event in self.events:
                 candidates = by_event.get(event)
-                if candidates is None:
+                if candidates is None and (state, event) not in side.spec:
                     self._unknown(nid, side, state, event, data)
                     continue
                 for by_environment in side.moves[event]:
-                    self._vary(nid, side, by_environment, candidates)
+                    self._vary(nid, side, by_environment, candidates or ())
 
     def _unknown(self, nid: int, side: Side, state: str, event: str, data: RunData) -> None:
-        # An event of this machine is refused in every configuration without an edge of it.
-        # One the machine has nowhere (the other machine's) is refused by the table lookup
-        # before any data is read, so one configuration per state stands for all of them.
-        if event in side.own or (state, event) not in side.foreign_checked:
+        # An event with no edge out of this state (the other machine's, or one of this
+        # machine's from other states) is refused by the table lookup before any data is
+        # read, so the first configuration of each state (breadth first: the one with the
+        # shortest path) stands for all of them.
+        if (state, event) not in side.foreign_checked:
             side.foreign_checked.add((state, event))
             self._refuse(nid, side, side.bare[event], data)
 
@@ -285,11 +260,72 @@ class Explorer:
         # A step whose guards and effects read no environment field does the same under
         # every valuation of the environment (it cannot tell them apart), and environment
         # fields are not part of a configuration: one valuation stands for all of them.
-        traced = len(by_environment) > 1
-        reads = self._step(nid, side, by_environment[0], candidates, traced=traced)
+        reads = self._step(nid, side, by_environment[0], candidates, traced=True)
         if not reads.isdisjoint(self._environment_fields):
             for mid in by_environment[1:]:
                 self._step(nid, side, mid, candidates, traced=False)
+
+    def _record(self, kind: str, t: CompiledTransition, nid: int, mid: int, reads: Reads) -> None:
+        key = (kind, self.moves[mid].machine.value, t.event, t.source, t.target)
+        merge(self.reads.setdefault(key, {}), reads)
+        for name in reads:
+            self.first_read.setdefault((key, name), (nid, mid))
+
+    def _enabled(
+        self,
+        nid: int,
+        mid: int,
+        candidates: tuple[CompiledTransition, ...],
+        data: RunData,
+        names: set[str] | None,
+    ) -> list[CompiledTransition] | None:
+        """The candidates whose guards hold; None when a guard raised (a violation)."""
+        args = self.moves[mid].arguments
+        enabled = []
+        for t in candidates:
+            reads: Reads = {}
+            model = data if names is None else Traced(data, reads)
+            holds, current = True, ""
+            try:
+                for guard, name in zip(t.guards, t.guard_names, strict=True):
+                    current = name
+                    holds = bool(guard(model, **args))
+                    if not holds:
+                        break
+            except Exception as error:  # a raising guard is a finding
+                what = f"guard {current} of {t.event!r} {t.source} → {t.target}"
+                self._raised(nid, mid, what, error)
+                return None
+            finally:
+                if names is not None:
+                    self._record("guard", t, nid, mid, reads)
+                    names.update(reads)
+            if holds:
+                enabled.append(t)
+        return enabled
+
+    def _raised(self, nid: int, mid: int, what: str, error: Exception) -> None:
+        self._violate(
+            "exceptions", nid, mid, None, f"{what} raised {type(error).__name__}: {error}"
+        )
+
+    def _spec_choice(
+        self, nid: int, mid: int, side: Side, source: str, data: RunData, names: set[str] | None
+    ) -> tuple[str, str | None] | None:
+        """The spec's first row for this step whose guard holds: (target, guard name)."""
+        move = self.moves[mid]
+        reads: Reads = {}
+        model = data if names is None else Traced(data, reads)
+        try:
+            for target, name, guard in side.spec.get((source, move.event), ()):
+                if guard is None or guard(model, **move.arguments):
+                    return target, name
+        except Exception as error:  # so is a raising spec guard
+            self._raised(nid, mid, f"the spec's guard for {move.event!r} from {source}", error)
+        finally:
+            if names is not None:
+                names.update(reads)
+        return None
 
     def _step(
         self,
@@ -306,33 +342,47 @@ class Explorer:
         for name, value in move.environment.items():
             setattr(data, name, value)
         before = self.snapshot(data)
-        args = move.arguments
-        reads: set[str] = set()
-        model = _Traced(data, reads) if traced else data
-        enabled = [t for t in candidates if all(guard(model, **args) for guard in t.guards)]
+        names: set[str] | None = set() if traced else None
+        enabled = self._enabled(nid, mid, candidates, data, names)
+        source = getattr(data, side.compiled.state_field)
+        spec = self._spec_choice(nid, mid, side, source, data, names)
         if self.snapshot(data) != before:
             # A guard wrote to the data. The node must stay as it was reached; whether the
             # write breaks I4 shows when the event is sent (refused, it must change nothing).
             self.restore(data, before)
+        if enabled is None:
+            return names or set()
+        self._conformance(nid, mid, side, source, enabled, spec)
         if len(enabled) > 1:
             self._overlap(nid, mid, enabled)
         if not enabled:
             self._refuse(nid, side, mid, data, before)
         else:
-            self._take(nid, side, mid, enabled[0], data, reads if traced else None)
-        return reads
+            self._take(nid, side, mid, enabled[0], data, names)
+        return names or set()
+
+    def _conformance(
+        self,
+        nid: int,
+        mid: int,
+        side: Side,
+        source: str,
+        enabled: list[CompiledTransition],
+        spec: tuple[str, str | None] | None,
+    ) -> None:
+        """Two-way: the machine takes exactly the edge the spec's first holding row names."""
+        event = self.moves[mid].event
+        took = enabled[0].target if enabled else None
+        governed = (source, event) in side.spec
+        if not governed and not (source in side.spec_states and event in side.spec_events):
+            return  # a state or event the spec does not know: an extension
+        message = nonconformance(event, source, took, spec, governed=governed)
+        if message is not None:
+            self._violate("conformance", nid, mid, took, message)
 
     def _overlap(self, nid: int, mid: int, enabled: list[CompiledTransition]) -> None:
-        targets = ", ".join(repr(t.target) for t in enabled)
-        guards = "; ".join(" and ".join(t.guard_names) or "no guard" for t in enabled)
-        self._violate(
-            "determinism",
-            nid,
-            mid,
-            enabled[0].target,
-            f"{len(enabled)} transitions of {self.moves[mid].event!r} are enabled at once, "
-            f"to {targets} (guards: {guards})",
-        )
+        message = overlap(self.moves[mid].event, enabled)
+        self._violate("determinism", nid, mid, enabled[0].target, message)
 
     def _refuse(
         self, nid: int, side: Side, mid: int, data: RunData, before: Snapshot | None = None
@@ -344,12 +394,17 @@ class Explorer:
         self.sends += 1
         try:
             Machine(side.compiled, data, self.emitter).send(move.event, **move.arguments)
-        except IllegalTransitionError as error:
+        except Exception as error:
+            if not isinstance(error, IllegalTransitionError):
+                self.restore(data, before)
+                self.emitter.seq = seq
+                self._raised(nid, mid, f"refusing {move.event!r} in {state!r}", error)
+                return
             changed = self.snapshot(data) != before or self.emitter.seq != seq
             allowed = side.compiled.allowed.get(state, ())
             named = (error.state, error.event, error.allowed) == (state, move.event, allowed)
             if changed or not named:
-                what = self._changes(data, before) if changed else f"named {error.state!r}"
+                what = changes(self._fields, before, data) if changed else f"named {error.state!r}"
                 self.restore(data, before)
                 self.emitter.seq = seq
                 self._violate("I4", nid, mid, None, f"refusing {move.event!r} {what}")
@@ -357,21 +412,8 @@ class Explorer:
         outcome = getattr(data, side.compiled.state_field)
         self.restore(data, before)
         self.emitter.seq = seq
-        self._violate(
-            "I4",
-            nid,
-            mid,
-            outcome,
-            f"{move.event!r} was accepted in {state!r} though no transition was enabled",
-        )
-
-    def _changes(self, data: RunData, before: Snapshot) -> str:
-        changed = [
-            f"{name}: {old!r} → {getattr(data, name)!r}"
-            for name, old in zip(self._fields, before, strict=True)
-            if getattr(data, name) != old
-        ]
-        return "changed " + ("; ".join(changed) or "the event log")
+        message = f"{move.event!r} was accepted in {state!r} though no transition was enabled"
+        self._violate("I4", nid, mid, outcome, message)
 
     def _take(
         self,
@@ -380,93 +422,79 @@ class Explorer:
         mid: int,
         chosen: CompiledTransition,
         data: RunData,
-        reads: set[str] | None,
+        names: set[str] | None,
     ) -> None:
         move = self.moves[mid]
-        field_name = side.compiled.state_field
-        source = getattr(data, field_name)
-        # The spec's guards may read the environment where the machine's do not (a guard
-        # the machine forgot): their reads count too, or one valuation would stand for all.
-        spec_model = data if reads is None else _Traced(data, reads)
-        if not self._conforms(side, source, move.event, chosen.target, spec_model, move.arguments):
-            self._violate(
-                "conformance",
-                nid,
-                mid,
-                chosen.target,
-                f"{move.event!r} took {source!r} → {chosen.target!r}, which the spec table "
-                "does not allow here (no row for that target whose guard holds)",
-            )
+        source = getattr(data, side.compiled.state_field)
         work = self.copy(data)
         self.sends += 1
-        model = work if reads is None else _Traced(work, reads)
         try:
-            emitted = Machine(side.compiled, model, self.emitter).send(
-                move.event, **move.arguments
-            )
+            emitted = Machine(side.compiled, work, self.emitter).send(move.event, **move.arguments)
         except IllegalTransitionError:
-            self._violate(
-                "determinism",
-                nid,
-                mid,
-                None,
+            message = (
                 f"the machine refused {move.event!r} though {chosen.target!r} was enabled a "
-                "moment before: a guard's answer changed between two identical calls",
+                "moment before: a guard's answer changed between two identical calls"
             )
+            self._violate("determinism", nid, mid, None, message)
             return
+        except Exception as error:  # and a raising effect
+            what = f"an effect of {move.event!r} {source} → {chosen.target}"
+            self._raised(nid, mid, what, error)
+            return
+        if names is not None and (chosen.effects or chosen.enters):
+            names.update(self._trace_effects(nid, mid, side, chosen, data))
         if emitted.target != chosen.target:
-            self._violate(
-                "determinism",
-                nid,
-                mid,
-                emitted.target,
+            message = (
                 f"the machine took {source!r} → {emitted.target!r}, though the first "
-                f"enabled transition goes to {chosen.target!r}",
+                f"enabled transition goes to {chosen.target!r}"
             )
-        if side is self.run:
-            if source in self.domains.absorbing:
-                self._violate(
-                    "I1",
-                    nid,
-                    mid,
-                    emitted.target,
-                    f"{source!r} accepted {move.event!r} (to {emitted.target!r})",
-                )
-            if work.loop_state is None and work.state in self.domains.turn_states:
+            self._violate("determinism", nid, mid, emitted.target, message)
+        self._after(nid, side, mid, source, data, work)
+        if side is self.run and work.loop_state is None and work.state in self.domains.turn_states:
+            try:
                 Machine(self.loop.compiled, work, self.emitter)  # the turn's loop starts
+            except Exception as error:  # or enter action
+                self._raised(nid, mid, "entering the loop's initial state", error)
+                return
         node = self.nodes[nid]
         target = self._add(work, node.depth + 1, nid, mid, node.origin)
         self.out[nid].append((target, mid))
 
-    def _conforms(
-        self, side: Side, source: str, event: str, target: str, data: object, args: Arguments
-    ) -> bool:
-        rows = side.spec.get((source, event))
-        if rows is None:
-            return True  # an edge the spec does not govern: an extension
-        return any(
-            row_target == target and (guard is None or guard(data, **args))
-            for row_target, guard in rows
-        )
+    def _trace_effects(
+        self, nid: int, mid: int, side: Side, chosen: CompiledTransition, data: RunData
+    ) -> set[str]:
+        """Run the step's effects and enter actions again, on a copy, to see what they read."""
+        field = side.compiled.state_field
+        reads, writes = traced_effects(chosen, self.copy(data), field, self.moves[mid].arguments)
+        self._record("effect", chosen, nid, mid, reads)
+        key = ("effect", side.name.value, chosen.event, chosen.source, chosen.target)
+        self.writes.setdefault(key, set()).update(writes)
+        return set(reads)
 
-
-class _Traced:
-    """The run's data, recording the name of every field read through it."""
-
-    __slots__ = ("_data", "_reads")
-    _data: RunData
-    _reads: set[str]
-
-    def __init__(self, data: RunData, reads: set[str]) -> None:
-        object.__setattr__(self, "_data", data)
-        object.__setattr__(self, "_reads", reads)
-
-    def __getattr__(self, name: str) -> object:
-        self._reads.add(name)
-        return getattr(self._data, name)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        setattr(self._data, name, value)
+    def _after(
+        self, nid: int, side: Side, mid: int, source: str, data: RunData, work: RunData
+    ) -> None:
+        """The checks on a step's outcome: I1, I5 and the effects' postconditions."""
+        move = self.moves[mid]
+        target = getattr(work, side.compiled.state_field)
+        is_run = side is self.run
+        if is_run and source in self.domains.absorbing:
+            message = f"{source!r} accepted {move.event!r} (to {target!r})"
+            self._violate("I1", nid, mid, target, message)
+        turns = self.domains.turn_states
+        starts = is_run and move.event == RunEvent.SUBMIT and source not in turns
+        miscount = turn_miscount(move.event, data.turn, work.turn, starts and target in turns)
+        if miscount is not None:
+            self._violate("I5", nid, mid, target, miscount)
+        if (source, move.event) not in side.spec:
+            return  # an edge the spec does not govern: its effects are the extension's own
+        posts = side.effects.get((source, move.event), ())
+        wanted = expected(posts, move.event, source, target, data, move.arguments)
+        fields = [f for f in self._fields if f != side.compiled.state_field]
+        wrong = effect_mismatch(fields, data, work, wanted)
+        if wrong is not None:
+            message = f"{move.event!r} {source} → {target} left {wrong}"
+            self._violate("effects", nid, mid, target, message)
 
 
 def _events(compiled: CompiledMachine) -> list[str]:

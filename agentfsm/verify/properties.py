@@ -32,6 +32,9 @@ class Finding:
     cycle: bool = False
     """True when ``tail`` goes round a cycle back to ``node``."""
     unreached: tuple[str, ...] = ()
+    path: tuple[Edge, ...] | None = None
+    """When set, the whole path from an initial configuration to ``node`` (a path the
+    Agent can produce), instead of the breadth-first one."""
 
 
 def _backwards(explorer: Explorer, goal: Iterable[int], loop_only: bool) -> set[int]:

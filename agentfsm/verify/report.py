@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from agentfsm.fsm.compiled import CompiledMachine
-from agentfsm.states.json import JSONValue
-from agentfsm.states.names import MachineName
+from agentfsm.verify.diagram import Counterexample, counterexample_dot, write_diagram
 
-Status = Literal["pass", "fail", "unknown"]
+Status = Literal["pass", "fail", "warn", "unknown"]
 """``pass``: proved over every reachable configuration; ``fail``: a counterexample was
-found; ``unknown``: the exploration stopped early, so it was neither proved nor refuted."""
+found; ``warn``: a warning property (`WARNINGS`) found something, and the verification was
+not strict; ``unknown``: the exploration stopped early, so it was neither proved nor
+refuted."""
 
 Edge = tuple[str, str, str, str]
 """A transition: (machine, event, source, target)."""
@@ -24,79 +24,28 @@ PROPERTIES: dict[str, str] = {
     "that needs no answer",
     "I3": "every state of both machines is reachable",
     "I4": "an event with no enabled transition raises IllegalTransitionError and changes nothing",
+    "I5": "turn grows by exactly one per submit that starts a turn, and never otherwise",
+    "I6": "in requires_action, on the Agent's paths, the pending ids are a non-empty set of "
+    "calls of the need_action that entered it",
     "I8": "iteration <= max_iterations",
     "determinism": "at most one transition is enabled for any state, event and inputs",
     "bounded-loop": "every TurnLoop path ends in a final state: no loop cycle without a "
     "new iteration, no loop state that cannot end",
-    "conformance": "every transition taken is a row of the spec table whose guard holds",
+    "conformance": "the machines take exactly the spec table's edge (its first row whose "
+    "guard holds) for every event, from every state, and none it has no row for",
+    "effects": "after every transition the data is what the effect table says (every "
+    "other field unchanged)",
+    "exceptions": "no guard, effect or enter action raises on any explored input",
+    "varied": "every field a guard or effect reads is part of a configuration and takes more "
+    "than one value in the exploration",
+    "agent-coverage": "every declared transition is taken on a path the Agent can produce",
     "finite": "the exploration ended: every reachable configuration was expanded",
 }
 """Every property the verifier checks, in report order, with what it means."""
 
-
-def _values(mapping: Mapping[str, object]) -> str:
-    return ", ".join(f"{name}={value!r}" for name, value in mapping.items())
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One event of a counterexample, sent to one machine."""
-
-    machine: MachineName
-    """The machine the event was sent to."""
-    event: str
-    """The event's name."""
-    arguments: Mapping[str, JSONValue]
-    """The event's arguments."""
-    environment: Mapping[str, object]
-    """The environment fields, as set just before the event (replay sets them all)."""
-    source: str
-    """That machine's state before the event."""
-    target: str | None
-    """Its state after the event, or None when the event was refused."""
-
-    def describe(self, baseline: Mapping[str, object]) -> str:
-        """One line: machine, event(arguments), environment, source → target.
-
-        The environment is shown only where it differs from ``baseline``.
-        """
-        call = f"{self.event}({_values(self.arguments)})"
-        changed = {k: v for k, v in self.environment.items() if baseline.get(k) != v}
-        where = f"  [{_values(changed)}]" if changed else ""
-        outcome = "refused" if self.target is None else self.target
-        return f"{self.machine.value:<4} {call}{where}: {self.source} → {outcome}"
-
-
-@dataclass(frozen=True, slots=True)
-class Counterexample:
-    """Why a property fails: a shortest path of events from an initial configuration."""
-
-    property: str
-    """The property that fails."""
-    message: str
-    """What goes wrong at the end of the path."""
-    initial: Mapping[str, object]
-    """The initial data the path starts from (fields set on a fresh run's data)."""
-    steps: tuple[Step, ...] = ()
-    """The events, in order, from the initial configuration (both machines)."""
-    cycle: int | None = None
-    """For a cycle, the index in ``steps`` where the repeated part starts."""
-    unreached: tuple[str, ...] = ()
-    """For I3, the states no path reaches (there is no path to show)."""
-    baseline: Mapping[str, object] = field(default_factory=dict)
-    """The first valuation of the environment: steps show only where they differ."""
-
-    def __str__(self) -> str:
-        start = f"from created with {_values(self.initial)}" if self.initial else "from created"
-        lines = [f"{self.property}: {self.message}"]
-        if self.steps:
-            lines.append(f"  shortest path ({len(self.steps)} events, {start}):")
-        for number, step in enumerate(self.steps, start=1):
-            mark = "  ↻" if self.cycle is not None and number - 1 == self.cycle else "   "
-            lines.append(f"  {mark}{number:>3}. {step.describe(self.baseline)}")
-        if self.cycle is not None:
-            lines.append(f"     (events {self.cycle + 1} to {len(self.steps)} repeat forever)")
-        return "\n".join(lines)
+WARNINGS: frozenset[str] = frozenset({"varied", "agent-coverage"})
+"""The properties that only warn (status ``warn``) unless the verification is strict: they
+say that a pass proves less than it seems, not that a machine is wrong."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +107,18 @@ class VerificationReport:
 
     @property
     def ok(self) -> bool:
-        """True when every property was proved."""
-        return all(result.passed for result in self.properties)
+        """True when every property was proved, or only warns (`WARNINGS`, not strict)."""
+        return not self.failures
 
     @property
     def failures(self) -> tuple[PropertyResult, ...]:
-        """The properties that did not pass."""
-        return tuple(result for result in self.properties if not result.passed)
+        """The properties that failed, or are unknown."""
+        return tuple(r for r in self.properties if r.status in ("fail", "unknown"))
+
+    @property
+    def warnings(self) -> tuple[PropertyResult, ...]:
+        """The warning properties that found something (status ``warn``)."""
+        return tuple(r for r in self.properties if r.status == "warn")
 
     def __getitem__(self, name: str) -> PropertyResult:
         for result in self.properties:
@@ -194,8 +148,10 @@ class VerificationReport:
 
     def __str__(self) -> str:
         verdict = "all properties hold" if self.ok else f"{len(self.failures)} failed"
+        if self.warnings:
+            verdict += f", {len(self.warnings)} warned"
         parts = [f"agentfsm verify: {self.run} and {self.loop}: {verdict}", self.table()]
-        parts += [str(r.counterexample) for r in self.failures if r.counterexample]
+        parts += [str(r.counterexample) for r in self._found() if r.counterexample]
         return "\n\n".join(parts)
 
     def dot(self, name: str | None = None) -> str:
@@ -207,8 +163,6 @@ class VerificationReport:
         Raises:
             ValueError: That property has no counterexample (it passed).
         """
-        from agentfsm.verify.diagram import counterexample_dot
-
         return counterexample_dot(*self.machines, self._counterexample(name))
 
     def write_dot(self, path: str | Path) -> list[Path]:
@@ -220,19 +174,20 @@ class VerificationReport:
         Returns:
             The files written (none when every property passed).
         """
-        from agentfsm.verify.diagram import write_diagram
-
         target = Path(path)
         written: list[Path] = []
-        with_examples = [r for r in self.failures if r.counterexample is not None]
+        with_examples = [r for r in self._found() if r.counterexample is not None]
         for number, result in enumerate(with_examples):
             where = target.with_name(f"{target.stem}.{result.name}{target.suffix}")
             where = target if number == 0 else where
             written += write_diagram(self.dot(result.name), where)
         return written
 
+    def _found(self) -> tuple[PropertyResult, ...]:
+        return self.failures + self.warnings
+
     def _counterexample(self, name: str | None) -> Counterexample:
-        results = self.failures if name is None else (self[name],)
+        results = self._found() if name is None else (self[name],)
         for result in results:
             if result.counterexample is not None:
                 return result.counterexample

@@ -15,6 +15,8 @@ from agentfsm.fsm.lifecycle import RunLifecycle
 from agentfsm.fsm.turnloop import TurnLoop
 from agentfsm.states.names import MachineName
 from agentfsm.states.tables import TABLES, MachineTable
+from agentfsm.verify.agent import agent_paths, check_agent_coverage, check_i6
+from agentfsm.verify.diagram import Counterexample, Step
 from agentfsm.verify.domains import Domains, default_domains
 from agentfsm.verify.explore import Explorer
 from agentfsm.verify.properties import (
@@ -26,12 +28,12 @@ from agentfsm.verify.properties import (
 )
 from agentfsm.verify.report import (
     PROPERTIES,
-    Counterexample,
+    WARNINGS,
     PropertyResult,
     Status,
-    Step,
     VerificationReport,
 )
+from agentfsm.verify.vacuity import check_varied
 
 
 def verify(
@@ -43,6 +45,7 @@ def verify(
     data: Callable[[str], RunData] = RunData,
     spec: Mapping[MachineName, MachineTable] | None = TABLES,
     spec_guards: Mapping[str, Guard] = GUARD_FUNCTIONS,
+    strict: bool = False,
 ) -> VerificationReport:
     """Explore every reachable configuration of a run's two machines and check them.
 
@@ -58,10 +61,12 @@ def verify(
         domains: What to try; `default_domains` by default. Extend it (`Domains.extended`)
             to cover a subclass's own events, guards and data fields.
         data: Builds a run's data from its run id: `RunData` or a subclass of it.
-        spec: The tables the machines' transitions must conform to (by default those of
-            lifecycle.md); edges out of (state, event) pairs a table has no row for are
-            not checked. None skips conformance.
+        spec: The tables the machines must conform to (by default those of lifecycle.md),
+            both ways, with their effect postconditions; states and events a table does not
+            know (an extension's) are not checked. None skips conformance and effects.
         spec_guards: The functions of the guards the spec tables name.
+        strict: Whether the warning properties (`WARNINGS`: ``varied``,
+            ``agent-coverage``) fail the verification instead of warning.
 
     Returns:
         The verdict of every property, with a shortest counterexample for each failure.
@@ -87,8 +92,16 @@ def verify(
         for v in explorer.violations.values()
     }
     if explorer.complete:
-        for check in (check_i2, check_i3, check_bounded_loop):
-            finding = check(explorer)
+        paths = agent_paths(explorer)
+        declared = _declared(explorer)
+        for finding in (
+            check_i2(explorer),
+            check_i3(explorer),
+            check_bounded_loop(explorer),
+            check_i6(explorer, paths),
+            check_varied(explorer),
+            check_agent_coverage(explorer, paths, declared),
+        ):
             if finding is not None:
                 findings.setdefault(finding.prop, finding)
     else:
@@ -99,7 +112,7 @@ def verify(
             "data field grows without bound; abstract it in Domains.abstraction",
         )
     results = tuple(
-        _result(explorer, name, description, findings.get(name))
+        _result(explorer, name, description, findings.get(name), strict=strict)
         for name, description in PROPERTIES.items()
     )
     return VerificationReport(
@@ -112,6 +125,16 @@ def verify(
         seconds=time.perf_counter() - started,
         machines=(explorer.run.compiled, explorer.loop.compiled),
         covered=_covered(explorer),
+    )
+
+
+def _declared(explorer: Explorer) -> frozenset[tuple[str, str, str, str]]:
+    return frozenset(
+        (side.name.value, t.event, t.source, t.target)
+        for side in (explorer.run, explorer.loop)
+        for by_event in side.compiled.dispatch.values()
+        for transitions in by_event.values()
+        for t in transitions
     )
 
 
@@ -129,12 +152,12 @@ def _covered(explorer: Explorer) -> frozenset[tuple[str, str, str, str]]:
 
 
 def _result(
-    explorer: Explorer, name: str, description: str, finding: Finding | None
+    explorer: Explorer, name: str, description: str, finding: Finding | None, *, strict: bool
 ) -> PropertyResult:
     if finding is not None:
-        return PropertyResult(name, description, "fail", _counterexample(explorer, finding))
-    status: Status = "pass" if explorer.complete else "unknown"
-    return PropertyResult(name, description, status)
+        status: Status = "warn" if name in WARNINGS and not strict else "fail"
+        return PropertyResult(name, description, status, _counterexample(explorer, finding))
+    return PropertyResult(name, description, "pass" if explorer.complete else "unknown")
 
 
 def _step(explorer: Explorer, edge: Edge, reached: int | None = None) -> Step:
@@ -150,13 +173,16 @@ def _step(explorer: Explorer, edge: Edge, reached: int | None = None) -> Step:
 def _counterexample(explorer: Explorer, finding: Finding) -> Counterexample:
     path: list[Step] = []
     nid = finding.node
-    while nid >= 0 and explorer.nodes[nid].parent >= 0:
+    while finding.path is None and nid >= 0 and explorer.nodes[nid].parent >= 0:
         node = explorer.nodes[nid]
         path.append(_step(explorer, (node.parent, node.move, None), reached=nid))
         nid = node.parent
     path.reverse()
+    if finding.path is not None:
+        path = [_step(explorer, edge) for edge in finding.path]
+        nid = finding.path[0][0] if finding.path else finding.node
     cycle = len(path) if finding.cycle else None
-    initial = explorer.initials[explorer.nodes[finding.node].origin] if finding.node >= 0 else {}
+    initial = explorer.initials[explorer.nodes[nid].origin] if nid >= 0 else {}
     return Counterexample(
         property=finding.prop,
         message=finding.message,

@@ -139,3 +139,40 @@ def test_loop_left_over_from_an_earlier_turn_refuses_every_event(engine: Engine)
     with pytest.raises(IllegalTransitionError, match="allowed events in None: none"):
         stale.send("model_replied", tool_calls=0)
     assert (data.state, data.loop_state) == ("busy", None)
+
+
+def _parent() -> type[Any]:
+    """A fresh two-state chart, so no test changes the shipped classes' shared states."""
+    a, b = State(initial=True), State(final=True)
+    return _chart(a=a, b=b, go=a.to(b))
+
+
+def test_a_subclass_that_adds_a_transition_to_an_inherited_state_is_refused() -> None:
+    parent = _parent()
+    loop_back = parent.a.to(parent.a, internal=True)
+    child: type[Any] = type("Child", (parent,), {"spin": loop_back})
+
+    with pytest.raises(MachineDefinitionError, match="Child changes the states of its parent"):
+        compile_machine(child, MachineName.RUN, "state")
+
+
+def test_no_cache_hides_a_parent_that_a_subclass_changed() -> None:
+    parent = _parent()
+    before = compile_machine(parent, MachineName.RUN, "state")
+    assert compile_machine(parent, MachineName.RUN, "state") is before  # cached while unchanged
+
+    type("Child", (parent,), {"spin": parent.a.to(parent.a, internal=True)})
+
+    with pytest.raises(MachineDefinitionError, match="its subclass Child added it"):
+        compile_machine(parent, MachineName.RUN, "state")
+    assert "spin" not in before.dispatch["a"]  # the old table is not what the class is now
+
+
+def test_a_subclass_that_leaves_the_states_alone_compiles_to_the_same_table() -> None:
+    parent = _parent()
+    child: type[Any] = type("Child", (parent,), {"__doc__": "The parent, renamed."})
+
+    compiled = compile_machine(child, MachineName.RUN, "state")
+
+    assert compiled.rows() == compile_machine(parent, MachineName.RUN, "state").rows()
+    assert compiled.chart is child

@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from agentfsm.cli import main
-from agentfsm.verify import PROPERTIES
+from agentfsm.verify import PROPERTIES, command
+from tests.verify.mutants import MUTANTS
+
+ThinkingRetry = MUTANTS["retry_while_the_loop_thinks"].build()[0]
+EarlyPausingRun = MUTANTS["subclass_pauses_from_created"].build()[0]
+NaiveExpiry = MUTANTS["expire_without_a_deadline"].build()[0]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,7 +90,98 @@ def test_verify_command_says_when_there_is_no_counterexample_to_draw(
 ) -> None:
     dot = tmp_path / "cex.dot"
 
-    assert main(["verify", "--max-iterations", "1", "--counterexample-dot", str(dot)]) == 0
+    assert main(["verify", "--max-iterations", "2", "--counterexample-dot", str(dot)]) == 0
 
     assert f"no counterexample: nothing written to {dot}" in capsys.readouterr().out
     assert not dot.exists()
+
+
+def test_verify_command_with_strict_fails_on_a_warning_and_without_it_passes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    argv = ["verify", "--run", "tests.verify.test_command:ThinkingRetry", "--max-iterations", "2"]
+
+    assert main(argv) == 0
+    assert re.search(r"^agent-coverage\s+warn\s", capsys.readouterr().out, re.MULTILINE)
+    assert main([*argv, "--strict"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^agent-coverage\s+fail\s", out, re.MULTILINE)
+    assert "run retry failed → busy" in out
+
+
+def test_verify_command_refuses_a_subclass_that_changes_its_parent_with_exit_code_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+
+    assert main(["verify", "--run", "tests.verify.test_command:EarlyPausingRun"]) == 2
+
+    err = capsys.readouterr().err
+    assert "cannot verify these classes" in err
+    assert "EarlyPausingRun changes the states of its parent FreshRun" in err
+
+
+def test_a_raising_guard_fails_a_property_with_exit_code_1_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+
+    code = main(
+        ["verify", "--run", "tests.verify.test_command:NaiveExpiry", "--max-iterations", "1"]
+    )
+
+    out = capsys.readouterr().out
+    assert code == 1
+    assert re.search(r"^exceptions\s+fail\s", out, re.MULTILINE)
+    assert "guard deadline_compared of 'expire' requires_action → failed raised TypeError" in out
+    assert "4. run  expire(now=50.0): requires_action → refused" in out
+
+
+def test_a_crash_of_the_verifier_itself_exits_with_code_3_and_its_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the verifier's own bug")
+
+    monkeypatch.setattr(command, "verify", broken)
+
+    assert main(["verify", "--max-iterations", "1"]) == 3
+
+    err = capsys.readouterr().err
+    assert "the verifier crashed" in err
+    assert "RuntimeError: the verifier's own bug" in err
+
+
+def test_verify_command_imports_the_run_class_from_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "my_machines.py").write_text(
+        "from agentfsm.fsm import RunLifecycle\n\nMyRun = RunLifecycle\n", encoding="utf-8"
+    )
+    # -I: no environment, and (like the installed `agentfsm` script) nothing prepended to
+    # sys.path; the command itself must make the current directory importable.
+    done = subprocess.run(
+        [sys.executable, "-I", "-m", "agentfsm.cli", "verify", "--run", "my_machines:MyRun"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(
+        "agentfsm verify: RunLifecycle and TurnLoop: all properties hold"
+    )
+
+
+def test_the_current_directory_is_importable_only_while_loading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "elsewhere_machines.py").write_text("X = 1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    before = list(sys.path)
+
+    assert main(["verify", "--run", "elsewhere_machines:X"]) == 2  # found, but not a class
+
+    assert sys.path == before
