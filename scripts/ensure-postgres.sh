@@ -16,26 +16,9 @@ found() {
 if found; then
     exit 0
 fi
-as_root=""
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-        as_root="sudo -n"
-    fi
-fi
-if [ "$(id -u)" -eq 0 ] || [ -n "$as_root" ]; then
-    if command -v apt-get >/dev/null 2>&1; then
-        echo "ensure-postgres: installing the PostgreSQL server with apt-get" >&2
-        $as_root apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive $as_root apt-get -o DPkg::Lock::Timeout=600 \
-            install -y -qq postgresql >/dev/null
-    elif command -v dnf >/dev/null 2>&1; then
-        $as_root dnf install -y -q postgresql-server
-    elif command -v apk >/dev/null 2>&1; then
-        $as_root apk add --quiet postgresql
-    fi
-elif command -v brew >/dev/null 2>&1; then
-    brew install postgresql
-fi
+# shellcheck source=scripts/install-package.sh
+. "$(dirname "$0")/install-package.sh"
+install_package ensure-postgres postgresql postgresql-server postgresql postgresql
 if ! found; then
     cat >&2 <<'MSG'
 ensure-postgres: the PostgreSQL server (initdb, pg_ctl) is missing and could not be
