@@ -16,8 +16,8 @@ from agentfsm import Agent, MemoryStore, ScriptedModel, SQLiteStore, StoreURLErr
 from agentfsm._runs_cli import runs_command
 from agentfsm.errors import StoreError
 from agentfsm.stores import parse_store_url, redact
-from agentfsm.stores.postgres import PostgresStore
 from agentfsm.stores._credentials import scrub
+from agentfsm.stores.postgres import PostgresStore
 from agentfsm.testing.postgres_server import TemporaryPostgres
 from agentfsm.testing.store_conformance import make_events, make_snapshot
 
