@@ -69,7 +69,7 @@ def _add_ui_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
         help="serve a live web view of a store's runs: the machines, the event log, the "
         "conversation, and the operator's actions (needs the ui extra)",
     )
-    ui.add_argument("--store", metavar="PATH", help=_STORE_HELP)
+    ui.add_argument("--store", metavar="STORE", help=_STORE_HELP)
     ui.add_argument("--host", default="127.0.0.1", help="where to listen (default: 127.0.0.1)")
     ui.add_argument(
         "--port", type=_non_negative, default=8765, metavar="N", help="default 8765; 0 picks one"
@@ -159,9 +159,12 @@ def _add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     serve.add_argument(
         "--store",
-        metavar="PATH",
+        metavar="STORE",
         default=str(DEFAULT_PATH),
-        help=(f"the SQLite run store (default: {DEFAULT_PATH}); created if missing"),
+        help=(
+            "the run store: a SQLite file, sqlite:///PATH, postgresql://… or memory: "
+            f"(default: {DEFAULT_PATH}); created if missing"
+        ),
     )
     serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
     serve.add_argument("--port", type=_non_negative, default=8000, help="default: 8000; 0 for any")

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from agentfsm.errors import ActionError
     from agentfsm.serve.actions import ACTIONS, AgentFactory
-    from agentfsm.serve.app import create_app, open_read_only
+    from agentfsm.serve.app import create_app, default_feed
+    from agentfsm.serve.stores import open_read_only
     from agentfsm.serve.feed import ChangeFeed, Marks, PollingFeed
 
 _HOMES = {
@@ -33,7 +34,8 @@ _HOMES = {
     "Marks": "agentfsm.serve.feed",
     "PollingFeed": "agentfsm.serve.feed",
     "create_app": "agentfsm.serve.app",
-    "open_read_only": "agentfsm.serve.app",
+    "default_feed": "agentfsm.serve.app",
+    "open_read_only": "agentfsm.serve.stores",
 }
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "Marks",
     "PollingFeed",
     "create_app",
+    "default_feed",
     "open_read_only",
 ]
 

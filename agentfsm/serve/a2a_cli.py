@@ -1,4 +1,8 @@
-"""``agentfsm serve-a2a``: serve an agent factory and a SQLite run store over A2A (uvicorn)."""
+"""``agentfsm serve-a2a``: serve an agent factory and a run store over A2A (uvicorn).
+
+``--store`` is any store URL or a SQLite file's path (`agentfsm.serve.stores`), created if
+missing; its password is never printed.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import uvicorn
 
 from agentfsm.errors import AgentFSMError
 from agentfsm.serve.a2a import AgentFactory, a2a_app
-from agentfsm.stores.sqlite import SQLiteStore
+from agentfsm.serve.stores import open_to_serve, shown
 
 __all__ = ["load_factory", "serve_command"]
 
@@ -48,7 +52,7 @@ def serve_command(
     """Serve until interrupted; print the URL first. Returns the exit code."""
     try:
         factory = load_factory(agent)
-        runs = SQLiteStore(store)
+        runs = open_to_serve(store)
     except (ValueError, AgentFSMError) as error:
         print(f"agentfsm serve-a2a: error: {error}", file=err)
         return 2
@@ -60,6 +64,6 @@ def serve_command(
             return 1
         url = f"http://{host}:{sock.getsockname()[1]}"
         app = a2a_app(factory, runs, url, name=name)
-        print(f"serving {name!r} over A2A at {url} (runs in {runs.path})", file=out, flush=True)
+        print(f"serving {name!r} over A2A at {url} (runs in {shown(store)})", file=out, flush=True)
         uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0

@@ -2,7 +2,9 @@
 
 `create_app` builds a Starlette app over one run store. Mount it in your own Starlette or
 FastAPI app (``app.mount("/runs-ui", create_app("runs.db"))``): every URL the pages use is
-relative, so it works under any prefix.
+relative, so it works under any prefix. The store is a SQLite file or any store URL
+(`agentfsm.serve.stores`); live updates come from `default_feed` (PostgreSQL's
+LISTEN/NOTIFY, or a poll by seq).
 
 Routes (relative to where it is mounted):
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.resources import files
@@ -30,68 +32,61 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentfsm.errors import ActionError, StoreError
+from agentfsm.errors import ActionError
 from agentfsm.serve.actions import AgentFactory, parse_action, perform
 from agentfsm.serve.feed import DEFAULT_INTERVAL, ChangeFeed, PollingFeed
+from agentfsm.serve.stores import open_read_only, open_to_read, sqlite_path
 from agentfsm.serve.views import RUN_STATES, RunRows, diagram_svg, event_view, run_view
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.stores.base import RunStore
-from agentfsm.stores.sqlite import SQLiteStore
+from agentfsm.stores.urls import open_store
+
+__all__ = ["STATIC", "create_app", "default_feed", "open_read_only"]
 
 STATIC = Path(str(files("agentfsm.serve") / "static"))
 """The pages, script and style sheet, shipped in the package (no CDN, no build step)."""
 
 
-def _read_only(path: Path) -> sqlite3.Connection:
-    """A connection that can only read (SQLite's ``mode=ro``): the view never writes by it."""
-    return sqlite3.connect(
-        f"{path.resolve().as_uri()}?mode=ro",
-        uri=True,
-        timeout=30.0,
-        isolation_level=None,
-        check_same_thread=False,
-    )
-
-
-def open_read_only(path: str | os.PathLike[str]) -> SQLiteStore:
-    """Open an existing SQLite run store for reading only.
-
-    Raises:
-        StoreError: There is no file at ``path``, or it is empty (a store is never
-            created by reading it).
-        StoreCorruptError: The file is not an agentfsm run store.
-    """
-    where = Path(path)
-    if not where.is_file() or where.stat().st_size == 0:
-        problem = "the file is empty" if where.is_file() else "no such file"
-        raise StoreError(
-            f"no run store at {str(where)!r} ({problem}); pass the SQLite file an agent "
-            "saved its runs in"
-        )
-    return SQLiteStore(where, connect=_read_only)
-
-
 class _Stores:
-    """The view's stores: one to read (read-only for a SQLite path), one to act through."""
+    """The view's stores: one to read (read-only for a SQLite file), one to act through."""
 
     def __init__(self, store: str | os.PathLike[str] | RunStore) -> None:
+        self._url: str | os.PathLike[str] | None = None
         if isinstance(store, (str, os.PathLike)):
-            self.reader: RunStore = open_read_only(store)
-            self._path: Path | None = Path(store)
+            self.reader: RunStore = open_to_read(store)
+            if sqlite_path(store) is not None:
+                self._url = store  # read-only: actions open the file read-write
         else:
-            self.reader, self._path = store, None
+            self.reader = store
         self._writer: RunStore | None = None
 
     def writer(self) -> RunStore:
-        """The store actions save through, opened read-write on the first action."""
+        """The store actions save through (a SQLite file: opened read-write when first asked)."""
         if self._writer is None:
-            self._writer = SQLiteStore(self._path) if self._path is not None else self.reader
+            writer = self.reader if self._url is None else open_store(self._url, create=False)
+            self._writer = writer
         return self._writer
 
     def close(self) -> None:
         for store in {id(s): s for s in (self.reader, self._writer) if s is not None}.values():
             store.close()
+
+
+def default_feed(store: RunStore, poll_interval: float = DEFAULT_INTERVAL) -> ChangeFeed:
+    """The feed the view uses for ``store``: LISTEN/NOTIFY for PostgreSQL, else polling.
+
+    Args:
+        store: The store the view reads.
+        poll_interval: Seconds between two polls of a store that cannot push (SQLite,
+            memory).
+    """
+    postgres = sys.modules.get("agentfsm.stores.postgres")  # imported if store is one
+    if postgres is not None and isinstance(store, postgres.PostgresStore):
+        from agentfsm.serve.notify_feed import NotifyFeed
+
+        return NotifyFeed(store)
+    return PollingFeed(store, poll_interval)
 
 
 def _sse(name: str, data: JSONValue) -> ServerSentEvent:
@@ -125,11 +120,11 @@ class _LiveView:
     """The app's handlers over one store, one feed and an optional agent factory.
 
     Args:
-        store: A SQLite file (read through a read-only connection; actions open it
-            read-write) or any `RunStore` (used for both).
+        store: A store URL or a SQLite file's path (`agentfsm.serve.stores.open_to_read`),
+            or any `RunStore` (used for both reading and acting).
         agent: Builds the application's Agent for a run, for actions that call the model
             and tools (approve, deny, answer); None leaves those refused.
-        feed: Where live updates come from; by default the store is polled by seq.
+        feed: Where live updates come from; by default `default_feed`.
         poll_interval: Seconds between two polls of the default feed.
     """
 
@@ -143,7 +138,8 @@ class _LiveView:
     ) -> None:
         self.stores = _Stores(store)
         self.agent = agent
-        self.feed = feed if feed is not None else PollingFeed(self.stores.reader, poll_interval)
+        self.owns_feed = feed is None
+        self.feed = feed if feed is not None else default_feed(self.stores.reader, poll_interval)
         self.rows = RunRows(self.stores.reader)
 
     async def runs_page(self, request: Request) -> Response:
@@ -221,26 +217,33 @@ def create_app(
     """The live web view of a run store, as an ASGI app (Starlette).
 
     Args:
-        store: The SQLite file the runs are saved in (opened read-only to read; actions
-            open it read-write), or a `RunStore` to use as it is.
+        store: Where the runs are: a SQLite file's path or ``sqlite:///PATH`` (read through
+            a read-only connection; actions open it read-write), ``postgresql://…`` (opened
+            once, never created), ``memory:``, or a `RunStore` to use as it is (a
+            `PostgresStore` included).
         agent: ``agent(run_id, store)`` returns the application's `Agent` restored from
             ``store``; needed to approve, deny or answer (the run then calls the model and
             tools). Without it, pause, resume and cancel still work.
-        feed: Where live updates come from (default: poll the store every
-            ``poll_interval`` seconds, by seq).
+        feed: Where live updates come from (default: `default_feed`: a PostgreSQL store's
+            notifications, or else a poll of the store every ``poll_interval`` seconds).
         poll_interval: Seconds between two polls of the default feed.
 
     Returns:
         The app; serve it with uvicorn or mount it in your own Starlette or FastAPI app.
 
     Raises:
-        StoreError: The SQLite file does not exist, or is not a run store.
+        StoreURLError: ``store`` is a URL of no store agentfsm knows.
+        StoreError: There is no store there (nothing is created), or it is not a run
+            store; a password in the URL is never shown.
     """
     view = _LiveView(store, agent=agent, feed=feed, poll_interval=poll_interval)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
+        close = getattr(view.feed, "aclose", None)
+        if view.owns_feed and close is not None:
+            await close()
         view.stores.close()
 
     routes = [

@@ -1,5 +1,8 @@
 """``agentfsm ui``: serve the live web view of a run store with uvicorn.
 
+``--store`` is any store URL or a SQLite file's path (`agentfsm.serve.stores`); it is never
+created, and its password is never printed.
+
 The socket is bound before anything is printed, so the URL printed is one that answers
 (``--port 0`` picks a free port and prints it).
 """
@@ -16,6 +19,7 @@ import uvicorn
 from agentfsm.errors import StoreError
 from agentfsm.serve.actions import AgentFactory
 from agentfsm.serve.app import create_app
+from agentfsm.serve.stores import shown
 
 
 class UICommandError(Exception):
@@ -66,7 +70,11 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def ui_command(store: str, host: str, port: int, agent: str | None, out: TextIO) -> int:
-    """Serve the view of ``store`` on ``host:port`` until interrupted; returns the exit code."""
+    """Serve the view of ``store`` (a URL or path) on ``host:port`` until interrupted.
+
+    Returns:
+        The exit code: 0 once stopped, 1 if it could not start (the reason on stderr).
+    """
     try:
         factory = load_factory(agent) if agent is not None else None
         sock = _bind(host, port)
@@ -80,8 +88,9 @@ def ui_command(store: str, host: str, port: int, agent: str | None, out: TextIO)
         print(f"agentfsm ui: error: {error}", file=sys.stderr)
         return 1
     bound_host, bound_port = sock.getsockname()[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    print(f"agentfsm ui: serving {store} at http://{shown}:{bound_port}/", file=out, flush=True)
+    host_shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    where = f"http://{host_shown}:{bound_port}/"
+    print(f"agentfsm ui: serving {shown(store)} at {where}", file=out, flush=True)
     if factory is None:
         print(
             "  (no --agent MODULE:FUNCTION: approving, denying and answering are off; "

@@ -344,6 +344,26 @@ class PostgresStore:
                 if not _wait(listener, key, last, deadline):
                     return
 
+    async def listen(self) -> psycopg.AsyncConnection[tuple[Any, ...]]:
+        """A new asynchronous connection, already LISTENing to every save of the store.
+
+        Each committed save that stores events sends one notification on it (its payload
+        is `agentfsm.stores._postgres_sql.notice`), in commit order. Close it when done.
+
+        Raises:
+            StoreError: The database cannot be reached (the password masked).
+        """
+        try:
+            conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+        except psycopg.Error as exc:
+            raise self._failure(exc, None, writing=False) from None
+        try:
+            await conn.execute(sql.LISTEN)
+        except psycopg.Error as exc:  # pragma: no cover - the connection just opened
+            await conn.close()
+            raise self._failure(exc, None, writing=False) from None
+        return conn
+
     def close(self) -> None:
         """Close the pool's connections; closing twice is harmless."""
         with self._lock:
