@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from agentfsm.errors import ActionError
     from agentfsm.serve.actions import ACTIONS, AgentFactory
     from agentfsm.serve.app import create_app, default_feed
-    from agentfsm.serve.stores import open_read_only
     from agentfsm.serve.feed import ChangeFeed, Marks, PollingFeed
+    from agentfsm.serve.stores import open_read_only
 
 _HOMES = {
     "ACTIONS": "agentfsm.serve.actions",

@@ -1,16 +1,16 @@
 """The demo's travel agent, as a factory for the live view and as a process driving a run.
 
-``python -m tests.serve.travel STORE RUN_ID TEXT``: starts the run and submits TEXT (the
-model asks how many guests: input_required), prints ``waiting``, then answers with the
-next line of stdin (the model books a hotel, which needs approval: requires_action) and
-prints the state it reached.
+``python -m tests.serve.travel STORE RUN_ID TEXT`` (STORE: a path or any store URL): starts
+the run and submits TEXT (the model asks how many guests: input_required), prints the
+state, then answers with the next line of stdin (the model books a hotel, which needs
+approval: requires_action) and prints the state it reached.
 """
 
 from __future__ import annotations
 
 import sys
 
-from agentfsm import Agent, RunStore, SQLiteStore
+from agentfsm import Agent, RunStore, open_store
 from agentfsm._demo import SYSTEM_PROMPT, TOOLS, demo_model
 
 
@@ -27,7 +27,7 @@ def travel_agent(run_id: str, store: RunStore) -> Agent:
 
 
 def main(store_path: str, run_id: str, text: str) -> None:
-    with SQLiteStore(store_path) as store:
+    with open_store(store_path) as store:
         agent = travel_agent(run_id, store)
         agent.start()
         print(agent.submit(text).state, flush=True)
