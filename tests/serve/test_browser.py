@@ -1,7 +1,8 @@
 """End to end in a real browser: the live view of a run driven by another process.
 
 The view is served on 127.0.0.1 by uvicorn; headless Chromium (Debian's) opens it; the run
-is started by a separate Python process on the same SQLite file.
+is started by a separate Python process on the same store: a SQLite file (the view polls
+it) or a PostgreSQL database (the view is woken by its notifications).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from agentfsm import SQLiteStore
+from agentfsm import open_store
 from agentfsm.serve import create_app
+from agentfsm.stores.postgres import PostgresStore
 from tests.browser import chromium
 from tests.serve.conftest import serving
 from tests.serve.travel import travel_agent
@@ -40,15 +42,25 @@ def page(browser: Browser) -> Iterator[Page]:
     assert errors == []
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def runs_url(request: pytest.FixtureRequest, store_path: Path) -> str:
+    """A run store (made, with no run), named as ``agentfsm ui --store`` takes it."""
+    if request.param == "sqlite":
+        return str(store_path)
+    url: str = request.getfixturevalue("postgres_url")
+    PostgresStore(url).close()
+    return url
+
+
 def _current(page: Page) -> list[str]:
     titles = page.locator("#diagram g.node.current > title")
     found: list[str] = titles.evaluate_all("nodes => nodes.map(node => node.textContent)")
     return found
 
 
-def _drive(store_path: Path, run_id: str, text: str) -> subprocess.Popen[str]:
+def _drive(store: str, run_id: str, text: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.serve.travel", str(store_path), run_id, text],
+        [sys.executable, "-m", "tests.serve.travel", store, run_id, text],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -57,13 +69,13 @@ def _drive(store_path: Path, run_id: str, text: str) -> subprocess.Popen[str]:
 
 
 def test_an_operator_watches_a_run_of_another_process_and_approves_it(
-    page: Page, store_path: Path, tmp_path: Path
+    page: Page, runs_url: str, tmp_path: Path
 ) -> None:
-    app = create_app(store_path, agent=travel_agent, poll_interval=0.05)
+    app = create_app(runs_url, agent=travel_agent, poll_interval=0.05)
     with serving(app) as url:
         page.goto(url)
         expect(page.locator("#empty")).to_be_visible()
-        driver = _drive(store_path, "trip", "Book a hotel in Rome")
+        driver = _drive(runs_url, "trip", "Book a hotel in Rome")
         try:
             # The runs page shows the run as soon as the other process saves it.
             row = page.locator('#runs tr[data-run="trip"]')
@@ -74,12 +86,12 @@ def test_an_operator_watches_a_run_of_another_process_and_approves_it(
             expect(page.locator("#question")).to_have_text("For how many guests?")
 
             # A refused action: the guard's message is shown and nothing is stored.
-            with SQLiteStore(store_path) as store:
+            with open_store(runs_url) as store:
                 before = store.load("trip")
             page.locator("#send-answer").click()
             expect(page.locator("#error")).to_contain_text("GuardFailedError")
             expect(page.locator("#error")).to_contain_text("provide_input")
-            with SQLiteStore(store_path) as store:
+            with open_store(runs_url) as store:
                 assert store.load("trip") == before
 
             # The other process answers; the page's highlight moves to requires_action.
@@ -122,7 +134,7 @@ def test_an_operator_watches_a_run_of_another_process_and_approves_it(
         page.select_option("#state-filter", "completed")
         expect(page.locator("#runs tbody tr")).to_have_count(1)
         page.goto("about:blank")  # closes the page's event stream before the server stops
-    with SQLiteStore(store_path) as store:
+    with open_store(runs_url) as store:
         stored = store.load("trip")
     assert stored is not None
     assert stored.state == "completed"
