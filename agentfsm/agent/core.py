@@ -15,8 +15,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 
 from agentfsm.agent._sync import SyncFacade, SyncRunner
-from agentfsm.agent.record import durable
-from agentfsm.agent.turn import TurnDriver
+from agentfsm.agent.steps import StepGuard, step
 from agentfsm.agent.vocabulary import (
     ASK_USER,
     AgentEvent,
@@ -27,7 +26,7 @@ from agentfsm.agent.vocabulary import (
     hooks_from,
     to_decision,
 )
-from agentfsm.errors import IllegalTransitionError, StoreError
+from agentfsm.errors import IllegalTransitionError, ReentrantCallError, StoreError
 from agentfsm.fsm import Emitter, Engine
 from agentfsm.fsm.trace import AnyTraceEntry
 from agentfsm.llm.base import Model
@@ -46,7 +45,7 @@ from agentfsm.tools.system import ToolSystem
 __all__ = ["Agent"]
 
 
-class Agent(TurnDriver, SyncFacade):
+class Agent(StepGuard, SyncFacade):
     """An agent loop whose every step is a transition of RunLifecycle or TurnLoop.
 
     Args:
@@ -81,7 +80,6 @@ class Agent(TurnDriver, SyncFacade):
 
     __slots__ = (
         "__weakref__",
-        "_restored",
         "_sync",
         "_system_prompt",
     )
@@ -139,6 +137,9 @@ class Agent(TurnDriver, SyncFacade):
         self._emitter = Emitter(run_id or uuid.uuid4().hex, [_weak_listener(self)], clock=clock)
         self._cancel_requested = False
         self._pause_requested = False
+        self._depth = 0
+        self._store_failed = False
+        self._quiet: list[BaseException] | None = None
         self._sync = SyncRunner()
         self._fresh()
         stored = store.load(run_id) if store is not None and run_id is not None else None
@@ -251,7 +252,7 @@ class Agent(TurnDriver, SyncFacade):
         """The run as a `Snapshot` (what a store holds of it after its last event)."""
         return self._snapshot(self._emitter.seq, max(self._version, 1))
 
-    @durable
+    @step
     async def astart(self) -> TurnOutcome:
         """Open the run: created → ready.
 
@@ -280,7 +281,7 @@ class Agent(TurnDriver, SyncFacade):
         )
         return self.outcome()
 
-    @durable
+    @step
     async def asubmit(self, text: str) -> TurnOutcome:
         """Give the run a user input and run the turn until it ends or waits.
 
@@ -295,7 +296,7 @@ class Agent(TurnDriver, SyncFacade):
         await self._submit(text, from_queue=False)
         return self.outcome()
 
-    @durable
+    @step
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """Decide every pending call: approve it, deny it, or supply a client-side output."""
         self._expire_if_due()
@@ -309,13 +310,13 @@ class Agent(TurnDriver, SyncFacade):
         await self._drive()
         return self.outcome()
 
-    @durable
+    @step
     async def aprovide_input(self, text: str) -> TurnOutcome:
         """Answer the pending question; the answer becomes the ``ask_user`` tool message."""
         self._expire_if_due()
         pending = self._data.pending
         self._run.send("provide_input", text=text)
-        await self._failing_the_turn(self._user_input(text, defer=True))
+        await self._user_input(text, defer=True)
         self._decisions = {call_id: Decision.output(text) for call_id in pending}
         payload: JSONObject = {
             call_id: decision.model_dump(mode="json")
@@ -325,26 +326,45 @@ class Agent(TurnDriver, SyncFacade):
         await self._drive()
         return self.outcome()
 
-    @durable
+    @step
     async def acancel(self) -> TurnOutcome:
-        """Cancel the turn: at once while it waits, at the next step boundary while busy."""
-        if self.state == RunState.BUSY:
-            self._cancel_requested = True
-            return self.outcome()
+        """Cancel the turn: at once while it waits, at the next step boundary while busy.
+
+        Asked for while a step runs (from a hook, listener or tool, or another task), it
+        takes effect at the step's next boundary; once the turn's outcome is decided it is
+        refused with `ReentrantCallError`. A run left busy with no step running (restored
+        from its store mid-turn) is cancelled at once.
+        """
+        busy = self._data.state == RunState.BUSY
+        if self._depth > 1:
+            self._refuse_late_cancel()
+            if busy or self._run.can_send("cancel"):
+                self._cancel_requested = True
+                return self.outcome()
+        elif busy:
+            self._data.at_boundary = True  # no step is running
         self._run.send("cancel")
         self._close_turn("cancelled")
         return self.outcome()
 
-    @durable
+    @step
     async def apause(self) -> TurnOutcome:
-        """Pause the run: at once when idle or waiting, at the next step boundary while busy."""
-        if self.state == RunState.BUSY:
+        """Pause the run: at once when idle or waiting, at the next step boundary while busy.
+
+        Asked for while a step runs, it takes effect at the step's next boundary, or, if the
+        turn ends in that step, on the state it ended in (a paused completed run). A run left
+        busy with no step running (restored from its store mid-turn) is paused at once.
+        """
+        busy = self._data.state == RunState.BUSY
+        if self._depth > 1 and (busy or self._run.can_send("pause")):
             self._pause_requested = True
             return self.outcome()
+        if busy:
+            self._data.at_boundary = True  # no step is running
         self._run.send("pause")
         return self.outcome()
 
-    @durable
+    @step
     async def aresume(self) -> TurnOutcome:
         """Return to the state the run was paused in; a busy turn goes on where it stopped."""
         self._run.send("resume")
@@ -354,13 +374,13 @@ class Agent(TurnDriver, SyncFacade):
             await self._drive()
         return self.outcome()
 
-    @durable
+    @step
     async def aexpire(self) -> TurnOutcome:
         """Expire the current wait if its deadline has passed (else `GuardFailedError`)."""
         self._expire(self._clock())
         return self.outcome()
 
-    @durable
+    @step
     async def ashutdown(self) -> TurnOutcome:
         """Close the run for good. Not while busy.
 
@@ -373,7 +393,14 @@ class Agent(TurnDriver, SyncFacade):
         return self.outcome()
 
     def reset(self) -> None:
-        """Clear the conversation (the system prompt stays) while the run is at rest."""
+        """Clear the conversation (the system prompt stays) while the run is at rest.
+
+        Raises:
+            ReentrantCallError: Called while a step of the run is running.
+            IllegalTransitionError: The run is not ready, completed or failed.
+        """
+        if self._depth:
+            raise ReentrantCallError(self.run_id, "reset", self.state)
         if self.state not in (RunState.READY, RunState.COMPLETED, RunState.FAILED):
             raise IllegalTransitionError(
                 run_id=self.run_id,

@@ -1,0 +1,470 @@
+"""No failure strands a run (lifecycle.md I12) and re-entrant calls keep the contract (I13).
+
+Each test is one way a run used to be left ``busy`` for good, or its history broken: the
+run must end at rest in a named state, every open call answered (I7), and accept its next
+legal event; a `BaseException` is re-raised once the run is consistent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from agentfsm import ScriptedModel
+from agentfsm.agent import Agent
+from agentfsm.errors import (
+    HookFailedError,
+    HookMessageError,
+    IllegalTransitionError,
+    ReentrantCallError,
+    StoreWriteError,
+)
+from agentfsm.llm.base import ModelResponse
+from agentfsm.states import Event, Message
+from agentfsm.states.json import JSONObject
+from agentfsm.stores import MemoryStore
+from agentfsm.stores.base import RunStore
+from agentfsm.testing import InvariantError
+from agentfsm.tools import HookContext, tool
+from tests.agent.agent_support import answer, assert_history_valid, calls
+
+RAN: list[str] = []
+
+
+@tool
+def weather(city: str) -> str:
+    """Current weather for a city."""
+    RAN.append(f"weather:{city}")
+    return f"sunny in {city}"
+
+
+@pytest.fixture(autouse=True)
+def _clear_spy() -> None:
+    RAN.clear()
+
+
+ROUND = calls(("c1", "weather", {"city": "A"}), ("c2", "weather", {"city": "B"}))
+THREE = calls(
+    ("c1", "weather", {"city": "A"}),
+    ("c2", "weather", {"city": "B"}),
+    ("c3", "weather", {"city": "C"}),
+)
+
+
+def make(*steps: Any, tools: Sequence[Any] = (weather,), **options: Any) -> Agent:
+    agent = Agent(ScriptedModel(steps), list(tools), **options)
+    agent.start()
+    return agent
+
+
+def assert_usable(agent: Agent) -> None:
+    """At rest, history valid, and the run takes its next turn and shuts down."""
+    assert agent.state != "busy"
+    assert_history_valid(agent.messages)
+    agent.model = ScriptedModel([answer("again")])
+    assert agent.submit("once more").reply == "again"
+    assert agent.shutdown().state == "shutdown"
+
+
+class BoomError(RuntimeError):
+    """An application's own failure."""
+
+
+class TestAnythingEscapingFailsTheTurn:
+    def test_a_plain_exception_from_the_model(self) -> None:
+        agent = make(BoomError("the user's own model broke"))
+        with pytest.raises(BoomError):
+            agent.submit("hi")
+        assert (agent.state, agent.reason) == ("failed", "error")
+        assert_usable(agent)
+
+    def test_a_listener_raising_mid_round(self) -> None:
+        agent = make(ROUND, answer("done"))
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "model_replied":
+                raise BoomError("listener")
+
+        agent.add_listener(listener)
+        with pytest.raises(BoomError):
+            agent.submit("hi")
+        agent.remove_listener(listener)
+        assert (agent.state, agent.reason) == ("failed", "error")
+        assert [m.role for m in agent.messages[-3:]] == ["assistant", "tool", "tool"]
+        assert RAN == []
+        assert_usable(agent)
+
+    def test_a_listener_raising_on_the_completion_leaves_it_completed(self) -> None:
+        agent = make(answer("done"))
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "complete":
+                raise BoomError("listener")
+
+        agent.add_listener(listener)
+        with pytest.raises(BoomError):
+            agent.submit("hi")
+        agent.remove_listener(listener)
+        assert (agent.state, agent.reason) == ("completed", "answered")
+        assert_usable(agent)
+
+    @pytest.mark.parametrize(
+        ("fault", "reason"),
+        [
+            (KeyboardInterrupt, "error"),
+            (SystemExit, "error"),
+            (asyncio.CancelledError, "cancelled"),
+        ],
+    )
+    def test_a_tool_body_raising_a_base_exception(
+        self, fault: type[BaseException], reason: str
+    ) -> None:
+        @tool
+        def explode(city: str) -> str:
+            """Dies."""
+            raise fault()
+
+        agent = make(
+            calls(("c1", "weather", {"city": "A"}), ("c2", "explode", {"city": "B"}),
+                  ("c3", "weather", {"city": "C"})),
+            tools=(weather, explode),
+        )  # fmt: skip
+        with pytest.raises(fault):
+            agent.submit("hi")
+        assert (agent.state, agent.reason) == ("failed", reason)
+        tool_messages = [m for m in agent.messages if m.role == "tool"]
+        assert [m.tool_call_id for m in tool_messages] == ["c1", "c2", "c3"]
+        assert RAN == ["weather:A"]
+        assert_usable(agent)
+
+    def test_a_cancelled_asubmit_fails_the_turn_as_cancelled(self) -> None:
+        @tool
+        async def slow(city: str) -> str:
+            """Takes forever."""
+            await asyncio.Event().wait()
+            return "never"
+
+        agent = Agent(ScriptedModel([calls(("c1", "slow", {"city": "A"}))]), [slow])
+
+        async def scenario() -> None:
+            await agent.astart()
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(agent.asubmit("hi"), timeout=0.01)
+
+        asyncio.run(scenario())
+        assert (agent.state, agent.reason) == ("failed", "cancelled")
+        assert [m.role for m in agent.messages[-2:]] == ["assistant", "tool"]
+        assert_usable(agent)
+
+    def test_a_dropped_web_request_cancels_the_task(self) -> None:
+        model = ScriptedModel()
+
+        async def hang(messages: Sequence[Message], tools: Sequence[JSONObject]) -> Any:
+            await asyncio.Event().wait()
+
+        model.reply_with(hang)
+        agent = Agent(model)
+
+        async def scenario() -> None:
+            await agent.astart()
+            task = asyncio.ensure_future(agent.asubmit("hi"))
+            await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(scenario())
+        assert (agent.state, agent.reason) == ("failed", "cancelled")
+        assert_usable(agent)
+
+
+class _RefusingStore(MemoryStore):
+    """Refuses the ``fail_at``-th save (counting from when it is armed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.countdown: int | None = None
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.countdown is not None:
+            self.countdown -= 1
+            if self.countdown == 0:
+                raise StoreWriteError("r", ":memory:", "disk full")
+        super().save(*args, **kwargs)
+
+
+class TestTheStoreRefusing:
+    @pytest.mark.parametrize("nth", [1, 2, 3, 5])
+    def test_the_run_is_what_the_store_holds_and_goes_on(self, nth: int) -> None:
+        store: RunStore = _RefusingStore()
+        agent = make(ROUND, answer("done"), store=store, run_id="r")
+        store.countdown = nth  # type: ignore[attr-defined]
+        with pytest.raises(StoreWriteError):
+            agent.submit("hi")
+        held = store.load("r")
+        assert held is not None
+        assert (agent.state, agent.messages) == (held.state, held.messages)
+        # Whatever the store holds, the run accepts its next legal event.
+        if agent.state == "busy":
+            agent.cancel()
+            assert (agent.state, agent.reason) == ("failed", "cancelled")
+        assert_history_valid(agent.messages)
+        assert agent.shutdown().state == "shutdown"
+
+
+class TestReentrantCalls:
+    def test_the_sync_facade_from_a_listener_cancels_at_the_next_boundary(self) -> None:
+        agent = make(THREE, answer("done"))
+        asked: list[str] = []
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "model_replied" and not asked:
+                asked.append(agent.cancel().state)
+
+        agent.add_listener(listener)
+        assert agent.submit("hi").state == "failed"
+        assert (asked, agent.reason, RAN) == (["busy"], "cancelled", [])
+        assert_history_valid(agent.messages)
+
+    def test_the_sync_facade_from_a_listener_cannot_start_a_step(self) -> None:
+        agent = make(answer("done"))
+        seen: list[BaseException] = []
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "complete":
+                try:
+                    agent.submit("nested")
+                except ReentrantCallError as refused:
+                    seen.append(refused)
+
+        agent.add_listener(listener)
+        agent.submit("hi")
+        assert len(seen) == 1
+        assert "submit" in str(seen[0])
+        assert seen[0].call == "submit"
+        assert (agent.state, agent.turn) == ("completed", 1)
+        assert_history_valid(agent.messages)
+
+    def test_on_complete_awaiting_asubmit_cannot_break_the_order(self) -> None:
+        agent = make(answer("one"), ROUND, answer("two"))
+
+        async def chain(context: HookContext) -> None:
+            if context.turn == 1:
+                await agent.asubmit("next")
+                context.add_message(Message.user("after"))
+
+        agent.on("on_complete")(chain)
+        with pytest.raises(HookFailedError) as failed:
+            agent.submit("hi")
+        assert isinstance(failed.value.__cause__, ReentrantCallError)
+        assert (agent.state, agent.turn) == ("completed", 1)
+        assert_history_valid(agent.messages)
+
+    @pytest.mark.parametrize("call", ["resolve_action", "provide_input", "shutdown", "resume"])
+    def test_steps_from_inside_a_step_are_refused(self, call: str) -> None:
+        agent = make(ROUND, answer("done"))
+        refused: list[ReentrantCallError] = []
+
+        @tool
+        def meddle(city: str) -> str:
+            """Calls back into its own run."""
+            method = getattr(agent, call)
+            try:
+                method({}) if call == "resolve_action" else method(
+                    *(("x",) if call == "provide_input" else ())
+                )
+            except ReentrantCallError as error:
+                refused.append(error)
+            return "ok"
+
+        agent.tools.registry.register(meddle)
+        agent.model = ScriptedModel([calls(("c1", "meddle", {"city": "A"})), answer("done")])
+        assert agent.submit("hi").state == "completed"
+        assert [error.call for error in refused] == [call]
+        assert call in str(refused[0])
+
+    def test_reset_from_a_hook_is_refused(self) -> None:
+        agent = make(answer("done"))
+        agent.on("on_complete")(lambda context: agent.reset())
+        with pytest.raises(HookFailedError) as failed:
+            agent.submit("hi")
+        assert isinstance(failed.value.__cause__, ReentrantCallError)
+        assert len(agent.messages) == 2
+
+    def test_submit_from_a_tool_follows_the_input_policy(self) -> None:
+        agent = make(ROUND, answer("one"), answer("two"), input_policy="queue")
+
+        @tool
+        def weather2(city: str) -> str:
+            """Queues a follow-up."""
+            return agent.submit("follow-up").state
+
+        agent.tools.registry.register(weather2)
+        agent.model = ScriptedModel(
+            [calls(("c1", "weather2", {"city": "A"})), answer("one"), answer("two")]
+        )
+        outcome = agent.submit("hi")
+        assert (outcome.state, outcome.reply, agent.turn) == ("completed", "two", 2)
+        assert_history_valid(agent.messages)
+
+    def test_submit_from_a_tool_under_reject_fails_only_that_call(self) -> None:
+        agent = make()
+
+        @tool
+        def pushy(city: str) -> str:
+            """Submits while busy."""
+            agent.submit("more")
+            return "ok"
+
+        agent.tools.registry.register(pushy)
+        agent.model = ScriptedModel([calls(("c1", "pushy", {"city": "A"})), answer("done")])
+        assert agent.submit("hi").state == "completed"
+        tool_message = next(m for m in agent.messages if m.role == "tool")
+        assert "is not allowed in state 'busy'" in str(tool_message.content)
+
+
+class TestHooksCannotBreakTheOrder:
+    @pytest.mark.parametrize(
+        "message",
+        [
+            Message.tool("nothing", "a stray answer"),
+            Message.assistant(None, tool_calls=ROUND.tool_calls),
+        ],
+        ids=["tool message", "assistant with tool calls"],
+    )
+    def test_refused_and_nothing_added(self, message: Message) -> None:
+        agent = make(answer("done"))
+        tried: list[HookMessageError] = []
+
+        def add(context: HookContext) -> None:
+            try:
+                context.add_message(message)
+            except HookMessageError as error:
+                tried.append(error)
+
+        agent.on("before_llm")(add)
+        assert agent.submit("hi").state == "completed"
+        assert len(tried) == 1
+        assert message.role in str(tried[0])
+        assert [m.role for m in agent.messages] == ["user", "assistant"]
+
+
+class TestTheModelGetsAView:
+    def test_trimming_the_list_changes_nothing(self) -> None:
+        model = ScriptedModel()
+
+        def trim(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+            del messages[0]  # type: ignore[attr-defined]
+            return answer("trimmed")
+
+        model.reply_with(trim)
+        agent = Agent(model, system_prompt="be brief")
+        agent.start()
+        with pytest.raises(TypeError):
+            agent.submit("hi")
+        assert [m.role for m in agent.messages] == ["system", "user"]
+        assert (agent.state, agent.reason) == ("failed", "error")
+
+
+class TestRequestsDuringTheLastModelCall:
+    def _asking(self, request: str) -> tuple[Agent, list[str]]:
+        model = ScriptedModel()
+        said: list[str] = []
+        agent = Agent(model)
+
+        def reply(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+            said.append(getattr(agent, request)().state)
+            return answer("the final answer")
+
+        model.reply_with(reply)
+        agent.start()
+        return agent, said
+
+    def test_cancel_cancels_the_turn(self) -> None:
+        agent, said = self._asking("cancel")
+        outcome = agent.submit("hi")
+        assert said == ["busy"]
+        assert (outcome.state, outcome.reason) == ("failed", "cancelled")
+        assert agent.messages[-1].content == "the final answer"
+        assert_usable(agent)
+
+    def test_pause_pauses_the_completed_run(self) -> None:
+        agent, said = self._asking("pause")
+        assert agent.submit("hi").state == "paused"
+        assert said == ["busy"]
+        assert (agent.resume().state, agent.reason) == ("completed", "answered")
+
+    def test_cancel_after_the_answer_is_in_is_refused(self) -> None:
+        agent = make(answer("done"))
+        refused: list[ReentrantCallError] = []
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "model_replied":
+                try:
+                    agent.cancel()
+                except ReentrantCallError as error:
+                    refused.append(error)
+
+        agent.add_listener(listener)
+        assert agent.submit("hi").state == "completed"
+        assert len(refused) == 1
+        assert "cancel" in str(refused[0])
+
+
+class TestBoundariesBetweenToolCalls:
+    def _long_round(self, request: str, **options: Any) -> Agent:
+        agent = make(**options)
+
+        @tool
+        def stop(city: str) -> str:
+            """Asks for the request while it runs."""
+            RAN.append(f"stop:{city}")
+            assert getattr(agent, request)().state == "busy"
+            return "asked"
+
+        agent.tools.registry.register(stop)
+        agent.model = ScriptedModel(
+            [
+                calls(("c1", "weather", {"city": "A"}), ("c2", "stop", {"city": "B"}),
+                      ("c3", "weather", {"city": "C"}), ("c4", "weather", {"city": "D"})),
+                answer("done"),
+            ]
+        )  # fmt: skip
+        return agent
+
+    def test_cancel_answers_the_rest_cancelled(self) -> None:
+        agent = self._long_round("cancel")
+        outcome = agent.submit("hi")
+        assert (outcome.state, outcome.reason) == ("failed", "cancelled")
+        assert RAN == ["weather:A", "stop:B"]
+        tools = [m for m in agent.messages if m.role == "tool"]
+        assert [m.tool_call_id for m in tools] == ["c1", "c2", "c3", "c4"]
+        assert "cancelled" in str(tools[2].content)
+        assert "cancelled" in str(tools[3].content)
+        assert_usable(agent)
+
+    def test_pause_runs_the_rest_on_resume(self) -> None:
+        agent = self._long_round("pause")
+        assert agent.submit("hi").state == "paused"
+        assert RAN == ["weather:A", "stop:B"]
+        assert_history_valid(agent.messages, open_round=True)
+        outcome = agent.resume()
+        assert (outcome.state, outcome.reply) == ("completed", "done")
+        assert RAN == ["weather:A", "stop:B", "weather:C", "weather:D"]
+        assert_history_valid(agent.messages)
+
+
+class TestOpenRoundCheck:
+    def test_a_message_between_the_calls_and_their_answers_is_caught(self) -> None:
+        history = [Message.user("hi"), ROUND.to_message(), Message.user("sneaked in")]
+        with pytest.raises(InvariantError, match="I7"):
+            assert_history_valid(history, open_round=True)
+        assert_history_valid(history[:2], open_round=True)
+
+    def test_illegal_events_are_still_illegal(self) -> None:
+        agent = make()
+        with pytest.raises(IllegalTransitionError):
+            agent.resume()
