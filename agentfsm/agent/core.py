@@ -138,7 +138,7 @@ class Agent(StepGuard, SyncFacade):
         self._cancel_requested = False
         self._pause_requested = False
         self._depth = 0
-        self._store_failed = False
+        self._store_failed = self._driven = False
         self._quiet: list[BaseException] | None = None
         self._sync = SyncRunner()
         self._fresh()

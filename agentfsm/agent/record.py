@@ -44,6 +44,7 @@ class RunRecord:
         "_decisions",
         "_deferred",
         "_depth",
+        "_driven",
         "_emitter",
         "_engine",
         "_listeners",
@@ -84,6 +85,8 @@ class RunRecord:
     """How many calls into the Agent are running (more than 1: one came from inside a step)."""
     _store_failed: bool
     """The store raised on a save during the current call: the run is what it holds."""
+    _driven: bool
+    """A turn was driven during the current call (a step ran, even with no event yet)."""
     _quiet: list[BaseException] | None
     """While a failed step is being settled: the listeners' exceptions, kept, not raised."""
 

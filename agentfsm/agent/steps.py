@@ -22,12 +22,15 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 from agentfsm.agent.turn import TurnDriver
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.errors import ReentrantCallError
-from agentfsm.states.names import RunState
+from agentfsm.states.names import FailedReason, RunState
 
 if TYPE_CHECKING:
     from agentfsm.agent.core import Agent
 
 P = ParamSpec("P")
+
+HOLDING = frozenset({RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED, RunState.PAUSED})
+"""The states at rest in which a round may stay open (a wait, or a pause in one or mid-round)."""
 
 MID_STEP_CALLS = frozenset({"cancel", "pause", "submit"})
 """The calls allowed while a step runs (`submit` only while the run is busy)."""
@@ -53,13 +56,16 @@ def step(
             finally:
                 self._depth -= 1
         self._depth = 1
-        self._store_failed = False
+        self._store_failed = self._driven = False
+        seq = self._emitter.seq
         try:
             outcome = await method(self, *args, **kwargs)
             if self._apply_requests():
                 outcome = self.outcome()
         except BaseException as error:
-            self._settle(error)
+            # A call refused before it moved anything (I4) leaves the run as it was.
+            if self._driven or self._emitter.seq != seq:
+                self._settle(error)
             raise
         finally:
             self._depth = 0
@@ -99,12 +105,19 @@ class StepGuard(TurnDriver):
         if self._store_failed:
             self._from_store()
             return
-        if self._data.state != RunState.BUSY:
-            return  # at rest already: what escaped came after the step's last transition
+        state = self._data.state
+        if state == RunState.BUSY:
+            finish: Callable[[], None] = functools.partial(self._end_turn, error)
+        elif (self._round or self._deferred) and state not in HOLDING:
+            # The run's transition was made (cancel, expire, shutdown…), but what escaped
+            # cut short the closing of the turn: finish it.
+            finish = functools.partial(self._close_turn, self._closing_reason())
+        else:
+            return  # at rest already: what escaped came after the step's last change
         quiet: list[BaseException] = []
         self._quiet = quiet
         try:
-            self._end_turn(error)
+            finish()
         except BaseException:
             if not self._save_refused():
                 raise
@@ -117,6 +130,14 @@ class StepGuard(TurnDriver):
             note = getattr(error, "add_note", None)  # Python 3.11+
             if note is not None:
                 note(f"a listener also raised while the turn was being failed: {later!r}")
+
+    def _closing_reason(self) -> str:
+        reason = self._data.reason
+        return (
+            str(reason)
+            if reason in (FailedReason.CANCELLED, FailedReason.EXPIRED)
+            else (FailedReason.CANCELLED.value)
+        )
 
     def _end_turn(self, error: BaseException) -> None:
         cancelled = isinstance(error, asyncio.CancelledError)

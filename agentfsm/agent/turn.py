@@ -60,13 +60,15 @@ class TurnDriver(RunRecord):
         if from_queue:
             args["from_queue"] = True
         self._messages.append(Message.user(text))  # in the transition's snapshot
+        # Requests of an earlier turn are forgotten; those made from now on (a listener of
+        # this very submit) are this turn's.
+        self._cancel_requested = self._pause_requested = False
         try:
             self._run.send("submit", **args)
         except BaseException:
             if self._data.state != RunState.BUSY:  # refused (not a listener of the submit)
                 self._messages.pop()
             raise
-        self._cancel_requested = self._pause_requested = False
         self._round = ()
         await self._user_input(text, defer=False)
         await self._drive()
@@ -98,6 +100,7 @@ class TurnDriver(RunRecord):
 
     async def _drive(self) -> None:
         """Run the turn from where its loop is until it ends, waits or pauses."""
+        self._driven = True
         loop = self._loop_machine()
         if loop.state == LoopState.ACTING:
             await self._tool_round()
