@@ -341,8 +341,9 @@ class Agent(StepGuard, SyncFacade):
             if busy or self._run.can_send("cancel"):
                 self._cancel_requested = True
                 return self.outcome()
-        elif busy:
-            self._data.at_boundary = True  # no step is running
+        elif busy:  # no step is running: answer what it left open, then cancel
+            self._close_turn("cancelled")
+            self._data.at_boundary = True
         self._run.send("cancel")
         self._close_turn("cancelled")
         return self.outcome()
@@ -359,8 +360,8 @@ class Agent(StepGuard, SyncFacade):
         if self._depth > 1 and (busy or self._run.can_send("pause")):
             self._pause_requested = True
             return self.outcome()
-        if busy:
-            self._data.at_boundary = True  # no step is running
+        if busy:  # no step is running; unless a call may still be (a crash mid-call)
+            self._data.at_boundary = not self._started
         self._run.send("pause")
         return self.outcome()
 

@@ -326,6 +326,7 @@ class TurnDriver(RunRecord):
             self._on_answer(result, Message.tool(call_id, text, name=name))
 
     def _on_start(self, call: ToolCall) -> None:
+        self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
 
@@ -333,6 +334,8 @@ class TurnDriver(RunRecord):
         if result.call_id in self._started:
             self._started = tuple(i for i in self._started if i != result.call_id)
         self._answers = (*self._answers, (result, message))
+        # Between two calls of a round is a step boundary (lifecycle.md §3).
+        self._data.at_boundary = not self._started
         self._note(
             RecordKind.TOOL_RESULT,
             {"result": self._dump(result), "message": self._dump(message)},

@@ -55,7 +55,7 @@ __all__ = [
     "InjectedError",
     "InjectedInterrupt",
     "fault_points",
-    "faults",
+    "injected_faults",
 ]
 
 
@@ -154,7 +154,7 @@ _HOT = (
 def fault_points(agent: Agent) -> tuple[str, ...]:
     """Every callback point of ``agent``: its model, hooks, listener events, tools, store.
 
-    The points most steps pass come first (`faults` draws them more often), then the tool
+    The points most steps pass come first (`injected_faults` draws them more often), then the tool
     bodies, then every other hook and listener event.
     """
     events = [f"{MachineName.RUN}.{event}" for event in RunEvent]
@@ -172,7 +172,7 @@ def fault_points(agent: Agent) -> tuple[str, ...]:
     return tuple(dict.fromkeys(points))
 
 
-def faults(
+def injected_faults(
     points: Sequence[str], kinds: Sequence[FaultKind] = tuple(FaultKind)
 ) -> st.SearchStrategy[Fault]:
     """A fault at one of ``points``, of one of ``kinds``, after a few passes of the point.
@@ -398,7 +398,7 @@ class FaultInjectingMachine(AgentStateMachine):
     """An `AgentStateMachine` that arms faults at your agent's callback points (I12, I13).
 
     Subclass it and implement ``make_agent`` exactly as for `AgentStateMachine`. Besides its
-    rules, hypothesis arms one fault at a time (`faults` over `fault_points`); besides its
+    rules, hypothesis arms one fault at a time (`injected_faults` over `fault_points`); besides its
     invariants, after every step:
 
     - the fault's exception reached the caller (never swallowed), or nothing escaped;
@@ -447,7 +447,9 @@ class FaultInjectingMachine(AgentStateMachine):
     def _do(self, action: str, data: st.DataObject) -> None:
         """Arm a fault (most of the time, one at a time), then do ``action``."""
         if self.injector.fault is None and data.draw(st.integers(0, 3), label="skip arming") < 3:
-            self.injector.arm(data.draw(faults(self._points, self.fault_kinds), label="fault"))
+            self.injector.arm(
+                data.draw(injected_faults(self._points, self.fault_kinds), label="fault")
+            )
             self._waited = 0
         super()._do(action, data)
 
@@ -461,7 +463,7 @@ class FaultInjectingMachine(AgentStateMachine):
             if not self._injected(escaped):
                 raise
             self.escaped = escaped
-            took = self._took(event, self._snapshot())
+            took = any(e.machine == "run" and e.event == event for e in self._step_events())
         self._check_the_fault_surfaced()
         self.the_run_is_at_rest()
         self.reentrant_calls_kept_the_contract()
@@ -482,6 +484,14 @@ class FaultInjectingMachine(AgentStateMachine):
 
     def _check_the_fault_surfaced(self) -> None:
         raised = self.injector.raised
+        struck = self.injector.struck
+        if struck is not None and struck.kind is FaultKind.TASK_CANCELLED:
+            # A cancellation that reached the Agent at an await must reach the caller too.
+            _check(
+                self.escaped is not None or not self.injector.awaited,
+                "I12",
+                f"the cancellation of the awaiting task ({struck}) was swallowed",
+            )
         if raised is None or isinstance(raised, Exception) or self.escaped is raised:
             return
         # A BaseException (KeyboardInterrupt, SystemExit, a cancellation…) must reach the

@@ -27,6 +27,7 @@ from agentfsm.states import Event, Message
 from agentfsm.states.json import JSONObject
 from agentfsm.stores import MemoryStore
 from agentfsm.stores.base import RunStore
+from agentfsm.stores.exact_replay import replay
 from agentfsm.testing import InvariantError
 from agentfsm.tools import HookContext, tool
 from tests.agent.agent_support import answer, assert_history_valid, calls
@@ -390,6 +391,21 @@ class TestRequestsDuringTheLastModelCall:
         assert (outcome.state, outcome.reason) == ("failed", "cancelled")
         assert agent.messages[-1].content == "the final answer"
         assert_usable(agent)
+
+    def test_cancel_during_a_model_call_asking_for_tools_runs_none(self) -> None:
+        store = MemoryStore()
+        model = ScriptedModel()
+        agent = Agent(model, [weather], store=store, run_id="r")
+
+        def reply(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+            agent.cancel()
+            return THREE
+
+        model.reply_with(reply)
+        agent.start()
+        assert (agent.submit("hi").reason, RAN) == ("cancelled", [])
+        assert [m.role for m in agent.messages] == ["user", "assistant", "tool", "tool", "tool"]
+        replay(store.events("r"), store.load("r"))  # I10: the log rebuilds the run
 
     def test_pause_pauses_the_completed_run(self) -> None:
         agent, said = self._asking("pause")
