@@ -484,3 +484,156 @@ class TestOpenRoundCheck:
         agent = make()
         with pytest.raises(IllegalTransitionError):
             agent.resume()
+
+
+class TestSettlingEdgeCases:
+    def test_a_listener_raising_while_the_turn_is_failed_is_noted(self) -> None:
+        agent = make(BoomError("model"))
+        calls_seen: list[str] = []
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "fail":
+                calls_seen.append("fail")
+                raise ValueError("the listener broke too")
+
+        agent.add_listener(listener)
+        with pytest.raises(BoomError) as raised:
+            agent.submit("hi")
+        assert calls_seen == ["fail"]
+        assert (agent.state, agent.reason) == ("failed", "error")
+        if hasattr(raised.value, "__notes__"):
+            assert "the listener broke too" in raised.value.__notes__[0]
+
+    def test_a_base_exception_from_a_listener_while_settling_is_raised(self) -> None:
+        agent = make(BoomError("model"))
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "fail":
+                raise KeyboardInterrupt
+
+        agent.add_listener(listener)
+        with pytest.raises(KeyboardInterrupt) as raised:
+            agent.submit("hi")
+        assert isinstance(raised.value.__cause__, BoomError)
+        assert (agent.state, agent.reason) == ("failed", "error")
+
+    def test_the_store_refusing_while_settling_leaves_the_stored_run(self) -> None:
+        store = _RefusingStore()
+        agent = make(BoomError("model"), store=store, run_id="r")
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "submit":
+                store.countdown = 2  # the model fails; the save of the turn's failure fails
+
+        agent.add_listener(listener)
+        with pytest.raises(BoomError):
+            agent.submit("hi")
+        held = store.load("r")
+        assert held is not None and (agent.state, held.state) == ("busy", "busy")
+        agent.remove_listener(listener)
+        assert agent.cancel().reason == "cancelled"  # a run left busy is cancelled at once
+
+    def test_a_listener_raising_on_cancel_still_closes_the_round(self) -> None:
+        from agentfsm.tools import tool as declare
+
+        @declare(policy="require_approval")
+        def pay(amount: int) -> str:
+            """Pays."""
+            return "paid"
+
+        agent = make(calls(("c1", "pay", {"amount": 1})), tools=(pay,))
+        assert agent.submit("pay").state == "requires_action"
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "cancel":
+                raise BoomError("listener")
+
+        agent.add_listener(listener)
+        with pytest.raises(BoomError):
+            agent.cancel()
+        assert (agent.state, agent.reason) == ("failed", "cancelled")
+        assert [m.role for m in agent.messages[-2:]] == ["assistant", "tool"]
+
+    def test_requests_from_a_listener_of_need_action_take_the_wait(self) -> None:
+        from agentfsm.tools import tool as declare
+
+        @declare(policy="require_approval")
+        def pay(amount: int) -> str:
+            """Pays."""
+            return "paid"
+
+        for request, expected in (("cancel", "failed"), ("pause", "paused")):
+            agent = make(calls(("c1", "pay", {"amount": 1})), tools=(pay,))
+
+            def listener(item: object, request: str = request, agent: Agent = agent) -> None:
+                if isinstance(item, Event) and item.event == "need_action":
+                    assert getattr(agent, request)().state == "requires_action"
+
+            agent.add_listener(listener)
+            assert agent.submit("pay").state == expected
+            assert_history_valid(agent.messages, open_round=expected == "paused")
+
+    def test_a_stranded_busy_run_with_a_call_in_flight_cannot_pause(self) -> None:
+        store = _RefusingStore()
+
+        @tool
+        def slow(city: str) -> str:
+            """Runs while the store dies."""
+            store.countdown = 1
+            return "done"
+
+        agent = make(
+            calls(("c1", "slow", {"city": "A"})), answer("done"), tools=(slow,), store=store, run_id="r"
+        )
+        with pytest.raises(StoreWriteError):
+            agent.submit("hi")  # the save of the call's answer fails: the start is stored
+        assert agent.state == "busy"
+        with pytest.raises(IllegalTransitionError):
+            agent.pause()  # a call may still be running
+        assert agent.start().state == "completed"  # taken up as after a crash
+
+
+class TestSyncFacadeInsideAStep:
+    def test_close_from_a_listener_is_refused(self) -> None:
+        agent = make(answer("done"))
+        refused: list[BaseException] = []
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "complete" and not refused:
+                try:
+                    agent.close()
+                except RuntimeError as error:
+                    refused.append(error)
+
+        agent.add_listener(listener)
+        assert agent.submit("hi").state == "completed"
+        assert "inside a step" in str(refused[0])
+
+    def test_run_inline_refuses_a_call_that_has_to_wait(self) -> None:
+        from agentfsm.agent._sync import run_inline
+
+        async def waits() -> None:
+            await asyncio.sleep(0)
+
+        with pytest.raises(RuntimeError, match="had to wait"):
+            run_inline(waits())
+
+    def test_the_expired_wait_is_closed_as_expired(self) -> None:
+        now = [0.0]
+        agent = make(
+            calls(("c1", "ask_user", {"question": "which city?"})),
+            input_timeout=5.0,
+            clock=lambda: now[0],
+        )
+        assert agent.submit("hi").state == "input_required"
+        now[0] = 10.0
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event) and item.event == "expire":
+                raise BoomError("listener")
+
+        agent.add_listener(listener)
+        with pytest.raises(BoomError):
+            agent.expire()
+        assert (agent.state, agent.reason) == ("failed", "expired")
+        assert "expired" in str(agent.messages[-1].content)
