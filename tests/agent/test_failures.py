@@ -529,7 +529,8 @@ class TestSettlingEdgeCases:
         with pytest.raises(BoomError):
             agent.submit("hi")
         held = store.load("r")
-        assert held is not None and (agent.state, held.state) == ("busy", "busy")
+        assert held is not None
+        assert (agent.state, held.state) == ("busy", "busy")
         agent.remove_listener(listener)
         assert agent.cancel().reason == "cancelled"  # a run left busy is cancelled at once
 
@@ -583,7 +584,11 @@ class TestSettlingEdgeCases:
             return "done"
 
         agent = make(
-            calls(("c1", "slow", {"city": "A"})), answer("done"), tools=(slow,), store=store, run_id="r"
+            calls(("c1", "slow", {"city": "A"})),
+            answer("done"),
+            tools=(slow,),
+            store=store,
+            run_id="r",
         )
         with pytest.raises(StoreWriteError):
             agent.submit("hi")  # the save of the call's answer fails: the start is stored
