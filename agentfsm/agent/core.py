@@ -26,7 +26,7 @@ from agentfsm.agent.vocabulary import (
     hooks_from,
     to_decision,
 )
-from agentfsm.errors import IllegalTransitionError, ReentrantCallError, StoreError
+from agentfsm.errors import IllegalTransitionError, ReentrantCallError
 from agentfsm.fsm import Emitter, Engine
 from agentfsm.fsm.trace import AnyTraceEntry
 from agentfsm.llm.base import Model
@@ -368,9 +368,9 @@ class Agent(StepGuard, SyncFacade):
     @step
     async def aresume(self) -> TurnOutcome:
         """Return to the state the run was paused in; a busy turn goes on where it stopped."""
+        self._pause_requested = False  # (a pause asked by a listener of resume is kept)
         self._run.send("resume")
         self._restored = False
-        self._pause_requested = False
         if self.state == RunState.BUSY:
             await self._drive()
         return self.outcome()
@@ -413,11 +413,17 @@ class Agent(StepGuard, SyncFacade):
             )
         self._messages = list(self._system)
         self._round, self._deferred = (), ()
+        self._store_failed = False
+        self._depth = 1  # its listeners run inside this step
         try:
             self._note(RecordKind.RESET, {"keep": len(self._system)})
-        except StoreError:
-            self._reload()
-            raise
+        except BaseException:
+            if self._store_failed:  # the store refused: the run is what it holds
+                self._reload()
+            raise  # (a listener's exception: the reset is made and saved)
+        finally:
+            self._depth = 0
+        self._apply_requests()  # a pause asked for by a listener of the reset
 
 
 def _weak_listener(agent: Agent) -> Callable[[Event], None]:
