@@ -20,6 +20,7 @@
     ├── ToolRoundError              a tool round asked for with inconsistent inputs
     ├── HookMessageError            a hook added a message where the lifecycle forbids it
     ├── HookFailedError             a hook handler raised (the cause is chained)
+    ├── ReentrantCallError          a call into a run from inside one of its own steps
     ├── ModelError                  a model call failed for good (after any retries)
     │   ├── ModelCallError          the request failed: status, connection or timeout
     │   └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
@@ -356,13 +357,53 @@ class HookMessageError(AgentFSMError):
         allowed: The hooks whose handlers may add messages.
     """
 
-    def __init__(self, hook: str, handler: str, allowed: tuple[str, ...]) -> None:
+    def __init__(
+        self, hook: str, handler: str, allowed: tuple[str, ...], role: str | None = None
+    ) -> None:
         self.hook = hook
         self.handler = handler
         self.allowed = allowed
+        self.role = role
+        if role is None:
+            text = (
+                f"hook handler {handler!r} may not add a message in {hook!r} (it would break "
+                f"the order of tool messages); hooks that may add messages: {_names(allowed)}"
+            )
+        else:
+            text = (
+                f"hook handler {handler!r} may not add {role} in {hook!r}: only the model "
+                "asks for tool calls and only the tools answer them (lifecycle.md I7); a "
+                "hook may add user, system, or assistant messages without tool calls"
+            )
+        super().__init__(text)
+
+
+class ReentrantCallError(AgentFSMError):
+    """A call into a run from inside one of its own steps, which would break the contract.
+
+    While a step of the run is running (a model call, a tool round, a hook, a listener), a
+    hook, listener or tool of that run, or another task, may only ask for what lifecycle.md
+    gives a meaning to mid-step: `submit` while busy (the input policy), `cancel` and `pause`
+    (taken at the next step boundary). Anything else (starting another step: `submit` once
+    the turn is over, `resolve_action`, `provide_input`, `resume`, `expire`, `shutdown`,
+    `reset`, `start`; or `cancel` once the turn's outcome is decided) is refused with this
+    error, and changes nothing.
+
+    Attributes:
+        run_id: The run.
+        call: The method that was called (``"submit"``, ``"shutdown"``…).
+        state: The run's state when it was called.
+    """
+
+    def __init__(self, run_id: str, call: str, state: str, detail: str = "") -> None:
+        self.run_id = run_id
+        self.call = call
+        self.state = state
         super().__init__(
-            f"hook handler {handler!r} may not add a message in {hook!r} (it would break "
-            f"the order of tool messages); hooks that may add messages: {_names(allowed)}"
+            f"Agent.{call}() was called while a step of run {run_id!r} is running (from one "
+            f"of its own hooks, listeners or tools, or from another task), in state "
+            f"{state!r}{detail}; mid-step only submit (while busy, per the input policy), "
+            "cancel and pause are allowed: call it once the step has returned"
         )
 
 
@@ -684,6 +725,7 @@ __all__ = [
     "ModelConfigError",
     "ModelError",
     "ModelResponseError",
+    "ReentrantCallError",
     "ReplayError",
     "SchemaVersionError",
     "SnapshotConflictError",

@@ -19,8 +19,7 @@ from agentfsm.diagrams import combined_diagram, run_diagram
 from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE, RunData
 from agentfsm.states import MachineName
 from agentfsm.stores import Snapshot, SQLiteStore
-from agentfsm.verify.diagram import counterexample_dot
-from agentfsm.verify.report import Counterexample, Step
+from agentfsm.verify.diagram import Counterexample, Step, counterexample_dot
 from tests.test_runs_cli import _question, _save, agentfsm
 
 ESCAPE = "\x1b]0;pwned\x07\x1b[2J"

@@ -60,10 +60,32 @@ class SyncRunner:
             loop.close()
 
 
+def run_inline(coroutine: Coroutine[object, object, T]) -> T:
+    """Run ``coroutine`` to its end here and now, for a call made from inside a step.
+
+    The calls allowed mid-step (`submit` while busy, `cancel`, `pause`) and the refusals of
+    the others finish without waiting for anything, so they need no event loop of their own
+    (the Agent's loop is busy running the step that called them).
+
+    Raises:
+        RuntimeError: The coroutine had to wait for something.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise RuntimeError(
+        "a synchronous Agent method called from inside a step of its run had to wait; "
+        "await its async form there instead"
+    )
+
+
 class _AsyncCore(Protocol):
-    """What the facade needs of the Agent: its runner and its async methods."""
+    """What the facade needs of the Agent: its runner, its step depth and its async methods."""
 
     _sync: SyncRunner
+    _depth: int
 
     async def astart(self) -> TurnOutcome: ...
     async def asubmit(self, text: str) -> TurnOutcome: ...
@@ -83,43 +105,56 @@ class SyncFacade:
 
     def start(self: _AsyncCore) -> TurnOutcome:
         """`astart`, for synchronous code."""
-        return self._sync.run(self.astart())
+        return _run(self, self.astart())
 
     def submit(self: _AsyncCore, text: str) -> TurnOutcome:
         """`asubmit`, for synchronous code."""
-        return self._sync.run(self.asubmit(text))
+        return _run(self, self.asubmit(text))
 
     def resolve_action(self: _AsyncCore, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """`aresolve_action`, for synchronous code."""
-        return self._sync.run(self.aresolve_action(decisions))
+        return _run(self, self.aresolve_action(decisions))
 
     def provide_input(self: _AsyncCore, text: str) -> TurnOutcome:
         """`aprovide_input`, for synchronous code."""
-        return self._sync.run(self.aprovide_input(text))
+        return _run(self, self.aprovide_input(text))
 
     def cancel(self: _AsyncCore) -> TurnOutcome:
         """`acancel`, for synchronous code."""
-        return self._sync.run(self.acancel())
+        return _run(self, self.acancel())
 
     def pause(self: _AsyncCore) -> TurnOutcome:
         """`apause`, for synchronous code."""
-        return self._sync.run(self.apause())
+        return _run(self, self.apause())
 
     def resume(self: _AsyncCore) -> TurnOutcome:
         """`aresume`, for synchronous code."""
-        return self._sync.run(self.aresume())
+        return _run(self, self.aresume())
 
     def expire(self: _AsyncCore) -> TurnOutcome:
         """`aexpire`, for synchronous code."""
-        return self._sync.run(self.aexpire())
+        return _run(self, self.aexpire())
 
     def shutdown(self: _AsyncCore) -> TurnOutcome:
         """`ashutdown`, for synchronous code; also closes the facade's event loop."""
         try:
-            return self._sync.run(self.ashutdown())
+            return _run(self, self.ashutdown())
         finally:
-            self._sync.close()
+            if not self._depth:
+                self._sync.close()
 
     def close(self: _AsyncCore) -> None:
-        """Close the synchronous facade's event loop (the run itself is not shut down)."""
+        """Close the synchronous facade's event loop (the run itself is not shut down).
+
+        Raises:
+            RuntimeError: Called from inside a step of the run, whose loop is running it.
+        """
+        if self._depth:
+            raise RuntimeError("Agent.close() was called from inside a step of its run")
         self._sync.close()
+
+
+def _run(agent: _AsyncCore, coroutine: Coroutine[object, object, T]) -> T:
+    # Inside a step of the run (a listener, a tool, a hook, all on the Agent's own loop),
+    # the call is run inline: it either takes effect at once or is refused.
+    return run_inline(coroutine) if agent._depth else agent._sync.run(coroutine)

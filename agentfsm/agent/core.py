@@ -16,8 +16,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mappi
 
 from agentfsm.agent import checks
 from agentfsm.agent._sync import SyncFacade, SyncRunner
-from agentfsm.agent.record import durable
-from agentfsm.agent.turn import TurnDriver
+from agentfsm.agent.steps import StepGuard, step
 from agentfsm.agent.vocabulary import (
     ASK_USER,
     AgentEvent,
@@ -28,7 +27,7 @@ from agentfsm.agent.vocabulary import (
     hooks_from,
     to_decision,
 )
-from agentfsm.errors import IllegalTransitionError, StoreError
+from agentfsm.errors import IllegalTransitionError, ReentrantCallError
 from agentfsm.fsm import Emitter, Engine
 from agentfsm.fsm.trace import AnyTraceEntry
 from agentfsm.llm.base import Model
@@ -47,7 +46,7 @@ from agentfsm.tools.system import ToolSystem
 __all__ = ["Agent"]
 
 
-class Agent(TurnDriver, SyncFacade):
+class Agent(StepGuard, SyncFacade):
     """An agent loop whose every step is a transition of RunLifecycle or TurnLoop.
 
     Args:
@@ -82,7 +81,6 @@ class Agent(TurnDriver, SyncFacade):
 
     __slots__ = (
         "__weakref__",
-        "_restored",
         "_sync",
         "_system_prompt",
     )
@@ -138,6 +136,9 @@ class Agent(TurnDriver, SyncFacade):
         self._emitter = Emitter(run_id or uuid.uuid4().hex, [_weak_listener(self)], clock=clock)
         self._cancel_requested = False
         self._pause_requested = False
+        self._depth = 0
+        self._store_failed = self._driven = False
+        self._quiet: list[BaseException] | None = None
         self._sync = SyncRunner()
         self._fresh()
         stored = store.load(run_id) if store is not None and run_id is not None else None
@@ -257,7 +258,7 @@ class Agent(TurnDriver, SyncFacade):
         """The run as a `Snapshot` (what a store holds of it after its last event)."""
         return self._snapshot(self._emitter.seq, max(self._version, 1))
 
-    @durable
+    @step
     async def astart(self) -> TurnOutcome:
         """Open the run: created → ready.
 
@@ -287,7 +288,7 @@ class Agent(TurnDriver, SyncFacade):
         )
         return self.outcome()
 
-    @durable
+    @step
     async def asubmit(self, text: str) -> TurnOutcome:
         """Give the run a user input and run the turn until it ends or waits.
 
@@ -303,7 +304,7 @@ class Agent(TurnDriver, SyncFacade):
         await self._submit(text, from_queue=False)
         return self.outcome()
 
-    @durable
+    @step
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """Decide every pending call: approve it, deny it, or supply a client-side output."""
         checks.decisions(self, decisions)
@@ -318,14 +319,14 @@ class Agent(TurnDriver, SyncFacade):
         await self._drive()
         return self.outcome()
 
-    @durable
+    @step
     async def aprovide_input(self, text: str) -> TurnOutcome:
         """Answer the pending question; the answer becomes the ``ask_user`` tool message."""
         checks.user_text("text", text)
         self._expire_if_due()
         pending = self._data.pending
         self._run.send("provide_input", text=text)
-        await self._failing_the_turn(self._user_input(text, defer=True))
+        await self._user_input(text, defer=True)
         self._decisions = {call_id: Decision.output(text) for call_id in pending}
         payload: JSONObject = {
             call_id: decision.model_dump(mode="json")
@@ -335,42 +336,62 @@ class Agent(TurnDriver, SyncFacade):
         await self._drive()
         return self.outcome()
 
-    @durable
+    @step
     async def acancel(self) -> TurnOutcome:
-        """Cancel the turn: at once while it waits, at the next step boundary while busy."""
-        if self.state == RunState.BUSY:
-            self._cancel_requested = True
-            return self.outcome()
+        """Cancel the turn: at once while it waits, at the next step boundary while busy.
+
+        Asked for while a step runs (from a hook, listener or tool, or another task), it
+        takes effect at the step's next boundary; once the turn's outcome is decided it is
+        refused with `ReentrantCallError`. A run left busy with no step running (restored
+        from its store mid-turn) is cancelled at once.
+        """
+        busy = self._data.state == RunState.BUSY
+        if self._depth > 1:
+            self._refuse_late_cancel()
+            if busy or self._run.can_send("cancel"):
+                self._cancel_requested = True
+                return self.outcome()
+        elif busy:  # no step is running: answer what it left open, then cancel
+            self._close_turn("cancelled")
+            self._data.at_boundary = True
         self._run.send("cancel")
         self._close_turn("cancelled")
         return self.outcome()
 
-    @durable
+    @step
     async def apause(self) -> TurnOutcome:
-        """Pause the run: at once when idle or waiting, at the next step boundary while busy."""
-        if self.state == RunState.BUSY:
+        """Pause the run: at once when idle or waiting, at the next step boundary while busy.
+
+        Asked for while a step runs, it takes effect at the step's next boundary, or, if the
+        turn ends in that step, on the state it ended in (a paused completed run). A run left
+        busy with no step running (restored from its store mid-turn) is paused at once.
+        """
+        busy = self._data.state == RunState.BUSY
+        if self._depth > 1 and (busy or self._run.can_send("pause")):
             self._pause_requested = True
             return self.outcome()
+        if busy:  # no step is running; unless a call may still be (a crash mid-call)
+            self._data.at_boundary = not self._started
         self._run.send("pause")
         return self.outcome()
 
-    @durable
+    @step
     async def aresume(self) -> TurnOutcome:
         """Return to the state the run was paused in; a busy turn goes on where it stopped."""
+        self._pause_requested = False  # (a pause asked by a listener of resume is kept)
         self._run.send("resume")
         self._restored = False
-        self._pause_requested = False
         if self.state == RunState.BUSY:
             await self._drive()
         return self.outcome()
 
-    @durable
+    @step
     async def aexpire(self) -> TurnOutcome:
         """Expire the current wait if its deadline has passed (else `GuardFailedError`)."""
         self._expire(self._clock())
         return self.outcome()
 
-    @durable
+    @step
     async def ashutdown(self) -> TurnOutcome:
         """Close the run for good. Not while busy.
 
@@ -383,7 +404,14 @@ class Agent(TurnDriver, SyncFacade):
         return self.outcome()
 
     def reset(self) -> None:
-        """Clear the conversation (the system prompt stays) while the run is at rest."""
+        """Clear the conversation (the system prompt stays) while the run is at rest.
+
+        Raises:
+            ReentrantCallError: Called while a step of the run is running.
+            IllegalTransitionError: The run is not ready, completed or failed.
+        """
+        if self._depth:
+            raise ReentrantCallError(self.run_id, "reset", self.state)
         if self.state not in (RunState.READY, RunState.COMPLETED, RunState.FAILED):
             raise IllegalTransitionError(
                 run_id=self.run_id,
@@ -395,11 +423,17 @@ class Agent(TurnDriver, SyncFacade):
             )
         self._messages = list(self._system)
         self._round, self._deferred = (), ()
+        self._store_failed = False
+        self._depth = 1  # its listeners run inside this step
         try:
             self._note(RecordKind.RESET, {"keep": len(self._system)})
-        except StoreError:
-            self._reload()
-            raise
+        except BaseException:
+            if self._store_failed:  # the store refused: the run is what it holds
+                self._reload()
+            raise  # (a listener's exception: the reset is made and saved)
+        finally:
+            self._depth = 0
+        self._apply_requests()  # a pause asked for by a listener of the reset
 
 
 def _weak_listener(agent: Agent) -> Callable[[Event], None]:

@@ -9,13 +9,10 @@ the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from agentfsm.agent.vocabulary import AgentEvent, AgentListener
-from agentfsm.errors import StoreError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
 from agentfsm.fsm.trace import AnyTraceEntry
@@ -29,30 +26,8 @@ from agentfsm.tools.policy import Decision
 from agentfsm.tools.results import ToolResult
 from agentfsm.tools.system import Answer
 
-if TYPE_CHECKING:
-    from agentfsm.agent.core import Agent
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
-
-
-def durable(
-    method: Callable[Concatenate[Agent, P], Coroutine[Any, Any, R]],
-) -> Callable[Concatenate[Agent, P], Coroutine[Any, Any, R]]:
-    """On a store error, put the Agent back to what its store holds, then re-raise."""
-
-    @functools.wraps(method)
-    async def wrapper(self: Agent, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await method(self, *args, **kwargs)
-        except StoreError:
-            self._reload()
-            raise
-
-    return wrapper
 
 
 class RunRecord:
@@ -68,15 +43,19 @@ class RunRecord:
         "_data",
         "_decisions",
         "_deferred",
+        "_depth",
+        "_driven",
         "_emitter",
         "_engine",
         "_listeners",
         "_loop",
         "_messages",
         "_pause_requested",
+        "_quiet",
         "_round",
         "_run",
         "_started",
+        "_store_failed",
         "_system",
         "_trace",
         "_version",
@@ -102,6 +81,14 @@ class RunRecord:
     _version: int
     _cancel_requested: bool
     _pause_requested: bool
+    _depth: int
+    """How many calls into the Agent are running (more than 1: one came from inside a step)."""
+    _store_failed: bool
+    """The store raised on a save during the current call: the run is what it holds."""
+    _driven: bool
+    """A turn was driven during the current call (a step ran, even with no event yet)."""
+    _quiet: list[BaseException] | None
+    """While a failed step is being settled: the listeners' exceptions, kept, not raised."""
 
     def _fresh(self) -> None:
         """A new run, in created: nothing said, nothing stored."""
@@ -161,11 +148,15 @@ class RunRecord:
             self._loop = loop_machine(self._data, self._emitter, self._engine)
         if self.store is not None:
             version = self._version + 1
-            self.store.save(
-                self._snapshot(event.seq, version),
-                (event,),
-                expected_version=self._version or None,
-            )
+            try:
+                self.store.save(
+                    self._snapshot(event.seq, version),
+                    (event,),
+                    expected_version=self._version or None,
+                )
+            except BaseException:
+                self._store_failed = True
+                raise
             self._version = version
         self._deliver(event)
 
@@ -189,9 +180,13 @@ class RunRecord:
     def _claim(self) -> None:
         if self.store is not None:
             version = self._version + 1
-            self.store.save(
-                self._snapshot(self._emitter.seq, version), (), expected_version=self._version
-            )
+            try:
+                self.store.save(
+                    self._snapshot(self._emitter.seq, version), (), expected_version=self._version
+                )
+            except BaseException:
+                self._store_failed = True
+                raise
             self._version = version
 
     def _dump(self, model: Message | ToolResult) -> JSONObject:
@@ -227,7 +222,13 @@ class RunRecord:
 
     def _deliver(self, item: AgentEvent) -> None:
         for listener in tuple(self._listeners):
-            listener(item)
+            if self._quiet is None:
+                listener(item)
+                continue
+            try:  # settling a failed step: what a listener raises now is kept for later
+                listener(item)
+            except BaseException as error:
+                self._quiet.append(error)
 
     def _record(self, entry: AnyTraceEntry) -> None:
         self._trace.append(entry)

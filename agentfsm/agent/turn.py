@@ -7,18 +7,11 @@ on top of `RunRecord`, which holds and saves what the turn changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from agentfsm.agent.record import NO_DECISIONS, RunRecord
 from agentfsm.agent.vocabulary import ASK_USER, INCOMPLETE_MESSAGE, question_of
-from agentfsm.errors import (
-    AgentFSMError,
-    HookFailedError,
-    HookMessageError,
-    IllegalTransitionError,
-    ModelError,
-)
+from agentfsm.errors import AgentFSMError, ModelError
 from agentfsm.fsm import AnyMachine
 from agentfsm.fsm.rounds import round_messages
 from agentfsm.fsm.trace import LLMRetryTrace, UserInputTrace, llm_call_entry, tool_entries
@@ -67,14 +60,17 @@ class TurnDriver(RunRecord):
         if from_queue:
             args["from_queue"] = True
         self._messages.append(Message.user(text))  # in the transition's snapshot
+        # Requests of an earlier turn are forgotten; those made from now on (a listener of
+        # this very submit) are this turn's.
+        self._cancel_requested = self._pause_requested = False
         try:
             self._run.send("submit", **args)
-        except IllegalTransitionError:
-            self._messages.pop()
+        except BaseException:
+            if self._data.state != RunState.BUSY:  # refused (not a listener of the submit)
+                self._messages.pop()
             raise
-        self._cancel_requested = self._pause_requested = False
         self._round = ()
-        await self._failing_the_turn(self._user_input(text, defer=False))
+        await self._user_input(text, defer=False)
         await self._drive()
 
     def _loop_machine(self) -> AnyMachine:
@@ -104,32 +100,20 @@ class TurnDriver(RunRecord):
 
     async def _drive(self) -> None:
         """Run the turn from where its loop is until it ends, waits or pauses."""
+        self._driven = True
         loop = self._loop_machine()
-        try:
+        if loop.state == LoopState.ACTING:
+            await self._tool_round()
+        while loop.state == LoopState.THINKING:
+            if self._stop_at_boundary():
+                break
+            await self._think()
             if loop.state == LoopState.ACTING:
                 await self._tool_round()
-            while loop.state == LoopState.THINKING:
-                if self._stop_at_boundary():
-                    break
-                await self._think()
-                if loop.state == LoopState.ACTING:
-                    await self._tool_round()
-            if self._data.state == RunState.BUSY:
-                await self._finish(loop.state)
-        except (HookFailedError, HookMessageError) as error:
-            # lifecycle.md §3: a handler's exception fails the turn (naming the handler)
-            # and propagates.
-            self._fail_turn(error)
-            raise
+        if self._data.state == RunState.BUSY:
+            await self._finish(loop.state)
+        self._apply_requests()
         await self._next_queued()
-
-    async def _failing_the_turn(self, step: Coroutine[Any, Any, None]) -> None:
-        """Run a step of a busy turn whose hook failure fails the turn (lifecycle.md §3)."""
-        try:
-            await step
-        except (HookFailedError, HookMessageError) as error:
-            self._fail_turn(error)
-            raise
 
     async def _finish(self, loop_state: str | None) -> None:
         """End a turn whose loop has ended (also one a crash left between two steps)."""
@@ -149,16 +133,48 @@ class TurnDriver(RunRecord):
             )
 
     def _stop_at_boundary(self) -> bool:
+        """At a step boundary of a busy turn: take a cancel or a pause asked for meanwhile."""
         if self._cancel_requested or self._data.cancel_requested:
             self._cancel_requested = False
+            self._data.at_boundary = True
             self._run.send("cancel")
             self._close_turn("cancelled")
             return True
         if self._pause_requested:
             self._pause_requested = False
+            self._data.at_boundary = True
             self._run.send("pause")
             return True
         return False
+
+    def _stop_requested(self) -> bool:
+        return self._cancel_requested or self._pause_requested or self._data.cancel_requested
+
+    def _apply_requests(self) -> bool:
+        """At the end of a step whose turn came to rest: take the requests it left.
+
+        A pause asked for while the turn's last step ran pauses the run where the turn left
+        it (completed, failed, or a wait); a cancel cancels the wait the turn entered. A
+        request the run's state has no transition for is moot (the turn already ended).
+
+        Returns:
+            Whether a request was taken.
+        """
+        taken = False
+        if self._data.state == RunState.BUSY:
+            return taken
+        if self._cancel_requested or self._data.cancel_requested:
+            self._cancel_requested = False
+            if self._run.can_send("cancel"):
+                self._run.send("cancel")
+                self._close_turn("cancelled")
+                taken = True
+        if self._pause_requested:
+            self._pause_requested = False
+            if self._run.can_send("pause"):
+                self._run.send("pause")
+                taken = True
+        return taken
 
     async def _think(self) -> None:
         self._append(await self._fire(HookKind.BEFORE_LLM))
@@ -166,7 +182,7 @@ class TurnDriver(RunRecord):
         self._data.at_boundary = False
         try:
             response = await self.model.complete(
-                self._messages,
+                tuple(self._messages),  # a view: the model cannot change the history (I10)
                 self.tools.openai_tools(self.enabled_tools),
                 on_retry=self._on_retry,
             )
@@ -190,6 +206,14 @@ class TurnDriver(RunRecord):
         )
         reply = response.to_message()
         added = await self._fire(HookKind.AFTER_LLM, reply)
+        if self._cancel_requested or self._data.cancel_requested:
+            # The boundary after the model call: the reply is kept, its calls are answered
+            # "cancelled" and none runs, and the turn is cancelled even if it was the answer.
+            self._round = reply.tool_calls
+            self._append((reply,))
+            self._defer(added)
+            self._stop_at_boundary()
+            return
         self._classify(reply)
         if response.tool_calls:
             self._defer(added)
@@ -233,6 +257,9 @@ class TurnDriver(RunRecord):
         return None if timeout is None else self._clock() + timeout
 
     async def _tool_round(self) -> None:
+        if self._stop_requested():
+            self._stop_at_boundary()  # the boundary before the round's first call
+            return
         context = ToolContext(
             self._data.run_id, self._data.turn, self._data.iteration, user_id=self.user_id
         )
@@ -248,18 +275,31 @@ class TurnDriver(RunRecord):
             answered={result.call_id: (result, message) for result, message in self._answers},
             on_start=self._on_start,
             on_answer=self._on_answer,
+            stop=self._stop_requested,
         )
+        if len(round_.results) < len(calls):
+            # Stopped at the boundary between two calls: a cancel answers the rest
+            # "cancelled"; a pause keeps the round open, and the rest run on resume.
+            done = len(round_.results)
+            self._defer(round_.messages[done:])
+            if self._cancel_requested or self._data.cancel_requested:
+                self._trace_round(calls[:done], round_.results)
+            self._stop_at_boundary()
+            return
         self._close_round()
         self._append(round_.messages[len(calls) :])
         self._flush_deferred()
-        for entry in tool_entries(
-            calls, round_.results, self._data.turn, self._data.iteration, self._clock()
-        ):
-            self._record(entry)
+        self._trace_round(calls, round_.results)
         loop = self._loop_machine()
         loop.send("tools_finished")
         if loop.state == LoopState.EXHAUSTED:
             await self._finish(loop.state)
+
+    def _trace_round(self, calls: tuple[ToolCall, ...], results: tuple[ToolResult, ...]) -> None:
+        for entry in tool_entries(
+            calls, results, self._data.turn, self._data.iteration, self._clock()
+        ):
+            self._record(entry)
 
     def _settle_unknown(self) -> None:
         """Resuming a round: a call that started with no stored answer ran, or may have.
@@ -286,6 +326,7 @@ class TurnDriver(RunRecord):
             self._on_answer(result, Message.tool(call_id, text, name=name))
 
     def _on_start(self, call: ToolCall) -> None:
+        self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
 
@@ -293,6 +334,8 @@ class TurnDriver(RunRecord):
         if result.call_id in self._started:
             self._started = tuple(i for i in self._started if i != result.call_id)
         self._answers = (*self._answers, (result, message))
+        # Between two calls of a round is a step boundary (lifecycle.md §3).
+        self._data.at_boundary = not self._started
         self._note(
             RecordKind.TOOL_RESULT,
             {"result": self._dump(result), "message": self._dump(message)},
@@ -309,12 +352,6 @@ class TurnDriver(RunRecord):
     async def _complete(self) -> None:
         self._run.send("complete")
         self._append(await self._fire(HookKind.ON_COMPLETE))
-
-    def _fail_turn(self, error: AgentFSMError) -> None:
-        """A hook failed mid-turn: end the loop, close the history, fail the run."""
-        self._close_turn("failed")
-        if self._data.state == RunState.BUSY:
-            self._run.send("fail", error_type=type(error).__name__, message=str(error))
 
     def _close_turn(self, why: str) -> None:
         """After cancel or expire: end the loop and answer what was left unanswered (I7)."""

@@ -145,7 +145,7 @@ class _Run:
         if result.call_id in self.started:
             self.started.remove(result.call_id)
         self.answers.append((result, message))
-        self.data.at_boundary = False
+        self.data.at_boundary = not self.started  # between two calls: a step boundary
 
     def _round_closed(self, event: Event) -> None:
         self.messages.extend(round_messages(self.open_round(), self.answers))

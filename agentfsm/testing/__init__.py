@@ -3,6 +3,9 @@
 - `AgentStateMachine`: subclass it and implement ``make_agent`` to property-test your own
   Agent (tools, hooks, store) with hypothesis; it checks the contract's invariants after
   every step.
+- `FaultInjectingMachine`: the same, also arming faults (exceptions, `KeyboardInterrupt`,
+  `SystemExit`, cancellations, re-entrant calls) at every callback point of your agent and
+  checking that no failure strands the run (I12, I13).
 - Strategies (`model_responses`, `tool_calls`, `decisions`, `event_sequences`…) for your
   own hypothesis tests; the tool-call strategies follow your tools' JSON Schemas.
 - Invariant checks (`assert_history_valid`, `assert_tools_permitted`, `DurabilityProbe`…)
@@ -46,6 +49,16 @@ from agentfsm.testing.openai_server import (
 )
 
 if TYPE_CHECKING:
+    from agentfsm.testing.faults import (
+        Fault,
+        FaultInjectingMachine,
+        FaultInjector,
+        FaultKind,
+        InjectedError,
+        InjectedInterrupt,
+        fault_points,
+        injected_faults,
+    )
     from agentfsm.testing.profiles import (
         CI_PROFILE,
         DEV_PROFILE,
@@ -82,6 +95,16 @@ _NEEDS_HYPOTHESIS = {
         "register_profiles",
     ),
     "agentfsm.testing.stateful": ("FALLBACK_ANSWER", "AgentStateMachine"),
+    "agentfsm.testing.faults": (
+        "Fault",
+        "FaultInjectingMachine",
+        "FaultInjector",
+        "FaultKind",
+        "InjectedError",
+        "InjectedInterrupt",
+        "fault_points",
+        "injected_faults",
+    ),
     "agentfsm.testing.strategies": (
         "ModelStep",
         "call_arguments",
@@ -125,6 +148,12 @@ __all__ = [
     "EmptyChoices",
     "ErrorResponse",
     "FakeClock",
+    "Fault",
+    "FaultInjectingMachine",
+    "FaultInjector",
+    "FaultKind",
+    "InjectedError",
+    "InjectedInterrupt",
     "InvariantError",
     "LoopbackOpenAIServer",
     "MalformedBody",
@@ -143,6 +172,8 @@ __all__ = [
     "event_arguments",
     "event_sends",
     "event_sequences",
+    "fault_points",
+    "injected_faults",
     "invalid_arguments",
     "is_transition",
     "json_values",

@@ -63,17 +63,23 @@ def assert_history_valid(messages: Sequence[Message], *, open_round: bool = Fals
 
     Args:
         messages: The conversation.
-        open_round: The run waits for the application (requires_action, input_required, or
-            paused in one), so the last assistant message with tool calls has no tool
-            messages yet; messages a hook added after it wait with it.
+        open_round: A round is open (the run waits for the application in requires_action
+            or input_required, or is paused in a wait or mid-round), so the last message is
+            the assistant message asking for its calls: their tool messages join the history
+            when the round closes, and nothing may come between (messages hooks add
+            meanwhile wait, deferred, until then).
     """
     end = len(messages)
     if open_round:
         asking = [i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_calls]
         _check(asking, "I7", "the run waits for tool calls, but no assistant message asks any")
         end = asking[-1]
-        strays = [m for m in messages[end + 1 :] if m.role in ("tool", "assistant")]
-        _check(not strays, "I7", f"the open round's calls are answered or followed: {strays}")
+        strays = list(messages[end + 1 :])
+        _check(
+            not strays,
+            "I7",
+            f"messages came between the open round's calls and their answers: {strays}",
+        )
     index = 0
     while index < end:
         message = messages[index]

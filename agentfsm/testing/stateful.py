@@ -314,10 +314,16 @@ class AgentStateMachine(RuleBasedStateMachine):
         if self.agent is None:
             return
         agent = self.agent
+        # A round is open while the run waits, or is paused in a wait or mid-round (a pause
+        # between two tool calls, lifecycle.md §3), or is busy as its store holds it (a save
+        # was refused mid-round): its calls' message is the last one.
+        messages = agent.messages
         waiting = agent.state in _WAITING or (
-            agent.state == RunState.PAUSED and bool(agent.pending)
+            agent.state in (RunState.PAUSED, RunState.BUSY)
+            and bool(messages)
+            and bool(messages[-1].tool_calls)
         )
-        assert_history_valid(agent.messages, open_round=waiting)
+        assert_history_valid(messages, open_round=waiting)
         for request in self.model.requests[self._requests_checked :]:
             assert_history_valid(request.messages)
         self._requests_checked = len(self.model.requests)

@@ -131,14 +131,20 @@ class HookContext:
         """Add ``message`` to the conversation, where this hook allows it.
 
         Raises:
-            HookMessageError: The hook may not add messages; nothing was added.
+            HookMessageError: The hook may not add messages, or ``message`` is a tool
+                message or an assistant message with tool calls (which only the model and
+                the tools may add, lifecycle.md I7); nothing was added.
         """
-        if not self.kind.may_add_messages:
-            raise HookMessageError(
-                self.kind.value,
-                self._handler,
-                tuple(kind.value for kind in HookKind if kind.may_add_messages),
+        allowed = tuple(kind.value for kind in HookKind if kind.may_add_messages)
+        if message.role == "tool" or (message.role == "assistant" and message.tool_calls):
+            role = (
+                "a tool message"
+                if message.role == "tool"
+                else "an assistant message with tool calls"
             )
+            raise HookMessageError(self.kind.value, self._handler, allowed, role)
+        if not self.kind.may_add_messages:
+            raise HookMessageError(self.kind.value, self._handler, allowed)
         self._added.append(message)
 
 

@@ -203,6 +203,7 @@ class ToolSystem:
         answered: Mapping[str, Answer] | None = None,
         on_start: Callable[[ToolCall], None] | None = None,
         on_answer: Callable[[ToolResult, Message], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> RoundResult:
         """Answer every call of one round, sequentially, in call order.
 
@@ -220,10 +221,16 @@ class ToolSystem:
                 Agent with a store saves the start there: if it raises, the body does not run).
             on_answer: Told of each call's result and tool message as soon as it has them,
                 before the next call starts (an Agent with a store saves it there).
+            stop: Asked at each boundary between two calls (once a call of the round has
+                its answer); if it says True, the round stops there: the calls not yet
+                started are left unanswered and ``after_tools`` does not fire (an Agent
+                takes a cancel or a pause there, lifecycle.md §3).
 
         Returns:
             One result and one tool message per call, in call order, then the messages
-            that ``before_tools`` / ``after_tools`` handlers added.
+            that ``before_tools`` / ``after_tools`` handlers added. A round that ``stop``
+            stopped has fewer results than calls. ``before_tools`` fires once per round: not
+            again when it is resumed with calls ``answered``.
 
         Raises:
             ToolRoundError: Two calls share an id, or a decision names no call of the
@@ -234,10 +241,12 @@ class ToolSystem:
         calls = checks.round_inputs(calls, context, decisions, enabled, messages)
         round_ = self._start(calls, context, decisions or {}, enabled, on_start)
         conversation = list(messages)
-        added = await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
-        results: list[ToolResult] = []
         known = answered or {}
+        added = () if known else await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
+        results: list[ToolResult] = []
         for index, call in enumerate(calls):
+            if results and stop is not None and call.id not in known and stop():
+                return RoundResult(tuple(results), tuple(conversation[len(messages) :]) + added)
             if call.id in known:
                 result, message = known[call.id]
                 conversation.append(message)

@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -259,11 +260,26 @@ class Crash(BaseException):
     """Stands for the process dying inside a tool body (the SIGKILL tests do it for real)."""
 
 
+class DyingStore(MemoryStore):
+    """A store whose process dies: once ``dead``, no save reaches it (each raises `Crash`).
+
+    A run settles whatever escapes a step (I12); a dead process cannot, so from the crash
+    on, the store keeps what it held when the process died.
+    """
+
+    dead = False
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.dead:
+            raise Crash
+        super().save(*args, **kwargs)
+
+
 @pytest.mark.parametrize("idempotent", [True, False])
 def test_a_call_that_started_without_a_stored_result_runs_again_only_if_idempotent(
     idempotent: bool,
 ) -> None:
-    store, ran = MemoryStore(), []
+    store, ran = DyingStore(), []
 
     def tools(crash: bool) -> list[object]:
         @tool(idempotent=idempotent)
@@ -271,6 +287,7 @@ def test_a_call_that_started_without_a_stored_result_runs_again_only_if_idempote
             """Charge a card."""
             ran.append(f"charge:{amount}")
             if crash:
+                store.dead = True
                 raise Crash
             return f"charged {amount}"
 
@@ -286,6 +303,7 @@ def test_a_call_that_started_without_a_stored_result_runs_again_only_if_idempote
     assert (stored.state, stored.loop_state, len(stored.started)) == ("busy", "acting", 1)
 
     again = Agent(ScriptedModel().text("Done."), tools(crash=False), store=store, run_id=RUN_ID)  # type: ignore[arg-type]
+    store.dead = False
     outcome = again.start()
 
     assert outcome.state == "completed"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import Agent, MemoryStore, ScriptedModel, SQLiteStore, StoreURLError, open_store
+from agentfsm import Agent, MemoryStore, ScriptedModel, SQLiteStore, open_store
 from agentfsm._runs_cli import runs_command
-from agentfsm.errors import StoreError
+from agentfsm.errors import StoreError, StoreURLError
 from agentfsm.stores import parse_store_url, redact
 from agentfsm.stores._credentials import scrub
 from agentfsm.stores.postgres import PostgresStore

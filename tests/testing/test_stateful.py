@@ -140,7 +140,14 @@ class StrayToolMessageMachine(AgentStateMachine):
         return Agent(model, TOOLS, hooks={"before_llm": stray_tool_message})
 
 
-def test_the_kit_catches_a_hook_that_breaks_the_message_order() -> None:
+def test_the_kit_catches_a_hook_that_breaks_the_message_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The Agent refuses a hook's tool message (HookMessageError); the kit must still catch
+    # an Agent that lets it in.
+    monkeypatch.setattr(
+        HookContext, "add_message", lambda self, message: self._added.append(message)
+    )
     assert caught_by_kit(StrayToolMessageMachine).invariant == "I7"
 
 

@@ -1,0 +1,158 @@
+"""Every call into the Agent ends at rest (I12); calls from inside a step keep the contract (I13).
+
+`step` wraps each public ``a``-method. A call made while another is running (from a hook, a
+listener or a tool of the same run, or from another task) may only do what lifecycle.md gives
+a meaning to mid-step: `submit` while busy follows the input policy; `cancel` and `pause` are
+requests taken at the next step boundary. Anything else raises `ReentrantCallError` and
+changes nothing.
+
+Whatever escapes the outermost call (any exception, `KeyboardInterrupt`, `SystemExit`, the
+cancellation of the awaiting task) is settled before it propagates: a turn left busy fails
+(reason ``error``, or ``cancelled`` for a cancellation) with every open call answered, or, if
+the store refused a save, the run becomes what the store holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
+
+from agentfsm.agent.turn import TurnDriver
+from agentfsm.agent.vocabulary import TurnOutcome
+from agentfsm.errors import ReentrantCallError
+from agentfsm.states.names import FailedReason, RunState
+
+if TYPE_CHECKING:
+    from agentfsm.agent.core import Agent
+
+P = ParamSpec("P")
+
+HOLDING = frozenset({RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED, RunState.PAUSED})
+"""The states at rest in which a round may stay open (a wait, or a pause in one or mid-round)."""
+
+MID_STEP_CALLS = frozenset({"cancel", "pause", "submit"})
+"""The calls allowed while a step runs (`submit` only while the run is busy)."""
+
+
+def step(
+    method: Callable[Concatenate[Agent, P], Coroutine[Any, Any, TurnOutcome]],
+) -> Callable[Concatenate[Agent, P], Coroutine[Any, Any, TurnOutcome]]:
+    """Make ``method`` a call that ends at rest whatever escapes it (I12).
+
+    Called from inside a step of the run, it is refused unless lifecycle.md gives it a
+    meaning there (I13).
+    """
+    name = method.__name__.removeprefix("a")
+
+    @functools.wraps(method)
+    async def wrapper(self: Agent, /, *args: P.args, **kwargs: P.kwargs) -> TurnOutcome:
+        if self._depth:
+            self._check_mid_step(name)
+            self._depth += 1
+            try:
+                return await method(self, *args, **kwargs)
+            finally:
+                self._depth -= 1
+        self._depth = 1
+        self._store_failed = self._driven = False
+        seq = self._emitter.seq
+        try:
+            outcome = await method(self, *args, **kwargs)
+            if self._apply_requests():
+                outcome = self.outcome()
+        except BaseException as error:
+            # A call refused before it moved anything (I4) leaves the run as it was.
+            if self._driven or self._emitter.seq != seq:
+                self._settle(error)
+            raise
+        finally:
+            self._depth = 0
+        return outcome
+
+    return wrapper
+
+
+class StepGuard(TurnDriver):
+    """Settles what escapes a step, and refuses calls that would break the contract mid-step."""
+
+    __slots__ = ("_restored",)
+
+    _restored: bool
+
+    def _check_mid_step(self, name: str) -> None:
+        """Refuse ``name`` while a step runs, unless the contract gives it a meaning there."""
+        state = self._data.state
+        if name in MID_STEP_CALLS and (name != "submit" or state == RunState.BUSY):
+            return
+        raise ReentrantCallError(self._data.run_id, name, state)
+
+    def _refuse_late_cancel(self) -> None:
+        """A cancel asked for once the turn's outcome is decided (its loop has ended)."""
+        if self._data.state == RunState.BUSY and self._loop is not None and self._loop.is_final:
+            raise ReentrantCallError(
+                self._data.run_id,
+                "cancel",
+                self._data.state,
+                f" (the turn already ended {self._loop.state!r} and is being completed; "
+                "there is nothing left to cancel)",
+            )
+
+    def _settle(self, error: BaseException) -> None:
+        """Bring the run to rest after ``error`` escaped a step; the caller re-raises it."""
+        self._cancel_requested = self._pause_requested = False
+        if self._store_failed:
+            self._from_store()
+            return
+        state = self._data.state
+        if state == RunState.BUSY:
+            finish: Callable[[], None] = functools.partial(self._end_turn, error)
+        elif (self._round or self._deferred) and state not in HOLDING:
+            # The run's transition was made (cancel, expire, shutdown…), but what escaped
+            # cut short the closing of the turn: finish it.
+            finish = functools.partial(self._close_turn, self._closing_reason())
+        else:
+            return  # at rest already: what escaped came after the step's last change
+        quiet: list[BaseException] = []
+        self._quiet = quiet
+        try:
+            finish()
+        except BaseException:
+            if not self._save_refused():
+                raise
+            self._from_store()
+        finally:
+            self._quiet = None
+        for later in quiet:
+            if not isinstance(later, Exception):
+                raise later from error  # never swallowed; the run is at rest first
+            note = getattr(error, "add_note", None)  # Python 3.11+
+            if note is not None:
+                note(f"a listener also raised while the turn was being failed: {later!r}")
+
+    def _closing_reason(self) -> str:
+        reason = self._data.reason
+        return (
+            str(reason)
+            if reason in (FailedReason.CANCELLED, FailedReason.EXPIRED)
+            else (FailedReason.CANCELLED.value)
+        )
+
+    def _end_turn(self, error: BaseException) -> None:
+        cancelled = isinstance(error, asyncio.CancelledError)
+        self._data.at_boundary = True  # nothing runs any more
+        self._close_turn("cancelled" if cancelled else "failed")
+        if cancelled:
+            self._run.send("cancel")
+        else:
+            message = str(error) or type(error).__name__
+            self._run.send("fail", error_type=type(error).__name__, message=message)
+
+    def _save_refused(self) -> bool:
+        return self._store_failed
+
+    def _from_store(self) -> None:
+        """The store refused a save: the run is what it holds (a busy one goes on at start)."""
+        self._reload()
+        self._restored = self._data.state == RunState.BUSY

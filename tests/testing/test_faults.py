@@ -1,0 +1,188 @@
+"""`FaultInjectingMachine` passes the project's agents and catches each way to strand a run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from agentfsm import Agent, MemoryStore, RunStore, ScriptedModel, TurnOutcome, tool
+from agentfsm.agent.steps import StepGuard
+from agentfsm.testing import InvariantError
+from agentfsm.testing.faults import (
+    FaultInjectingMachine,
+    FaultKind,
+    fault_points,
+)
+from agentfsm.tools.hooks import HookContext
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@tool(policy="require_approval")
+async def book(city: str, nights: int = 1) -> str:
+    """Book a hotel."""
+    return f"booked {nights} night(s) in {city}"
+
+
+@tool(client_side=True)
+def location() -> str:
+    """The user's location, from the application."""
+    raise AssertionError("client-side")
+
+
+TOOLS = [weather, book, location]
+
+
+def note(context: HookContext) -> None:
+    if context.kind.may_add_messages:
+        context.add_message(context.messages[-1].__class__.user("[note]"))
+
+
+def run_kit(machine: type[FaultInjectingMachine], max_examples: int = 40) -> None:
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=max_examples,
+            stateful_step_count=25,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            phases=[Phase.generate],
+            report_multiple_bugs=False,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
+
+
+class StoredAgentFaults(FaultInjectingMachine):
+    """The project's agent with a store, tools of every kind and hooks that add messages."""
+
+    def make_agent(self, model: ScriptedModel, store: RunStore | None) -> Agent:
+        return Agent(
+            model,
+            TOOLS,
+            hooks={"before_llm": note, "after_tools": note, "on_complete": note},
+            max_iterations=3,
+            store=store,
+            clock=self.clock,
+            action_timeout=60,
+            input_timeout=60,
+        )
+
+
+class InMemoryAgentFaults(FaultInjectingMachine):
+    """No store; inputs arriving while busy are queued."""
+
+    def make_store(self) -> RunStore | None:
+        return None
+
+    def make_agent(self, model: ScriptedModel, store: RunStore | None) -> Agent:
+        return Agent(model, TOOLS, input_policy="queue", max_iterations=4)
+
+
+def _only(machine: type[FaultInjectingMachine], kind: FaultKind) -> type[FaultInjectingMachine]:
+    return type(f"{machine.__name__}_{kind}", (machine,), {"fault_kinds": (kind,)})
+
+
+@pytest.mark.parametrize("kind", list(FaultKind), ids=str)
+def test_the_project_agent_with_a_store_survives_every_fault(kind: FaultKind) -> None:
+    run_kit(_only(StoredAgentFaults, kind), max_examples=25)
+
+
+@pytest.mark.parametrize("kind", list(FaultKind), ids=str)
+def test_the_project_agent_without_a_store_survives_every_fault(kind: FaultKind) -> None:
+    run_kit(_only(InMemoryAgentFaults, kind), max_examples=15)
+
+
+def test_every_callback_point_is_offered() -> None:
+    agent = StoredAgentFaults().make_agent(ScriptedModel(), MemoryStore())
+    points = fault_points(agent)
+    assert {"model", "store.save", "tool:weather", "tool:book"} <= set(points)
+    assert "tool:location" not in points  # a client-side tool has no body
+    assert {"hook:before_llm", "hook:on_complete", "hook:before_each_tool"} <= set(points)
+    assert {"listener:run.submit", "listener:loop.model_replied"} <= set(points)
+    assert {"listener:conversation.message", "listener:trace.LLMCallTrace"} <= set(points)
+
+
+# -- broken agents the kit must catch, one per kind of fault --------------------------------
+
+
+def _kind_machine(
+    kind: FaultKind,
+    at: Sequence[str] = ("model", "tool:weather", "listener:loop.model_replied", "hook:after_llm"),
+) -> type[FaultInjectingMachine]:
+    class OneKind(StoredAgentFaults):
+        fault_kinds: Sequence[FaultKind] = (kind,)
+
+        def points(self, agent: Agent) -> Sequence[str]:
+            return at
+
+    return OneKind
+
+
+STRANDING = [kind for kind in FaultKind if kind is not FaultKind.REENTRANT_CALL]
+
+
+@pytest.mark.parametrize("kind", STRANDING, ids=str)
+def test_the_kit_catches_an_agent_that_strands_the_run(
+    kind: FaultKind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bug of issue 18 reintroduced: nothing settles what escapes a step.
+    monkeypatch.setattr(StepGuard, "_settle", lambda self, error: None)
+    with pytest.raises(InvariantError) as caught:
+        run_kit(_kind_machine(kind), max_examples=60)
+    assert caught.value.invariant == "I12"
+
+
+class SwallowingAgent(Agent):
+    """Settles the run, then swallows whatever escaped a submit (BaseException included)."""
+
+    async def asubmit(self, text: str) -> TurnOutcome:
+        try:
+            return await super().asubmit(text)
+        except BaseException:
+            return self.outcome()
+
+
+@pytest.mark.parametrize("kind", STRANDING[1:], ids=str)
+def test_the_kit_catches_an_agent_that_swallows_a_base_exception(kind: FaultKind) -> None:
+    class Swallowing(_kind_machine(kind)):  # type: ignore[misc, valid-type]
+        def make_agent(self, model: ScriptedModel, store: RunStore | None) -> Agent:
+            return SwallowingAgent(model, TOOLS, store=store, max_iterations=3)
+
+    with pytest.raises(InvariantError) as caught:
+        run_kit(Swallowing, max_examples=60)
+    assert caught.value.invariant == "I12"
+    assert "swallowed" in str(caught.value)
+
+
+def test_the_kit_catches_an_agent_that_lets_steps_start_inside_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(StepGuard, "_check_mid_step", lambda self, name: None)
+    monkeypatch.setattr(Agent, "reset", lambda self: None)
+    machine = _kind_machine(
+        FaultKind.REENTRANT_CALL, ("hook:on_complete", "listener:run.complete")
+    )
+    with pytest.raises(InvariantError) as caught:
+        run_kit(machine, max_examples=80)
+    assert caught.value.invariant == "I13"
+
+
+def test_the_kit_catches_an_agent_that_drops_a_request_asked_mid_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A cancel or pause asked for during a step that ends in a wait or a completion is
+    # never taken (the bug of issue 18: "returns busy and is then silently dropped").
+    monkeypatch.setattr(StepGuard, "_apply_requests", lambda self: False)
+    at = ("listener:loop.model_replied", "listener:run.need_action", "listener:run.complete")
+    with pytest.raises(InvariantError) as caught:
+        run_kit(_kind_machine(FaultKind.REENTRANT_CALL, at), max_examples=80)
+    assert caught.value.invariant == "I13"
