@@ -10,11 +10,13 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from a2a.helpers.proto_helpers import get_text_parts
 from a2a.types import TaskState
@@ -26,6 +28,7 @@ from agentfsm.serve import PollingFeed, create_app, default_feed
 from agentfsm.serve.feed import store_marks
 from agentfsm.serve.notify_feed import NotifyFeed
 from agentfsm.serve.stores import open_to_read, shown
+from agentfsm.stores._postgres_sql import LISTEN
 from agentfsm.stores.postgres import PostgresStore
 from tests.serve.a2a_support import client, collect, run, text_message
 from tests.serve.conftest import serving
@@ -110,6 +113,39 @@ def test_a_save_just_after_the_feed_read_the_marks_is_not_missed(pg_url: str) ->
         marks = asyncio.run(wait())
         assert reads[0] == seen == {}
         assert marks == {"trip": (1, 1)} == store_marks(store)
+
+
+def _drop_listeners(url: str) -> int:
+    """Terminate the server side of every connection LISTENing for saves; how many."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE query = %s AND pid <> pg_backend_pid()",
+            (LISTEN,),
+        ).fetchall()
+    return len(rows)
+
+
+def test_the_notify_feed_listens_again_when_its_connection_drops(pg_url: str) -> None:
+    with PostgresStore(pg_url) as store:
+        feed = NotifyFeed(store, recheck=3600)  # only a notification can wake it
+
+        def drop_then_save() -> None:
+            while not _drop_listeners(pg_url):  # until the feed is listening
+                time.sleep(0.01)
+            with PostgresStore(pg_url) as other:
+                travel_agent("trip", other).start()
+
+        async def wait() -> dict[str, tuple[int, int]]:
+            try:
+                saving = asyncio.create_task(asyncio.to_thread(drop_then_save))
+                marks = await asyncio.wait_for(feed.changed({}), 30)
+                await saving
+                return marks
+            finally:
+                await feed.aclose()
+
+        assert asyncio.run(wait()) == {"trip": (1, 1)}
 
 
 def test_the_notify_feed_says_when_the_database_is_gone(
