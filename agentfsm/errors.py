@@ -372,7 +372,7 @@ class HookMessageError(AgentFSMError):
         else:
             text = (
                 f"hook handler {handler!r} may not add {role} in {hook!r}: only the model "
-                "asks for tool calls and only the tools answer them (lifecycle.md I7); a "
+                "asks for tool calls and only the tools answer them (invariant I7); a "
                 "hook may add user, system, or assistant messages without tool calls"
             )
         super().__init__(text)
@@ -382,7 +382,7 @@ class ReentrantCallError(AgentFSMError):
     """A call into a run from inside one of its own steps, which would break the contract.
 
     While a step of the run is running (a model call, a tool round, a hook, a listener), a
-    hook, listener or tool of that run, or another task, may only ask for what lifecycle.md
+    hook, listener or tool of that run, or another task, may only ask for what docs/contract.md
     gives a meaning to mid-step: `submit` while busy (the input policy), `cancel` and `pause`
     (taken at the next step boundary). Anything else (starting another step: `submit` once
     the turn is over, `resolve_action`, `provide_input`, `resume`, `expire`, `shutdown`,
