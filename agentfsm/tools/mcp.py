@@ -38,6 +38,7 @@ from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]  #
 from pydantic import TypeAdapter
 
 from agentfsm.errors import (
+    InvalidToolNameError,
     MCPConnectionError,
     MCPServerError,
     MCPToolError,
@@ -214,10 +215,14 @@ class MCPServer:
                 retry_on=(MCPConnectionError,) if idempotent else (),
             )
         except ToolDefinitionError as exc:
+            rule = (
+                f"; tool names must match {NAME_PATTERN}"
+                if isinstance(exc, InvalidToolNameError)
+                else ""
+            )
             raise MCPServerError(
                 self.prefix,
-                f"its tool {remote.name!r} cannot be offered as {name!r} ({exc}); tool names "
-                f"must match {NAME_PATTERN}",
+                f"its tool {remote.name!r} cannot be offered as {name!r} ({exc}){rule}",
             ) from None
 
     def _body(

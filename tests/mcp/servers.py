@@ -20,10 +20,13 @@ SAFE = types.ToolAnnotations(destructive_hint=False, open_world_hint=False, idem
 OPEN_WORLD = types.ToolAnnotations(destructive_hint=False)  # openWorldHint defaults to true
 
 
-def toolbox() -> MCPServer:
-    """A server whose tools cover the annotations table and the ways a call can end."""
+def toolbox(written: dict[str, str] | None = None) -> MCPServer:
+    """A server whose tools cover the annotations table and the ways a call can end.
+
+    ``write`` stores its notes in ``written``, so an in-process test can see what ran.
+    """
     server = MCPServer("toolbox")
-    written: dict[str, str] = {}
+    written = {} if written is None else written
 
     @server.tool(annotations=READ_ONLY)
     def add(a: int, b: int) -> int:
@@ -80,26 +83,44 @@ POINT = {
 }
 
 
-def raw(tools: list[types.Tool], structured: Any = None, text: str = "") -> Server[Any]:
-    """A low-level server listing ``tools`` whose every call answers ``structured``."""
+def raw(
+    tools: list[types.Tool],
+    answer: types.CallToolResult | Exception | None = None,
+    calls: list[str] | None = None,
+) -> Server[Any]:
+    """A low-level server listing ``tools``; every call answers ``answer`` (or raises it).
+
+    The name of every call it receives is appended to ``calls``.
+    """
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        content = [types.TextContent(type="text", text=text)] if text else []
-        return types.CallToolResult(content=content, structured_content=structured)
+        if calls is not None:
+            calls.append(params.name)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer if answer is not None else types.CallToolResult(content=[])
 
     return Server("raw", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def point_tool(name: str = "point", output_schema: Any = POINT) -> types.Tool:
-    """A tool declaring ``output_schema``."""
+def declared(
+    name: str = "point", output_schema: Any = None, input_schema: Any = None
+) -> types.Tool:
+    """A tool as a server lists it, with the given schemas."""
     return types.Tool(
         name=name,
-        input_schema={"type": "object", "properties": {}},
+        input_schema=input_schema or {"type": "object", "properties": {"n": {"type": "integer"}}},
         output_schema=output_schema,
     )
+
+
+def structured(value: Any, text: str = "") -> types.CallToolResult:
+    """A call result with ``value`` as its structuredContent."""
+    content = [types.TextContent(type="text", text=text)] if text else []
+    return types.CallToolResult(content=content, structured_content=value)
 
 
 if __name__ == "__main__":
