@@ -1,6 +1,6 @@
 """MCP tools behind the ToolSystem's door, against real SDK servers connected in-process.
 
-The permission matrix (trust × annotations × the application's policies), names and clashes,
+The permission matrix (trust, annotations and the application's policies), names and clashes,
 argument validation before any call, and how each kind of answer becomes a `ToolResult`.
 """
 
