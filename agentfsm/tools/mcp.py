@@ -43,8 +43,10 @@ from agentfsm.errors import (
     MCPServerError,
     MCPToolError,
     ToolDefinitionError,
+    ToolTimeoutError,
 )
 from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.tools.context import ToolContext
 from agentfsm.tools.policy import ToolPolicy
 from agentfsm.tools.registry import AnyTool
 from agentfsm.tools.schema import compile_validator, schema_error
@@ -58,6 +60,9 @@ only ``[a-zA-Z0-9_-]`` in a tool name, so the protocol's ``server.tool`` cannot 
 
 _PREFIX = re.compile(r"^[a-zA-Z0-9-]+(?:_[a-zA-Z0-9-]+)*$")
 _MAX_PAGES = 100
+_CLOSING = 10.0
+"""Seconds a call may take after its deadline to close its transport (the SDK's stdio client
+gives a server 2 s to exit before it kills it)."""
 _RESULT: TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult] = TypeAdapter(
     mcp_types.CallToolResult | mcp_types.InputRequiredResult
 )
@@ -211,7 +216,8 @@ class MCPServer:
                 parameters=cast(JSONObject, remote.input_schema),
                 policy=policy,
                 idempotent=idempotent,
-                timeout=self.timeout,
+                # A backstop only: the body keeps the deadline itself, then closes the transport.
+                timeout=self.timeout + _CLOSING,
                 retry_on=(MCPConnectionError,) if idempotent else (),
             )
         except ToolDefinitionError as exc:
@@ -228,26 +234,31 @@ class MCPServer:
     def _body(
         self, remote: str, offered: str, validator: Draft202012Validator | None
     ) -> Callable[..., Awaitable[JSONValue]]:
-        async def call(**arguments: object) -> JSONValue:
-            result = await self._call(remote, arguments)
+        async def call(agentfsm_context__: ToolContext, **arguments: object) -> JSONValue:
+            result = await self._call(remote, offered, agentfsm_context__.call_id, arguments)
             return _output(self.prefix, offered, result, validator)
 
         call.__name__ = offered
         return call
 
     async def _call(
-        self, remote: str, arguments: Mapping[str, object]
+        self, remote: str, offered: str, call_id: str, arguments: Mapping[str, object]
     ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
         request = mcp_types.CallToolRequest(
             params=mcp_types.CallToolRequestParams(name=remote, arguments=dict(arguments))
         )
         try:
-            async with self._client() as client:
-                # The session's own call_tool would check the output schema itself, with its
-                # own validator; the request is sent as it is, and checked by `_output`.
-                return await client.session.send_request(
-                    request, _RESULT, request_read_timeout_seconds=self.timeout
-                )
+            # The deadline is kept here, by anyio, so that the SDK's transports close cleanly
+            # (a stdio server is stopped, and killed if need be) before the call returns.
+            with anyio.fail_after(self.timeout):
+                async with self._client() as client:
+                    # The session's call_tool would check the output schema with a validator
+                    # of its own: the request is sent as it is, and checked by `_output`.
+                    return await client.session.send_request(
+                        request, _RESULT, request_read_timeout_seconds=self.timeout
+                    )
+        except TimeoutError:
+            raise ToolTimeoutError(offered, call_id, self.timeout) from None
         except Exception as exc:
             raise _failure(self.prefix, f"calling its tool {remote!r}", exc) from exc
 
