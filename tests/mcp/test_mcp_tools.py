@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -292,3 +294,9 @@ def test_a_protocol_error_becomes_an_error_result() -> None:
     assert (result.status, result.error.type) == (ToolStatus.ERROR, "MCPServerError")
     assert "calling its tool 'point' failed with a protocol error" in result.error.message
     assert "no such thing" in result.error.message
+
+
+def test_import_agentfsm_does_not_import_the_mcp_sdk() -> None:
+    code = "import sys, agentfsm, agentfsm.tools; print(any(m.split('.')[0] == 'mcp' for m in sys.modules))"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "False"
