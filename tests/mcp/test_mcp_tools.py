@@ -297,6 +297,9 @@ def test_a_protocol_error_becomes_an_error_result() -> None:
 
 
 def test_import_agentfsm_does_not_import_the_mcp_sdk() -> None:
-    code = "import sys, agentfsm, agentfsm.tools; print(any(m.split('.')[0] == 'mcp' for m in sys.modules))"
+    code = (
+        "import sys, agentfsm, agentfsm.tools\n"
+        "print(any(m.split('.')[0] == 'mcp' for m in sys.modules))"
+    )
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert ran.stdout.strip() == "False"
