@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+import anyio
 from mcp import types
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
@@ -85,18 +86,26 @@ POINT = {
 
 def raw(
     tools: list[types.Tool],
-    answer: types.CallToolResult | Exception | None = None,
+    answer: types.CallToolResult | types.InputRequiredResult | Exception | None = None,
     calls: list[str] | None = None,
+    *,
+    page_size: int | None = None,
+    list_delay: float = 0.0,
 ) -> Server[Any]:
     """A low-level server listing ``tools``; every call answers ``answer`` (or raises it).
 
-    The name of every call it receives is appended to ``calls``.
+    The name of every call it receives is appended to ``calls``. The listing comes in pages
+    of ``page_size`` tools (all at once by default), after ``list_delay`` seconds.
     """
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        await anyio.sleep(list_delay)
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        end = len(tools) if page_size is None else start + page_size
+        more = str(end) if end < len(tools) else None
+        return types.ListToolsResult(tools=tools[start:end], next_cursor=more)
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
         if calls is not None:
             calls.append(params.name)
         if isinstance(answer, Exception):

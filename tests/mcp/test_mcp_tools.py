@@ -303,3 +303,25 @@ def test_import_agentfsm_does_not_import_the_mcp_sdk() -> None:
     )
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert ran.stdout.strip() == "False"
+
+
+def test_every_page_of_a_listing_is_read() -> None:
+    tools = [declared(f"t{n}") for n in range(5)]
+    listed = load_tools_sync(MCPServer("raw", raw(tools, page_size=2)))
+    assert [t.name for t in listed] == [f"raw__t{n}" for n in range(5)]
+
+
+def test_a_listing_that_outlives_the_timeout_fails_clearly() -> None:
+    server = MCPServer("slow", raw([declared()], list_delay=30), timeout=0.2)
+    with pytest.raises(MCPConnectionError, match=r"took longer than its timeout of 0.2s"):
+        load_tools_sync(server)
+
+
+def test_a_server_asking_for_user_input_is_an_error_result_for_now() -> None:
+    asking = types.InputRequiredResult(request_state="opaque")
+    server = MCPServer("raw", raw([declared()], asking), policies={"point": "allow"})
+
+    (result,) = round_of(server, call("raw__point", n=1))
+
+    assert (result.status, result.error.type) == (ToolStatus.ERROR, "MCPServerError")
+    assert "asked for input from the user" in result.error.message
