@@ -170,6 +170,10 @@ class MCPServer:
                         cursor = page.next_cursor
                         if cursor is None:
                             break
+                    else:
+                        raise MCPServerError(
+                            self.prefix, f"its tool list did not end after {_MAX_PAGES} pages"
+                        )
         except TimeoutError:
             raise MCPConnectionError(
                 self.prefix, f"listing its tools took longer than its timeout of {self.timeout}s"

@@ -325,3 +325,9 @@ def test_a_server_asking_for_user_input_is_an_error_result_for_now() -> None:
 
     assert (result.status, result.error.type) == (ToolStatus.ERROR, "MCPServerError")
     assert "asked for input from the user" in result.error.message
+
+
+def test_a_listing_that_never_ends_is_refused() -> None:
+    endless = raw([declared(f"t{n}") for n in range(101)], page_size=1)
+    with pytest.raises(MCPServerError, match="did not end after 100 pages"):
+        load_tools_sync(MCPServer("raw", endless))
