@@ -21,6 +21,7 @@ import asyncio
 import math
 import re
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, cast
 
 try:
@@ -143,8 +144,10 @@ class MCPServer:
         """Where the server is, as the SDK's `mcp.Client` takes it."""
         self.trusted = trusted
         """Whether the tools' annotations are believed."""
-        self.policies = {name: _policy(name, value) for name, value in (policies or {}).items()}
-        """The application's policies, by the server's tool name."""
+        self.policies: Mapping[str, ToolPolicy] = MappingProxyType(
+            {name: _policy(name, value) for name, value in (policies or {}).items()}
+        )
+        """The application's policies, by the server's tool name (read-only)."""
         self.timeout = float(timeout)
         """Seconds one operation may take."""
 

@@ -189,8 +189,9 @@ def round_of(server: MCPServer, *calls: ToolCall, **options: Any) -> list[Any]:
 
 def test_arguments_are_validated_before_the_server_is_contacted() -> None:
     received: list[str] = []
-    server = MCPServer("raw", raw([declared("count")], calls=received), trusted=True)
-    server.policies["count"] = ToolPolicy.ALLOW
+    server = MCPServer(
+        "raw", raw([declared("count")], calls=received), policies={"count": "allow"}
+    )
 
     bad, good = round_of(
         server, call("raw__count", "c1", n="three"), call("raw__count", "c2", n=3)
@@ -256,8 +257,9 @@ def test_structured_content_that_matches_the_output_schema_is_the_output() -> No
 def test_structured_content_off_the_output_schema_is_an_error_result(
     answer: types.CallToolResult, problem: str
 ) -> None:
-    server = MCPServer("raw", raw([declared(output_schema=POINT)], answer), trusted=True)
-    server.policies["point"] = ToolPolicy.ALLOW
+    server = MCPServer(
+        "raw", raw([declared(output_schema=POINT)], answer), policies={"point": "allow"}
+    )
 
     (result,) = round_of(server, call("raw__point", n=1))
 
