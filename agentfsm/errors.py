@@ -18,6 +18,9 @@
     │   ├── ToolTimeoutError        the body outlived its timeout (also a TimeoutError)
     │   └── ToolOutputError         the body returned something that is not JSON
     ├── ToolRoundError              a tool round asked for with inconsistent inputs
+    ├── MCPServerError              an MCP server failed: listing, protocol, transport, output
+    │   └── MCPConnectionError      the server could not be reached or went away mid-call
+    ├── MCPToolError                an MCP tool answered with an error result (isError)
     ├── HookMessageError            a hook added a message where the lifecycle forbids it
     ├── HookFailedError             a hook handler raised (the cause is chained)
     ├── ReentrantCallError          a call into a run from inside one of its own steps
@@ -342,6 +345,45 @@ class ToolRoundError(AgentFSMError):
         self.call_ids = call_ids
         at_fault = f": {_names(call_ids)}" if call_ids else ""
         super().__init__(f"cannot run the tool round: {problem}{at_fault}")
+
+
+class MCPServerError(AgentFSMError):
+    """An MCP server could not be used: its tool list, a protocol error, or a bad result.
+
+    Raised when a server's tools are listed (a name clash, a name or schema agentfsm cannot
+    offer, a server that does not answer). Inside a tool round it becomes the call's error
+    `ToolResult`, so the model reads it and the run goes on.
+
+    Attributes:
+        server: The prefix the application gave the server.
+        problem: What went wrong, and what is allowed.
+    """
+
+    def __init__(self, server: str, problem: str) -> None:
+        self.server = server
+        self.problem = problem
+        super().__init__(f"MCP server {server!r}: {problem}")
+
+
+class MCPConnectionError(MCPServerError):
+    """An MCP server could not be reached, or went away during a request.
+
+    The one MCP failure an idempotent tool's call is retried after.
+    """
+
+
+class MCPToolError(AgentFSMError):
+    """An MCP tool answered a call with an error result (``isError``); the model reads it.
+
+    Attributes:
+        tool_name: The tool's name as offered to the model (with its server's prefix).
+        detail: The text the server gave with the error.
+    """
+
+    def __init__(self, tool_name: str, detail: str) -> None:
+        self.tool_name = tool_name
+        self.detail = detail
+        super().__init__(f"tool {tool_name!r} reported an error: {detail}")
 
 
 class HookMessageError(AgentFSMError):
@@ -720,6 +762,9 @@ __all__ = [
     "InvalidSaveError",
     "InvalidToolNameError",
     "InvariantError",
+    "MCPConnectionError",
+    "MCPServerError",
+    "MCPToolError",
     "MachineDefinitionError",
     "ModelCallError",
     "ModelConfigError",
