@@ -41,6 +41,10 @@
 
     AssertionError
     └── InvariantError              the testing kit found an invariant of the contract broken
+    RuntimeError
+    └── InjectedError               a fault the testing kit injected (an Exception)
+    BaseException
+    └── InjectedInterrupt           a fault the testing kit injected (any other escape)
 
 The roots an application usually catches are `AgentFSMError` itself,
 `IllegalTransitionError` (an event refused: nothing changed), `ToolCallError` (inside a tool
@@ -750,6 +754,21 @@ class InvariantError(AssertionError):
         super().__init__(f"{invariant} violated: {message}")
 
 
+class InjectedError(RuntimeError):
+    """The `Exception` a fault armed by the testing kit raises (`agentfsm.testing.faults`).
+
+    Like `InvariantError`, it belongs to tests: a run never raises it on its own.
+    """
+
+
+class InjectedInterrupt(BaseException):
+    """The `BaseException` a fault armed by the testing kit raises.
+
+    It is neither an `Exception`, a `KeyboardInterrupt` nor a `SystemExit`, so it stands for
+    any other escape a step must survive (I12).
+    """
+
+
 __all__ = [
     "ActionError",
     "AgentFSMError",
@@ -759,6 +778,8 @@ __all__ = [
     "HookFailedError",
     "HookMessageError",
     "IllegalTransitionError",
+    "InjectedError",
+    "InjectedInterrupt",
     "InvalidSaveError",
     "InvalidToolNameError",
     "InvariantError",

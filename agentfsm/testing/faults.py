@@ -30,7 +30,7 @@ from hypothesis.stateful import initialize, invariant
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import TurnOutcome
-from agentfsm.errors import InvariantError
+from agentfsm.errors import InjectedError, InjectedInterrupt, InvariantError
 from agentfsm.states.events import Event
 from agentfsm.states.names import RunState
 from agentfsm.testing.injector import (
@@ -38,8 +38,6 @@ from agentfsm.testing.injector import (
     Fault,
     FaultInjector,
     FaultKind,
-    InjectedError,
-    InjectedInterrupt,
     fault_points,
     injected_faults,
 )
