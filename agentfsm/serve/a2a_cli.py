@@ -59,6 +59,7 @@ def serve_command(
     with runs, socket.socket() as sock:
         try:
             sock.bind((host, port))
+            sock.listen(128)  # connections wait in the backlog until uvicorn serves them
         except OSError as error:
             print(f"agentfsm serve-a2a: error: cannot listen on {host}:{port} ({error})", file=err)
             return 1

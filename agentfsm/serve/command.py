@@ -63,6 +63,7 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        sock.listen(128)  # connections wait in the backlog until uvicorn serves them
     except OSError as error:
         sock.close()
         raise UICommandError(f"cannot listen on {host}:{port} ({error})") from error

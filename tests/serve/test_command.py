@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from agentfsm import SQLiteStore
 from agentfsm.cli import main
-from agentfsm.serve.command import UICommandError, load_factory
+from agentfsm.serve.command import UICommandError, _bind, load_factory
 from tests.serve.travel import travel_agent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,3 +106,11 @@ def test_nothing_below_serve_imports_it_nor_its_web_libraries() -> None:
             if name.startswith(("agentfsm.serve", "starlette", "uvicorn", "sse_starlette"))
         }
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_port_printed_already_takes_connections() -> None:
+    # Bound *and* listening before the URL is printed: a client that connects at once
+    # waits in the backlog for uvicorn instead of being refused.
+    with _bind("127.0.0.1", 0) as sock:
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1
+        socket.create_connection(sock.getsockname()[:2], timeout=5).close()
