@@ -180,3 +180,41 @@ def test_bad_arguments_are_refused_naming_them() -> None:
 
     with pytest.raises(TypeError, match="deltas"):
         asyncio.run(bad_stream())
+
+
+def test_closing_the_stream_mid_turn_does_not_cancel_the_turn() -> None:
+    async def scenario() -> Agent:
+        gate = asyncio.Event()
+
+        class Gated:
+            name = "gated"
+
+            async def complete(
+                self,
+                messages: Sequence[Message],
+                tools: Sequence[JSONObject],
+                *,
+                on_retry: RetryListener | None = None,
+                on_delta: Any = None,
+            ) -> ModelResponse:
+                on_delta(ModelDelta(DeltaKind.TEXT, "Hel"))
+                await gate.wait()
+                return ModelResponse(content="Hello")
+
+        agent = Agent(Gated())
+        await agent.astart()
+        stream = agent.stream("hi")
+        async for item in stream:
+            if isinstance(item, Delta):
+                break
+        await stream.aclose()  # the client went away
+        assert agent.state == "busy" and agent._delta_listeners == []
+        gate.set()
+        for _ in range(100):
+            if agent.state != "busy":
+                break
+            await asyncio.sleep(0)
+        return agent
+
+    agent = asyncio.run(scenario())
+    assert (agent.state, agent.outcome().reply) == ("completed", "Hello")
