@@ -57,7 +57,8 @@ def test_the_answers_are_printed_as_they_stream(demo: tuple[str, Path]) -> None:
         stored = store.load(RUN_ID)
     assert stored is not None
     answers = [m.content for m in stored.messages if m.role == "assistant" and not m.tool_calls]
-    assert streamed and streamed == answers[: len(streamed)]
+    assert streamed
+    assert streamed == answers[: len(streamed)]
     assert streamed[0].startswith("Here is the weather")
 
 

@@ -97,7 +97,8 @@ def test_stream_without_deltas_yields_only_events() -> None:
         return [item async for item in agent.stream("hi", deltas=False)]
 
     items = asyncio.run(collect())
-    assert items and not deltas_of(items)
+    assert items
+    assert not deltas_of(items)
 
 
 class PlainModel:
@@ -208,7 +209,8 @@ def test_closing_the_stream_mid_turn_does_not_cancel_the_turn() -> None:
             if isinstance(item, Delta):
                 break
         await stream.aclose()  # the client went away
-        assert agent.state == "busy" and agent._delta_listeners == []
+        assert agent.state == "busy"
+        assert agent._delta_listeners == []
         gate.set()
         for _ in range(100):
             if agent.state != "busy":
