@@ -708,6 +708,17 @@ class InvariantError(AssertionError):
         super().__init__(f"{invariant} violated: {message}")
 
 
+class InjectedError(RuntimeError):
+    """The `Exception` an armed fault of `agentfsm.testing.FaultInjector` raises."""
+
+
+class InjectedInterrupt(BaseException):
+    """The `BaseException` an armed fault of `agentfsm.testing.FaultInjector` raises.
+
+    It is neither an `Exception`, `KeyboardInterrupt` nor `SystemExit`.
+    """
+
+
 __all__ = [
     "ActionError",
     "AgentFSMError",
@@ -717,6 +728,8 @@ __all__ = [
     "HookFailedError",
     "HookMessageError",
     "IllegalTransitionError",
+    "InjectedError",
+    "InjectedInterrupt",
     "InvalidSaveError",
     "InvalidToolNameError",
     "InvariantError",
