@@ -227,3 +227,26 @@ def test_a_filtered_stream_fails_the_call_after_a_reset(server: LoopbackOpenAISe
     failed = next(i for i in items if isinstance(i, Event) and i.event == "model_failed")
     assert items.index(deltas[-1]) < items.index(failed)
     assert (agent.state, len(server.requests)) == ("failed", 1)
+
+
+def test_an_on_delta_that_raises_a_model_error_is_not_taken_for_a_failed_attempt(
+    server: LoopbackOpenAIServer,
+) -> None:
+    from agentfsm.errors import ModelResponseError
+    from agentfsm.llm import ModelDelta
+
+    server.add(Reply("Never heard."))
+    model = OpenAIModel("loopback-model", base_url=server.url, api_key="k", stream=True)
+    mine = ModelResponseError("the listener's own", model="x", reason="malformed")
+    told: list[ModelDelta] = []
+
+    def raising(delta: ModelDelta) -> None:
+        told.append(delta)
+        raise mine
+
+    with pytest.raises(ModelResponseError) as raised:
+        asyncio.run(model.complete([], [], on_delta=raising))
+
+    assert raised.value is mine  # unchanged, not retried and not reset
+    assert [d.kind for d in told] == [DeltaKind.TEXT]
+    assert len(server.requests) == 1
