@@ -23,10 +23,10 @@ from typing import TextIO
 
 from agentfsm._runs_cli import event_line
 from agentfsm.agent.core import Agent
-from agentfsm.agent.vocabulary import AgentEvent
+from agentfsm.agent.deltas import Delta, StreamItem
 from agentfsm.diagrams import combined_diagram, loop_diagram, render, run_diagram
 from agentfsm.errors import DiagramRenderError, IllegalTransitionError
-from agentfsm.llm.base import FinishReason, Model, ModelResponse
+from agentfsm.llm.base import DeltaKind, FinishReason, Model, ModelResponse
 from agentfsm.llm.resolve import resolve_model
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states import Event, Message, ToolCall
@@ -111,22 +111,23 @@ def travel_reply(messages: Sequence[Message], tools: Sequence[JSONObject]) -> Mo
 def demo_model(spec: str | None) -> Model:
     """The scripted travel model, or the model ``spec`` names (e.g. ``openai:gpt-4o-mini``)."""
     if spec is None:
-        return ScriptedModel(name="scripted:travel", fallback=travel_reply)
+        # Its answers are streamed in pieces of 8 characters, as a real model's would be.
+        return ScriptedModel(name="scripted:travel", fallback=travel_reply, chunk_size=8)
     return resolve_model(spec)
 
 
 def demo_agent(folder: Path, store: SQLiteStore, model: str | None, out: TextIO) -> Agent:
     """The demo's agent on the folder's store, restored if the store has the run."""
-    printer = Transcript(out)
-    return Agent(
+    agent = Agent(
         demo_model(model),
         TOOLS,
         system_prompt=SYSTEM_PROMPT,
         store=store,
         run_id=RUN_ID,
         max_iterations=4,
-        listeners=[printer],
     )
+    agent.add_listener(Transcript(out), deltas=True)  # the answers as they stream, too
+    return agent
 
 
 # -- the transcript ---------------------------------------------------------------------------
@@ -148,14 +149,35 @@ def message_line(message: Message) -> str:
 
 
 class Transcript:
-    """A listener printing transitions and the messages they carry, as they happen."""
+    """A listener printing transitions and the messages they carry, as they happen.
+
+    Given deltas, it prints a reply's text as it streams, on a ``✍`` line of its own.
+    """
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self.streaming = False
 
-    def __call__(self, item: AgentEvent) -> None:
+    def _delta(self, delta: Delta) -> None:
+        if delta.kind == DeltaKind.RESET and self.streaming:
+            print(" ⟲ cut off; retried", file=self.out, flush=True)
+            self.streaming = False
+        elif delta.kind == DeltaKind.TEXT:
+            if not self.streaming:
+                self.out.write("        ✍  assistant (streaming): ")
+                self.streaming = True
+            self.out.write(delta.text)
+            self.out.flush()
+
+    def __call__(self, item: StreamItem) -> None:
+        if isinstance(item, Delta):
+            self._delta(item)
+            return
         if not isinstance(item, Event):
             return
+        streamed, self.streaming = self.streaming, False
+        if streamed:
+            print(file=self.out)
         if item.machine == MachineName.CONVERSATION:
             kind = item.event
             if kind == RecordKind.TOOL_STARTED:
@@ -166,7 +188,9 @@ class Transcript:
             return
         print(transcript_line(item), file=self.out)
         if item.event == "model_replied" and "message" in item.data:
-            print(message_line(Message.model_validate(item.data["message"])), file=self.out)
+            reply = Message.model_validate(item.data["message"])
+            if reply.tool_calls or not streamed:  # a streamed answer was printed already
+                print(message_line(reply), file=self.out)
         elif item.event == "submit" and item.source != item.target:
             print(message_line(Message.user(str(item.data.get("text")))), file=self.out)
 

@@ -46,11 +46,17 @@
     BaseException
     └── InjectedInterrupt           a fault the testing kit injected (any other escape)
 
+    RuntimeError
+    └── InjectedError               a fault the testing kit's FaultInjector armed (an Exception)
+    BaseException
+    └── InjectedInterrupt           a fault the FaultInjector armed (not an Exception)
+
 The roots an application usually catches are `AgentFSMError` itself,
 `IllegalTransitionError` (an event refused: nothing changed), `ToolCallError` (inside a tool
 round they become error tool results, not exceptions), `ModelError` and `StoreError`; those
 five are also importable from ``agentfsm``. `InvariantError` is an ``AssertionError``, not
-an `AgentFSMError`: it is a test failure of the testing kit, never raised by a run.
+an `AgentFSMError`: it is a test failure of the testing kit, never raised by a run; the
+two ``Injected`` errors are raised only by faults a test arms.
 
 Each error carries structured fields as well as a message, so an application can react
 without parsing text; messages quote identifiers with ``!r`` and say what is allowed.

@@ -50,6 +50,18 @@ def test_the_transcript_passes_through_every_run_state(demo: tuple[str, Path]) -
         assert said in out
 
 
+def test_the_answers_are_printed_as_they_stream(demo: tuple[str, Path]) -> None:
+    out, folder = demo
+    streamed = re.findall(r"✍  assistant \(streaming\): (.*)", out)
+    with SQLiteStore(folder / "runs.db") as store:
+        stored = store.load(RUN_ID)
+    assert stored is not None
+    answers = [m.content for m in stored.messages if m.role == "assistant" and not m.tool_calls]
+    assert streamed
+    assert streamed == answers[: len(streamed)]
+    assert streamed[0].startswith("Here is the weather")
+
+
 def test_the_pause_is_resumed_by_another_process(demo: tuple[str, Path]) -> None:
     out, _ = demo
     pids = re.findall(r"process (\d+) (?:starts|restored)", out)

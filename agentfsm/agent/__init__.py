@@ -7,6 +7,7 @@ below the verifier, the testing kit and the command line.
 from __future__ import annotations
 
 from agentfsm.agent.core import Agent
+from agentfsm.agent.deltas import Delta, StreamItem, StreamListener
 from agentfsm.agent.turn import OUTCOME_UNKNOWN
 from agentfsm.agent.vocabulary import (
     ASK_USER,
@@ -25,5 +26,8 @@ __all__ = [
     "AgentEvent",
     "AgentListener",
     "DecisionLike",
+    "Delta",
+    "StreamItem",
+    "StreamListener",
     "TurnOutcome",
 ]

@@ -13,13 +13,15 @@ import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
+from typing import cast, overload
 
+from agentfsm._checks import flag
 from agentfsm.agent import checks
 from agentfsm.agent._sync import SyncFacade, SyncRunner
+from agentfsm.agent.deltas import StreamItem, StreamListener
 from agentfsm.agent.steps import StepGuard, step
 from agentfsm.agent.vocabulary import (
     ASK_USER,
-    AgentEvent,
     AgentListener,
     DecisionLike,
     TurnOutcome,
@@ -128,6 +130,7 @@ class Agent(StepGuard, SyncFacade):
         """Where the run persists; None for a run that lives in memory only."""
         self._clock, self._timer, self._engine = clock, timer, engine
         self._listeners: list[AgentListener] = list(listeners)
+        self._delta_listeners: list[StreamListener] = []
         self._system_prompt = system_prompt
         self._system = (Message.system(system_prompt),) if system_prompt is not None else ()
         self._config = (max_iterations, max_turns, InputPolicy(input_policy))
@@ -218,10 +221,24 @@ class Agent(StepGuard, SyncFacade):
         """A decorator registering a hook handler: ``@agent.on("before_llm")``."""
         return self.hooks.on(kind)
 
-    def add_listener(self, listener: AgentListener) -> None:
-        """Tell ``listener`` of every transition and trace entry from now on."""
+    @overload
+    def add_listener(self, listener: AgentListener) -> None: ...
+
+    @overload
+    def add_listener(self, listener: StreamListener, *, deltas: bool) -> None: ...
+
+    def add_listener(self, listener: AgentListener, *, deltas: bool = False) -> None:
+        """Tell ``listener`` of every transition and trace entry from now on.
+
+        With ``deltas=True``, also of each `Delta` (a piece of the model's answer, from a
+        model that streams), in order with the rest; what it raises on one is a listener's
+        exception like any other.
+        """
         checks.listener(listener)
+        flag("deltas", deltas)
         self._listeners.append(listener)
+        if deltas:
+            self._delta_listeners.append(cast("StreamListener", listener))  # per overload
 
     def remove_listener(self, listener: AgentListener) -> None:
         """Stop telling ``listener``.
@@ -231,16 +248,20 @@ class Agent(StepGuard, SyncFacade):
         """
         checks.added_listener(listener, self._listeners)
         self._listeners.remove(listener)
+        if listener in self._delta_listeners:
+            self._delta_listeners.remove(listener)
 
-    async def stream(self, text: str) -> AsyncIterator[AgentEvent]:
+    async def stream(self, text: str, *, deltas: bool = True) -> AsyncIterator[StreamItem]:
         """Submit ``text`` and yield every transition and trace entry of the turn as it happens.
 
-        The turn runs as a task; the iterator ends when `asubmit` returns, and re-raises
-        what it raised.
+        With ``deltas`` (the default), the pieces of the model's answers too, as `Delta`
+        items in order with the rest (from a model that streams). The turn runs as a task;
+        the iterator ends when `asubmit` returns, and re-raises what it raised.
         """
         checks.user_text("text", text)
-        queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
-        self.add_listener(queue.put_nowait)
+        flag("deltas", deltas)
+        queue: asyncio.Queue[StreamItem] = asyncio.Queue()
+        self.add_listener(queue.put_nowait, deltas=deltas)
         try:
             turn = asyncio.ensure_future(self.asubmit(text))
             while not (turn.done() and queue.empty()):

@@ -7,15 +7,17 @@ on top of `RunRecord`, which holds and saves what the turn changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import cast
 
+from agentfsm.agent.deltas import Delta, StreamListener, takes_deltas
 from agentfsm.agent.record import NO_DECISIONS, RunRecord
 from agentfsm.agent.vocabulary import ASK_USER, INCOMPLETE_MESSAGE, question_of
 from agentfsm.errors import AgentFSMError, ModelError
 from agentfsm.fsm import AnyMachine
 from agentfsm.fsm.rounds import round_messages
 from agentfsm.fsm.trace import LLMRetryTrace, UserInputTrace, llm_call_entry, tool_entries
-from agentfsm.llm.base import Model, RetryNotice
+from agentfsm.llm.base import Model, ModelDelta, ModelResponse, RetryNotice, StreamingModel
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import LoopState, RecordKind, RunState
@@ -34,6 +36,7 @@ class TurnDriver(RunRecord):
 
     __slots__ = (
         "_clock",
+        "_delta_listeners",
         "_timer",
         "action_timeout",
         "enabled_tools",
@@ -53,6 +56,8 @@ class TurnDriver(RunRecord):
     input_timeout: float | None
     _clock: Callable[[], float]
     _timer: Callable[[], float]
+    _delta_listeners: list[StreamListener]
+    """The listeners that asked for deltas (each is among the listeners too)."""
 
     async def _submit(self, text: str, *, from_queue: bool) -> None:
         """Submit an input that starts a turn; its user message is part of the transition."""
@@ -181,11 +186,7 @@ class TurnDriver(RunRecord):
         started = self._timer()
         self._data.at_boundary = False
         try:
-            response = await self.model.complete(
-                tuple(self._messages),  # a view: the model cannot change the history (I10)
-                self.tools.openai_tools(self.enabled_tools),
-                on_retry=self._on_retry,
-            )
+            response = await self._call_model()
         except ModelError as error:
             self._data.at_boundary = True
             await self._fire(HookKind.ON_ERROR)
@@ -219,6 +220,22 @@ class TurnDriver(RunRecord):
             self._defer(added)
         else:
             self._append(added)
+
+    def _call_model(self) -> Awaitable[ModelResponse]:
+        messages = tuple(self._messages)  # a view: the model cannot change the history (I10)
+        tools = self.tools.openai_tools(self.enabled_tools)
+        if self._delta_listeners and takes_deltas(self.model):
+            model = cast("StreamingModel", self.model)
+            on_delta = self._on_delta
+            return model.complete(messages, tools, on_retry=self._on_retry, on_delta=on_delta)
+        return self.model.complete(messages, tools, on_retry=self._on_retry)
+
+    def _on_delta(self, delta: ModelDelta) -> None:
+        """Tell the listeners that asked for them of a piece of the model's answer."""
+        data = self._data
+        item = Delta.of(data.run_id, data.turn, data.iteration, delta)
+        for listener in tuple(self._delta_listeners):
+            listener(item)
 
     def _classify(self, reply: Message) -> None:
         """Append the reply and send model_replied with the round's shape (and the reply)."""

@@ -8,11 +8,15 @@ tests and the demo; `resolve_model` turns a spec such as ``"scripted:demo"`` int
 from __future__ import annotations
 
 from agentfsm.llm.base import (
+    DeltaKind,
+    DeltaListener,
     FinishReason,
     Model,
+    ModelDelta,
     ModelResponse,
     RetryListener,
     RetryNotice,
+    StreamingModel,
     Usage,
 )
 from agentfsm.llm.openai_model import API_KEY_VARIABLE, OpenAIModel, Sleep
@@ -23,8 +27,11 @@ from agentfsm.llm.scripted import Responder, ScriptedModel, ScriptedRequest, Scr
 __all__ = [
     "API_KEY_VARIABLE",
     "DEMO_SPEC",
+    "DeltaKind",
+    "DeltaListener",
     "FinishReason",
     "Model",
+    "ModelDelta",
     "ModelResponse",
     "OpenAIModel",
     "Responder",
@@ -35,6 +42,7 @@ __all__ = [
     "ScriptedModel",
     "ScriptedRequest",
     "Sleep",
+    "StreamingModel",
     "Usage",
     "is_transient_status",
     "resolve_model",

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agentfsm.errors import ModelResponseError
-from agentfsm.llm.base import FinishReason, ModelResponse, Usage
+from agentfsm.llm.base import (
+    DeltaKind,
+    DeltaListener,
+    FinishReason,
+    ModelDelta,
+    ModelResponse,
+    Usage,
+)
 from agentfsm.states.messages import ToolCall
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only when a call is made
@@ -23,6 +30,7 @@ if TYPE_CHECKING:  # openai takes most of a second to import: only when a call i
         ChatCompletionChunk,
         ChatCompletionMessageToolCallUnion,
     )
+    from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 _FINISH_REASONS = {
     "stop": FinishReason.STOP,
@@ -138,10 +146,16 @@ class _PartialCall:
 
 @dataclass(slots=True)
 class StreamAssembly:
-    """The pieces of a streamed response, put together chunk by chunk."""
+    """The pieces of a streamed response, put together chunk by chunk.
+
+    With a ``listener``, each piece of text and of a tool call is told to it as it is taken
+    in.
+    """
 
     origin: Origin
     """Where the stream comes from."""
+    listener: DeltaListener | None = None
+    """Told of each piece as it arrives."""
     content: list[str] = field(default_factory=list)
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     finish_reason: str | None = None
@@ -162,14 +176,25 @@ class StreamAssembly:
             self.choices_seen = True
             if choice.delta.content is not None:
                 self.content.append(choice.delta.content)
+                if self.listener is not None and choice.delta.content:
+                    self.listener(ModelDelta(DeltaKind.TEXT, choice.delta.content))
             for delta in choice.delta.tool_calls or ():
-                call = self.calls.setdefault(delta.index, _PartialCall())
-                call.id = delta.id or call.id
-                if delta.function is not None:
-                    call.name.append(delta.function.name or "")
-                    call.arguments.append(delta.function.arguments or "")
+                self._add_call(delta)
             if choice.finish_reason is not None:
                 self.finish_reason = choice.finish_reason
+
+    def _add_call(self, delta: ChoiceDeltaToolCall) -> None:
+        call = self.calls.setdefault(delta.index, _PartialCall())
+        call.id = delta.id or call.id
+        name = arguments = ""
+        if delta.function is not None:
+            name, arguments = delta.function.name or "", delta.function.arguments or ""
+            call.name.append(name)
+            call.arguments.append(arguments)
+        if self.listener is not None and (delta.id or name or arguments):
+            self.listener(
+                ModelDelta(DeltaKind.TOOL_CALL, arguments, delta.index, delta.id, name or None)
+            )
 
     def response(self) -> ModelResponse:
         """The whole response, once the stream has ended."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -85,6 +86,47 @@ RetryListener = Callable[[RetryNotice], object]
 """Told of each retry before its wait; its return value is ignored."""
 
 
+class DeltaKind(StrEnum):
+    """What a streamed piece of a model's answer is."""
+
+    TEXT = "text"
+    """A piece of the answer's text."""
+    TOOL_CALL = "tool_call"
+    """A piece of a tool call: its arguments (and, in its first piece, its id and name)."""
+    RESET = "reset"
+    """The attempt that sent the pieces so far failed: drop what this call streamed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDelta:
+    """A piece of a model's answer, told as it arrives (see `Model.complete`'s ``on_delta``).
+
+    The ``text`` of a call's ``text`` deltas since its last ``reset`` concatenate to the
+    answer's content, and those of the ``tool_call`` deltas with the same ``index`` to that
+    call's arguments, once the call succeeds.
+    """
+
+    kind: DeltaKind
+    """Text, a tool call's piece, or a reset."""
+    text: str = ""
+    """The piece: of the content (``text``) or of the call's arguments (``tool_call``)."""
+    index: int = 0
+    """For ``tool_call``: the call's position among the answer's tool calls."""
+    call_id: str | None = None
+    """For ``tool_call``: the call's id, in the piece that brings it."""
+    name: str | None = None
+    """For ``tool_call``: the tool's name (or a piece of it), in the piece that brings it."""
+    attempt: int = 1
+    """The attempt of the model call that sent it (1 for the first)."""
+
+
+DeltaListener = Callable[[ModelDelta], object]
+"""Told of each piece of the answer as it arrives; its return value is ignored.
+
+What it raises ends the model call and propagates out of ``complete`` unchanged.
+"""
+
+
 @runtime_checkable
 class Model(Protocol):
     """Anything that answers a conversation: `OpenAIModel`, `ScriptedModel`, your own.
@@ -92,6 +134,10 @@ class Model(Protocol):
     ``complete`` returns a response or raises `agentfsm.errors.ModelError`; transient
     failures are retried inside it (each retry reported to ``on_retry``), so an error that
     escapes is final for this call.
+
+    A model that streams also takes ``on_delta: DeltaListener | None = None`` (see
+    `StreamingModel`); the Agent passes it only to a model whose ``complete`` has that
+    parameter, and only when someone listens for deltas.
     """
 
     @property
@@ -107,4 +153,25 @@ class Model(Protocol):
         on_retry: RetryListener | None = None,
     ) -> ModelResponse:
         """Answer ``messages``, offering ``tools`` (OpenAI ``tools=[...]`` form)."""
+        ...
+
+
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A `Model` that can tell the pieces of its answer as they arrive.
+
+    ``on_delta`` gets each piece (a `ModelDelta`) in order; when an attempt that sent pieces
+    is not accepted (retried, or the call fails), a ``reset`` delta follows them. The
+    returned response is the whole answer, as without ``on_delta``.
+    """
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[JSONObject],
+        *,
+        on_retry: RetryListener | None = None,
+        on_delta: DeltaListener | None = None,
+    ) -> ModelResponse:
+        """Answer ``messages``, offering ``tools``, telling ``on_delta`` of each piece."""
         ...

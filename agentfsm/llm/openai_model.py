@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -36,7 +37,14 @@ from agentfsm import _checks as checks
 from agentfsm._redact import redact
 from agentfsm.errors import ModelCallError, ModelConfigError, ModelError, ModelResponseError
 from agentfsm.llm._openai_convert import Origin, StreamAssembly, from_completion
-from agentfsm.llm.base import ModelResponse, RetryListener, RetryNotice
+from agentfsm.llm.base import (
+    DeltaKind,
+    DeltaListener,
+    ModelDelta,
+    ModelResponse,
+    RetryListener,
+    RetryNotice,
+)
 from agentfsm.llm.retry import RetryPolicy, is_transient_status, retry_after
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message
@@ -67,6 +75,41 @@ class _BrokenError(Exception):
     def __init__(self, error: ModelResponseError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+class _Told:
+    """The pieces of one call's answer, told to its listener as they arrive.
+
+    Each is stamped with its attempt. An attempt that told pieces and is not accepted is
+    followed by a ``reset`` delta; what the listener itself raises is never mistaken for a
+    failure of the model.
+    """
+
+    __slots__ = ("attempt", "error", "listener", "told")
+
+    def __init__(self, listener: DeltaListener) -> None:
+        self.listener = listener
+        self.attempt = 1
+        self.told = False
+        self.error: BaseException | None = None
+
+    def __call__(self, delta: ModelDelta) -> None:
+        self.told = True
+        if self.attempt != 1:
+            delta = dataclasses.replace(delta, attempt=self.attempt)
+        try:
+            self.listener(delta)
+        except BaseException as error:
+            self.error = error
+            raise
+
+    def failed(self) -> None:
+        """The attempt failed: re-raise what the listener raised, if it did; else reset."""
+        if self.error is not None:
+            raise self.error
+        if self.told:
+            self.told = False
+            self(ModelDelta(DeltaKind.RESET))
 
 
 def _transient(error: BaseException) -> bool:
@@ -123,7 +166,8 @@ class OpenAIModel:
         timeout: Seconds to wait for each read (and write) before the attempt times out.
         connect_timeout: Seconds to wait for a connection.
         retry: What is retried and how long to wait; see `RetryPolicy`.
-        stream: Ask for a stream and assemble it into one response.
+        stream: Ask for a stream and assemble it into one response; with ``on_delta``,
+            each piece of text and of a tool call is told as it arrives.
         sleep: How retries wait (``asyncio.sleep``); inject a fake one in tests.
         client: An ``openai.AsyncOpenAI`` to use (and to keep open) instead of a new one
             per call, e.g. to share its connections; its own retries are turned off for
@@ -208,8 +252,14 @@ class OpenAIModel:
         tools: Sequence[JSONObject],
         *,
         on_retry: RetryListener | None = None,
+        on_delta: DeltaListener | None = None,
     ) -> ModelResponse:
         """Answer ``messages``, offering ``tools``; transient failures are retried.
+
+        With ``stream=True``, ``on_delta`` is told each piece of the answer as it arrives
+        (without a stream, it is told nothing). An attempt that told pieces and fails — cut
+        off and retried, or failing the call — is followed by a ``reset`` delta: drop what
+        was told so far. What ``on_delta`` raises ends the call and propagates unchanged.
 
         Raises:
             ModelCallError: An HTTP error status, a connection error or a timeout that
@@ -223,12 +273,19 @@ class OpenAIModel:
 
         started = self._clock()
         attempts = 0
+        told = _Told(on_delta) if on_delta is not None and self._stream else None
         async with self._open() as client:
             while True:
                 attempts += 1
+                if told is not None:
+                    told.attempt = attempts
                 try:
-                    return await self._bounded(client, messages, tools, attempts, started)
-                except (openai.OpenAIError, _BrokenError) as error:
+                    return await self._bounded(client, messages, tools, attempts, started, told)
+                except (openai.OpenAIError, _BrokenError, ModelError) as error:
+                    if told is not None:
+                        told.failed()
+                    if isinstance(error, ModelError):
+                        raise
                     await self._before_retry(error, attempts, started, on_retry)
 
     def _left(self, started: float) -> float | None:
@@ -244,15 +301,17 @@ class OpenAIModel:
         tools: Sequence[JSONObject],
         attempt: int,
         started: float,
+        told: _Told | None,
     ) -> ModelResponse:
         """One attempt, given at most what is left of the call's deadline."""
         left = self._left(started)
         if left is None:
-            return await self._attempt(client, messages, tools, attempt)
+            return await self._attempt(client, messages, tools, attempt, told)
         if left <= 0:
             raise self._deadline_passed(attempt - 1, None, None)
         try:
-            return await asyncio.wait_for(self._attempt(client, messages, tools, attempt), left)
+            one = self._attempt(client, messages, tools, attempt, told)
+            return await asyncio.wait_for(one, left)
         except TimeoutError:
             raise self._deadline_passed(attempt, None, None) from None
 
@@ -312,11 +371,12 @@ class OpenAIModel:
         messages: Sequence[Message],
         tools: Sequence[JSONObject],
         attempt: int,
+        told: _Told | None,
     ) -> ModelResponse:
         """One request; an answer that arrived broken raises `_BrokenError` (so it is retried)."""
         origin = Origin(self._model, attempt)
         try:
-            return await self._request(client, messages, tools, origin)
+            return await self._request(client, messages, tools, origin, told)
         except json.JSONDecodeError as error:
             raise _BrokenError(
                 origin.error("malformed", f"its body is not valid JSON ({error})")
@@ -332,6 +392,7 @@ class OpenAIModel:
         messages: Sequence[Message],
         tools: Sequence[JSONObject],
         origin: Origin,
+        told: _Told | None,
     ) -> ModelResponse:
         import openai
 
@@ -348,7 +409,7 @@ class OpenAIModel:
             stream=True,
             stream_options={"include_usage": True},
         )
-        assembly = StreamAssembly(origin)
+        assembly = StreamAssembly(origin, told)
         async with stream:
             async for chunk in stream:
                 assembly.add(chunk)

@@ -19,10 +19,20 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from agentfsm import _checks as checks
 from agentfsm.errors import ModelResponseError
-from agentfsm.llm.base import FinishReason, ModelResponse, RetryListener, RetryNotice, Usage
+from agentfsm.llm.base import (
+    DeltaKind,
+    DeltaListener,
+    FinishReason,
+    ModelDelta,
+    ModelResponse,
+    RetryListener,
+    RetryNotice,
+    Usage,
+)
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall
 
@@ -53,6 +63,14 @@ class ScriptedRequest:
         return tuple(_tool_name(schema) for schema in self.tools)
 
 
+@dataclass(frozen=True, slots=True)
+class _CutOff:
+    """A retry whose failed attempt streamed ``partial`` before it was cut off."""
+
+    notice: RetryNotice
+    partial: str
+
+
 def _tool_name(schema: JSONObject) -> str:
     function = schema.get("function")
     name = function.get("name") if isinstance(function, dict) else None
@@ -71,6 +89,13 @@ class ScriptedModel:
         name: The model's name.
         fallback: Answers every call after the script ran out (by default such a call
             raises a `ModelResponseError` with ``reason="script_exhausted"``).
+        chunk_size: Stream each answer to ``on_delta`` (see `complete`) in pieces of this
+            many characters: its text, then each tool call's arguments. None (the default)
+            streams nothing.
+
+    Raises:
+        TypeError: An argument of the wrong type.
+        ValueError: A ``chunk_size`` below 1.
     """
 
     def __init__(
@@ -79,13 +104,21 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         fallback: Responder | None = None,
+        chunk_size: int | None = None,
     ) -> None:
         if isinstance(steps, (str, bytes)) or not isinstance(steps, Iterable):
             checks.refuse_type("steps", steps, "an iterable of script steps (responses)")
         checks.text("name", name)
         checks.callable_or_none("fallback", fallback)
+        if chunk_size is not None and (
+            isinstance(chunk_size, bool) or not isinstance(chunk_size, int)
+        ):
+            checks.refuse_type("chunk_size", chunk_size, "an int or None")
+        if chunk_size is not None and chunk_size < 1:
+            raise ValueError(f"chunk_size is {chunk_size!r}; expected an int >= 1 or None")
         self._name = name
-        self._steps: list[ScriptStep] = list(steps)
+        self._chunk_size = chunk_size
+        self._steps: list[ScriptStep | _CutOff] = list(steps)
         self._scripted = len(self._steps)
         self._fallback = fallback
         self._next_call = 1
@@ -166,12 +199,18 @@ class ScriptedModel:
         status_code: int | None = 429,
         wait: float = 0.0,
         message: str = "scripted transient failure",
+        partial: str | None = None,
     ) -> ScriptedModel:
-        """Append a retry: reported to ``on_retry``, then the same call takes the next step."""
+        """Append a retry: reported to ``on_retry``, then the same call takes the next step.
+
+        With ``partial`` (and a ``chunk_size``), the failed attempt first streams that text,
+        as a stream cut off midway would, then a ``reset`` delta.
+        """
         notice = RetryNotice(
             attempt=1, error_type=error_type, message=message, status_code=status_code, wait=wait
         )
-        self._steps.append(notice)
+        checks.text("partial", partial, optional=True)
+        self._steps.append(notice if partial is None else _CutOff(notice, partial))
         self._scripted += 1
         return self
 
@@ -187,32 +226,70 @@ class ScriptedModel:
         tools: Sequence[JSONObject],
         *,
         on_retry: RetryListener | None = None,
+        on_delta: DeltaListener | None = None,
     ) -> ModelResponse:
         """Record the call and answer it with the next step of the script.
+
+        With a ``chunk_size`` and ``on_delta``, the answer is streamed to ``on_delta`` in
+        pieces before it is returned (a retry's ``partial`` text too, then a reset).
 
         Raises:
             ModelResponseError: The script ran out and there is no fallback.
             BaseException: Whatever exception the step is.
         """
         self.requests.append(ScriptedRequest(tuple(messages), tuple(tools)))
+        streaming = on_delta if self._chunk_size is not None else None
         attempt = 1
-        while True:
-            step = self._next_step()
-            if not isinstance(step, RetryNotice):
-                break
+        step = self._next_step()
+        while isinstance(step, (RetryNotice, _CutOff)):
+            if isinstance(step, _CutOff):
+                if streaming is not None:
+                    self._stream(streaming, ModelResponse(content=step.partial), attempt)
+                    streaming(ModelDelta(DeltaKind.RESET, attempt=attempt))
+                step = step.notice
             if on_retry is not None:
                 on_retry(step.model_copy(update={"attempt": attempt}))
             attempt += 1
+            step = self._next_step()
+        response = await self._answer(step, messages, tools)
+        if streaming is not None:
+            self._stream(streaming, response, attempt)
+        return response
+
+    async def _answer(
+        self, step: ScriptStep, messages: Sequence[Message], tools: Sequence[JSONObject]
+    ) -> ModelResponse:
         if isinstance(step, BaseException):
             raise step
         if isinstance(step, str):
             return ModelResponse(content=step, model=self._name)
         if isinstance(step, ModelResponse):
             return step
-        answer = step(messages, tools)
+        answer = cast("Responder", step)(messages, tools)  # the retries were taken before
         return await answer if inspect.isawaitable(answer) else answer
 
-    def _next_step(self) -> ScriptStep:
+    def _stream(self, on_delta: DeltaListener, response: ModelResponse, attempt: int) -> None:
+        """Tell ``on_delta`` of ``response`` in pieces of ``chunk_size`` characters."""
+        size = self._chunk_size or 1
+        content = response.content or ""
+        for start in range(0, len(content), size):
+            on_delta(ModelDelta(DeltaKind.TEXT, content[start : start + size], attempt=attempt))
+        for index, call in enumerate(response.tool_calls):
+            pieces = [call.arguments[i : i + size] for i in range(0, len(call.arguments), size)]
+            for number, piece in enumerate(pieces or [""]):
+                first = number == 0
+                on_delta(
+                    ModelDelta(
+                        DeltaKind.TOOL_CALL,
+                        piece,
+                        index,
+                        call.id if first else None,
+                        call.name if first else None,
+                        attempt,
+                    )
+                )
+
+    def _next_step(self) -> ScriptStep | _CutOff:
         if self._steps:
             return self._steps.pop(0)
         if self._fallback is not None:
