@@ -265,7 +265,13 @@ class Agent(StepGuard, SyncFacade):
         For a run restored from its store, take it up where it was instead: nothing is
         re-entered, a busy turn goes on from its last stored step, and the run is claimed
         (a save with no event) so that of two processes resuming it, the second gets
-        `SnapshotConflictError` before running anything.
+        `SnapshotConflictError` before running anything. A restored paused run stays paused
+        (resuming is always explicit): call `resume` next; any other call says so.
+
+        Raises:
+            IllegalTransitionError: The run is shut down (a shut-down run is final: start a
+                new one), or it is paused and was not just restored (call `resume`), or it
+                was already started. Nothing is written.
         """
         checks.startable(self, self._restored)
         if self._restored and self.state != RunState.CREATED:
@@ -297,6 +303,7 @@ class Agent(StepGuard, SyncFacade):
         `GuardFailedError` and changes nothing.
         """
         checks.user_text("text", text)
+        checks.open_for(self, "submit")
         self._expire_if_due()
         if self.state == RunState.BUSY:
             self._run.send("submit", text=text)  # queued or interrupting, or refused
@@ -308,6 +315,7 @@ class Agent(StepGuard, SyncFacade):
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """Decide every pending call: approve it, deny it, or supply a client-side output."""
         checks.decisions(self, decisions)
+        checks.open_for(self, "resolve_action")
         self._expire_if_due()
         decided = {call_id: to_decision(call_id, value) for call_id, value in decisions.items()}
         payload: JSONObject = {
@@ -323,6 +331,7 @@ class Agent(StepGuard, SyncFacade):
     async def aprovide_input(self, text: str) -> TurnOutcome:
         """Answer the pending question; the answer becomes the ``ask_user`` tool message."""
         checks.user_text("text", text)
+        checks.open_for(self, "provide_input")
         self._expire_if_due()
         pending = self._data.pending
         self._run.send("provide_input", text=text)
@@ -378,6 +387,8 @@ class Agent(StepGuard, SyncFacade):
     @step
     async def aresume(self) -> TurnOutcome:
         """Return to the state the run was paused in; a busy turn goes on where it stopped."""
+        if self.state == RunState.SHUTDOWN:
+            checks.open_for(self, "resume")
         self._pause_requested = False  # (a pause asked by a listener of resume is kept)
         self._run.send("resume")
         self._restored = False
