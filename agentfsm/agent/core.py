@@ -35,12 +35,13 @@ from agentfsm.llm.resolve import resolve_model
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
-from agentfsm.states.names import InputPolicy, RecordKind, RunState
+from agentfsm.states.names import FailedReason, InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.tools.hooks import HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
+from agentfsm.tools.results import ErrorDetails
 from agentfsm.tools.system import ToolSystem
 
 __all__ = ["Agent"]
@@ -139,6 +140,7 @@ class Agent(StepGuard, SyncFacade):
         self._depth = 0
         self._store_failed = self._driven = False
         self._quiet: list[BaseException] | None = None
+        self._error: ErrorDetails | None = None
         self._sync = SyncRunner()
         self._fresh()
         stored = store.load(run_id) if store is not None and run_id is not None else None
@@ -212,7 +214,17 @@ class Agent(StepGuard, SyncFacade):
             if self.state == RunState.COMPLETED and last is not None and last.role == "assistant"
             else None
         )
-        return TurnOutcome(self.state, self.reason, reply, self.pending, self.question)
+        error = self._failure() if self._data.reason == FailedReason.ERROR else None
+        return TurnOutcome(self.state, self.reason, reply, self.pending, self.question, error)
+
+    def _failure(self) -> ErrorDetails | None:
+        """The error that failed the last turn; for a restored run, from its ``fail`` event."""
+        if self._error is None and self.store is not None:
+            for event in reversed(self.store.events(self.run_id)):
+                if event.machine == MachineName.RUN and event.event == "fail":
+                    self._error = ErrorDetails.of_event(event.data)
+                    break
+        return self._error
 
     def on(self, kind: HookKind | str) -> Callable[[HookHandler], HookHandler]:
         """A decorator registering a hook handler: ``@agent.on("before_llm")``."""

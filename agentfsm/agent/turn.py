@@ -21,7 +21,13 @@ from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
-from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, failure_content
+from agentfsm.tools.results import (
+    ErrorDetails,
+    ToolErrorInfo,
+    ToolResult,
+    ToolStatus,
+    failure_content,
+)
 from agentfsm.tools.system import ToolSystem
 
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
@@ -34,6 +40,7 @@ class TurnDriver(RunRecord):
 
     __slots__ = (
         "_clock",
+        "_error",
         "_timer",
         "action_timeout",
         "enabled_tools",
@@ -53,6 +60,8 @@ class TurnDriver(RunRecord):
     input_timeout: float | None
     _clock: Callable[[], float]
     _timer: Callable[[], float]
+    _error: ErrorDetails | None
+    """The error that failed the last turn that failed (None if none did, here)."""
 
     async def _submit(self, text: str, *, from_queue: bool) -> None:
         """Submit an input that starts a turn; its user message is part of the transition."""
@@ -86,7 +95,9 @@ class TurnDriver(RunRecord):
         else:
             self._append(added)
 
-    async def _fire(self, kind: HookKind, *extra: Message) -> tuple[Message, ...]:
+    async def _fire(
+        self, kind: HookKind, *extra: Message, error: ErrorDetails | None = None
+    ) -> tuple[Message, ...]:
         if kind not in self.hooks:
             return ()
         context = HookContext(
@@ -95,6 +106,7 @@ class TurnDriver(RunRecord):
             [*self._messages, *extra] if extra else self._messages,
             turn=self._data.turn,
             iteration=self._data.iteration,
+            error=error,
         )
         return await self.hooks.fire(context)
 
@@ -126,11 +138,10 @@ class TurnDriver(RunRecord):
                 self._append((Message.assistant(final),))
             await self._complete()
         elif loop_state == LoopState.ERRORED:  # a crash came between the loop's and the run's
-            self._run.send(
-                "fail",
-                error_type="ModelError",
-                message="the model call failed just before the process stopped",
+            self._error = ErrorDetails(
+                "ModelError", "the model call failed just before the process stopped"
             )
+            self._run.send("fail", **self._error.event_data())
 
     def _stop_at_boundary(self) -> bool:
         """At a step boundary of a busy turn: take a cancel or a pause asked for meanwhile."""
@@ -188,8 +199,9 @@ class TurnDriver(RunRecord):
             )
         except ModelError as error:
             self._data.at_boundary = True
-            await self._fire(HookKind.ON_ERROR)
-            details = {"error_type": type(error).__name__, "message": str(error)}
+            self._error = ErrorDetails.of(error)
+            await self._fire(HookKind.ON_ERROR, error=self._error)
+            details = self._error.event_data()
             self._loop_machine().send("model_failed", **details)
             self._run.send("fail", **details)
             return

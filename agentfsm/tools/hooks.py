@@ -20,7 +20,7 @@ from agentfsm._checks import given
 from agentfsm._compat import StrEnum
 from agentfsm.errors import HookFailedError, HookMessageError
 from agentfsm.states.messages import Message, ToolCall
-from agentfsm.tools.results import ToolResult
+from agentfsm.tools.results import ErrorDetails, ToolResult
 
 
 class HookKind(StrEnum):
@@ -41,7 +41,8 @@ class HookKind(StrEnum):
     AFTER_TOOLS = "after_tools"
     """Every call of the round is answered; may add messages."""
     ON_ERROR = "on_error"
-    """A tool call (``result`` is set) or a model call failed; no messages."""
+    """A tool call (``result`` is set) or a model call failed (``error`` is set); no
+    messages."""
     ON_COMPLETE = "on_complete"
     """The turn completed; may add messages."""
 
@@ -76,12 +77,14 @@ class HookContext:
         iteration: The turn's iteration.
         pending_tool: The call about to run or just answered (per-call hooks, on_error).
         result: The call's result (``after_each_tool``, ``on_error``).
+        error: What went wrong (``on_error``): the failed tool call's or model call's error.
     """
 
     __slots__ = (
         "_added",
         "_handler",
         "_messages",
+        "error",
         "iteration",
         "kind",
         "pending_tool",
@@ -100,6 +103,7 @@ class HookContext:
         iteration: int = 0,
         pending_tool: ToolCall | None = None,
         result: ToolResult | None = None,
+        error: ErrorDetails | None = None,
     ) -> None:
         self.kind = kind
         """The hook being fired."""
@@ -113,6 +117,9 @@ class HookContext:
         """The call about to run or just answered, in per-call hooks and on_error."""
         self.result = result
         """The call's result, in after_each_tool and on_error."""
+        self.error = error
+        """What went wrong, in on_error: the type, message, whether it may be retried and
+        the wait a server asked for, for a failed model call and a failed tool call alike."""
         self._messages = tuple(messages)
         self._added: list[Message] = []
         self._handler = "?"

@@ -39,6 +39,7 @@ from agentfsm.tools.hooks import HookContext, HookKind, Hooks
 from agentfsm.tools.policy import Decision, ToolPolicy, refusal
 from agentfsm.tools.registry import AnyTool, ToolRegistry
 from agentfsm.tools.results import (
+    ErrorDetails,
     ObservationType,
     RoundResult,
     ToolErrorInfo,
@@ -399,6 +400,9 @@ class ToolSystem:
                 iteration=context.iteration,
                 pending_tool=call,
                 result=result,
+                error=ErrorDetails.of_result(result)
+                if result is not None and kind is HookKind.ON_ERROR
+                else None,
             )
         )
 
