@@ -225,7 +225,7 @@ class ToolSystem:
             stop: Asked at each boundary between two calls (once a call of the round has
                 its answer); if it says True, the round stops there: the calls not yet
                 started are left unanswered and ``after_tools`` does not fire (an Agent
-                takes a cancel or a pause there, lifecycle.md §3).
+                takes a cancel or a pause there, docs/contract.md §3).
 
         Returns:
             One result and one tool message per call, in call order, then the messages
