@@ -15,7 +15,7 @@ from agentfsm.errors import AgentFSMError, ModelError
 from agentfsm.fsm import AnyMachine
 from agentfsm.fsm.rounds import round_messages
 from agentfsm.fsm.trace import LLMRetryTrace, UserInputTrace, llm_call_entry, tool_entries
-from agentfsm.llm.base import Model, RetryNotice
+from agentfsm.llm.base import Model, RetryNotice, check_finish
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import LoopState, RecordKind, RunState
@@ -197,6 +197,7 @@ class TurnDriver(RunRecord):
                 self.tools.openai_tools(self.enabled_tools),
                 on_retry=self._on_retry,
             )
+            check_finish(response, self.model.name)  # whatever the model (length, filter)
         except ModelError as error:
             self._data.at_boundary = True
             self._error = ErrorDetails.of(error)

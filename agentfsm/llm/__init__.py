@@ -14,6 +14,7 @@ from agentfsm.llm.base import (
     RetryListener,
     RetryNotice,
     Usage,
+    check_finish,
 )
 from agentfsm.llm.openai_model import API_KEY_VARIABLE, OpenAIModel, Sleep
 from agentfsm.llm.resolve import DEMO_SPEC, resolve_model
@@ -36,6 +37,7 @@ __all__ = [
     "ScriptedRequest",
     "Sleep",
     "Usage",
+    "check_finish",
     "is_transient_status",
     "resolve_model",
     "retry_after",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agentfsm.errors import ModelResponseError
-from agentfsm.llm.base import FinishReason, ModelResponse, Usage
+from agentfsm.llm.base import UNUSABLE_FINISH, FinishReason, ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only when a call is made
@@ -30,11 +30,6 @@ _FINISH_REASONS = {
     "function_call": FinishReason.TOOL_CALLS,
     "length": FinishReason.LENGTH,
     "content_filter": FinishReason.CONTENT_FILTER,
-}
-_UNUSABLE = {
-    FinishReason.LENGTH: "the output was cut off at the token limit (finish_reason 'length')",
-    FinishReason.CONTENT_FILTER: "the provider withheld the output (finish_reason "
-    "'content_filter')",
 }
 
 
@@ -94,8 +89,8 @@ def finish(
             "unknown_finish_reason",
             f"unknown finish_reason {finish_reason!r}; known: {', '.join(_FINISH_REASONS)}",
         )
-    if reason in _UNUSABLE:
-        raise origin.error(reason.value, _UNUSABLE[reason])
+    if reason in UNUSABLE_FINISH:
+        raise origin.error(reason.value, UNUSABLE_FINISH[reason])
     ids = [call.id for call in tool_calls]
     if len(set(ids)) != len(ids):
         raise origin.error("duplicate_tool_call_ids", f"tool call ids repeat: {ids!r}")
