@@ -42,7 +42,8 @@ class HookKind(StrEnum):
     """Every call of the round is answered; may add messages."""
     ON_ERROR = "on_error"
     """A tool call (``result`` is set) or a model call failed (``error`` is set); no
-    messages."""
+    messages. For a tool call it fires after the call's tool message is recorded and before
+    ``after_each_tool``."""
     ON_COMPLETE = "on_complete"
     """The turn completed; may add messages."""
 

@@ -270,9 +270,11 @@ class ToolSystem:
     async def _after_call(
         self, round_: _Round, conversation: list[Message], call: ToolCall, result: ToolResult
     ) -> None:
-        await self._fire(HookKind.AFTER_EACH_TOOL, round_, conversation, call, result)
+        # on_error first, then after_each_tool (ConnectOnion's order): both see the call's
+        # tool message, already recorded.
         if result.status is not ToolStatus.SUCCESS:
             await self._fire(HookKind.ON_ERROR, round_, conversation, call, result)
+        await self._fire(HookKind.AFTER_EACH_TOOL, round_, conversation, call, result)
 
     def _start(
         self,
