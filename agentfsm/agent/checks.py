@@ -91,6 +91,7 @@ def agent_arguments(arguments: Mapping[str, object]) -> None:
             checks.refuse_type(name, arguments[name], "a callable returning seconds")
     checks.choice("engine", arguments["engine"], _ENGINES)
     _store(arguments["store"])
+    checks.whole("context_window", arguments["context_window"], minimum=1, optional=True)
 
 
 def enabled_tools(enabled: Iterable[str] | None, registry: ToolRegistry, ask_user: bool) -> None:

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mappi
 
 from agentfsm.agent import checks
 from agentfsm.agent._sync import SyncFacade, SyncRunner
+from agentfsm.agent.context import ContextControl
 from agentfsm.agent.steps import StepGuard, step
 from agentfsm.agent.vocabulary import (
     ASK_USER,
@@ -27,7 +28,6 @@ from agentfsm.agent.vocabulary import (
     hooks_from,
     to_decision,
 )
-from agentfsm.errors import IllegalTransitionError, ReentrantCallError
 from agentfsm.fsm import Emitter, Engine
 from agentfsm.fsm.trace import AnyTraceEntry
 from agentfsm.llm.base import Model
@@ -47,7 +47,7 @@ from agentfsm.tools.system import ToolSystem
 __all__ = ["Agent"]
 
 
-class Agent(StepGuard, SyncFacade):
+class Agent(StepGuard, ContextControl, SyncFacade):
     """An agent loop whose every step is a transition of RunLifecycle or TurnLoop.
 
     Args:
@@ -78,12 +78,15 @@ class Agent(StepGuard, SyncFacade):
             (I11). If ``run_id`` names a run the store holds, the Agent is that run,
             restored where it was (its configuration, conversation and trace included),
             and `start` takes it up without re-running any enter action.
+        context_window: The model's context window in tokens, for `context_usage`; None to
+            use the model's ``context_window`` attribute or the known window of its name.
     """
 
     __slots__ = (
         "__weakref__",
         "_sync",
         "_system_prompt",
+        "context_window",
     )
 
     def __init__(
@@ -107,6 +110,7 @@ class Agent(StepGuard, SyncFacade):
         timer: Callable[[], float] = time.perf_counter,
         engine: Engine = "compiled",
         store: RunStore | None = None,
+        context_window: int | None = None,
     ) -> None:
         checks.agent_arguments(locals())
         self.model = resolve_model(model) if isinstance(model, str) else model
@@ -127,6 +131,9 @@ class Agent(StepGuard, SyncFacade):
         self.input_timeout = input_timeout
         self.store = store
         """Where the run persists; None for a run that lives in memory only."""
+        self.context_window = context_window
+        """The model's context window in tokens, for `context_usage` (None: the model's own,
+        or the known one for its name)."""
         self._clock, self._timer, self._engine = clock, timer, engine
         self._listeners: list[AgentListener] = list(listeners)
         self._system_prompt = system_prompt
@@ -433,17 +440,7 @@ class Agent(StepGuard, SyncFacade):
             ReentrantCallError: Called while a step of the run is running.
             IllegalTransitionError: The run is not ready, completed or failed.
         """
-        if self._depth:
-            raise ReentrantCallError(self.run_id, "reset", self.state)
-        if self.state not in (RunState.READY, RunState.COMPLETED, RunState.FAILED):
-            raise IllegalTransitionError(
-                run_id=self.run_id,
-                machine="run",
-                state=self.state,
-                event="reset",
-                allowed=self._run.allowed_events(),
-                detail=" (reset only while ready, completed or failed)",
-            )
+        self._at_rest("reset")
         self._messages = list(self._system)
         self._round, self._deferred = (), ()
         self._store_failed = False

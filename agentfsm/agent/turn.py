@@ -108,7 +108,18 @@ class TurnDriver(RunRecord):
             iteration=self._data.iteration,
             error=error,
         )
-        return await self.hooks.fire(context)
+        added = await self.hooks.fire(context)
+        if context.compaction is not None:  # asked for by a before_llm handler
+            self._compact(*context.compaction)
+        return added
+
+    def _compact(self, summary: Message, end: int) -> None:
+        """Replace the messages after the system prompt, up to ``end``, with ``summary``."""
+        start = len(self._system)
+        self._messages[start:end] = [summary]
+        self._note(
+            RecordKind.COMPACTED, {"start": start, "end": end, "summary": self._dump(summary)}
+        )
 
     async def _drive(self) -> None:
         """Run the turn from where its loop is until it ends, waits or pauses."""

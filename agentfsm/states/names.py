@@ -42,6 +42,9 @@ class RecordKind(StrEnum):
     """The held-back messages join the conversation: ``{}``."""
     RESET = "reset"
     """The conversation was cleared but for its first ``keep`` messages: ``{"keep": n}``."""
+    COMPACTED = "compacted"
+    """The messages from ``start`` to ``end`` (exclusive) were replaced by one summary
+    message: ``{"start": s, "end": e, "summary": {...}}``."""
 
 
 class RunState(StrEnum):

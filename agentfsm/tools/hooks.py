@@ -85,6 +85,7 @@ class HookContext:
         "_added",
         "_handler",
         "_messages",
+        "compaction",
         "error",
         "iteration",
         "kind",
@@ -121,6 +122,9 @@ class HookContext:
         self.error = error
         """What went wrong, in on_error: the type, message, whether it may be retried and
         the wait a server asked for, for a failed model call and a failed tool call alike."""
+        self.compaction: tuple[Message, int] | None = None
+        """The compaction a ``before_llm`` handler asked for: the summary and where the
+        compacted stretch ends (exclusive); None if none was asked for."""
         self._messages = tuple(messages)
         self._added: list[Message] = []
         self._handler = "?"
@@ -134,6 +138,28 @@ class HookContext:
     def added(self) -> tuple[Message, ...]:
         """The messages this hook's handlers added, in order."""
         return tuple(self._added)
+
+    def compact(self, summary: str | Message, *, keep: int = 0) -> None:
+        """Replace the conversation after the system prompt with ``summary`` (``before_llm`` only).
+
+        The last ``keep`` messages stay (a few more, if the first of them would be a tool
+        message: a call is never separated from its tool messages). It is applied when the
+        hook's handlers have run, before the model call, and recorded, so replay reproduces
+        it. A ``str`` summary becomes a system message.
+
+        Raises:
+            ValueError: Not in ``before_llm``; an empty summary, a tool message or an
+                assistant message with tool calls; a bad ``keep``, or nothing to compact.
+            TypeError: ``summary`` is not a str or a `Message`.
+        """
+        if self.kind is not HookKind.BEFORE_LLM:
+            raise ValueError(
+                f"compact is allowed only in 'before_llm' (before a model call), not in "
+                f"{self.kind.value!r}"
+            )
+        message = summary_message(summary)
+        start = 1 if self._messages and self._messages[0].role == "system" else 0
+        self.compaction = (message, compaction_end(self._messages, start, keep))
 
     def add_message(self, message: Message) -> None:
         """Add ``message`` to the conversation, where this hook allows it.
@@ -154,6 +180,50 @@ class HookContext:
         if not self.kind.may_add_messages:
             raise HookMessageError(self.kind.value, self._handler, allowed)
         self._added.append(message)
+
+
+def compaction_end(messages: Sequence[Message], start: int, keep: int) -> int:
+    """Where a compaction that keeps the last ``keep`` messages ends (exclusive).
+
+    The end moves earlier while the first kept message is a tool message, so an assistant
+    message with tool calls is never separated from its tool messages (I7).
+
+    Raises:
+        ValueError: ``keep`` is not a whole number >= 0, or nothing is left to compact.
+    """
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise ValueError(f"keep must be a whole number >= 0, not {given(keep)}")
+    end = len(messages) - keep
+    while start < end < len(messages) and messages[end].role == "tool":
+        end -= 1
+    if end <= start:
+        raise ValueError(
+            f"keep={keep} leaves nothing to compact: the conversation has "
+            f"{len(messages) - start} message(s) after the system prompt, and a compaction "
+            "never separates tool messages from the call that asked for them"
+        )
+    return end
+
+
+def summary_message(summary: object) -> Message:
+    """``summary`` as the message that replaces the compacted stretch.
+
+    Raises:
+        TypeError: Not a str or a `Message`.
+        ValueError: An empty text, a tool message, or an assistant message with tool calls.
+    """
+    if isinstance(summary, str):
+        if not summary.strip():
+            raise ValueError("summary must not be empty")
+        return Message.system(summary)
+    if not isinstance(summary, Message):
+        raise TypeError(f"summary must be a str or a Message, not {given(summary)}")
+    if summary.role == "tool" or summary.tool_calls:
+        raise ValueError(
+            "summary must not be a tool message or an assistant message with tool calls "
+            "(only the model and the tools add those, I7)"
+        )
+    return summary
 
 
 HookHandler = Callable[[HookContext], object]
