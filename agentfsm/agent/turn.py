@@ -40,6 +40,7 @@ class TurnDriver(RunRecord):
 
     __slots__ = (
         "_clock",
+        "_edit",
         "_error",
         "_timer",
         "action_timeout",
@@ -61,6 +62,8 @@ class TurnDriver(RunRecord):
     _clock: Callable[[], float]
     _timer: Callable[[], float]
     _error: ErrorDetails | None
+    _edit: tuple[ToolCall, ...] | None
+    """The tool calls as the last ``after_llm`` handler edited them, until applied."""
     """The error that failed the last turn that failed (None if none did, here)."""
 
     async def _submit(self, text: str, *, from_queue: bool) -> None:
@@ -111,7 +114,21 @@ class TurnDriver(RunRecord):
         added = await self.hooks.fire(context)
         if context.compaction is not None:  # asked for by a before_llm handler
             self._compact(*context.compaction)
+        self._edit = context.tool_calls  # edited by an after_llm handler
         return added
+
+    def _edited(self, reply: Message) -> Message:
+        """The reply with the tool calls an ``after_llm`` handler left it (recorded)."""
+        calls, self._edit = self._edit, None
+        if calls is None or calls == reply.tool_calls:
+            return reply
+        content = reply.content if reply.content is not None or calls else ""
+        edited = Message.assistant(content, calls)
+        self._note(
+            RecordKind.TOOL_CALLS_EDITED,
+            {"original": self._dump(reply), "edited": self._dump(edited)},
+        )
+        return edited
 
     def _compact(self, summary: Message, end: int) -> None:
         """Replace the messages after the system prompt, up to ``end``, with ``summary``."""
@@ -230,6 +247,7 @@ class TurnDriver(RunRecord):
         )
         reply = response.to_message()
         added = await self._fire(HookKind.AFTER_LLM, reply)
+        reply = self._edited(reply)
         if self._cancel_requested or self._data.cancel_requested:
             # The boundary after the model call: the reply is kept, its calls are answered
             # "cancelled" and none runs, and the turn is cancelled even if it was the answer.
@@ -239,7 +257,7 @@ class TurnDriver(RunRecord):
             self._stop_at_boundary()
             return
         self._classify(reply)
-        if response.tool_calls:
+        if reply.tool_calls:
             self._defer(added)
         else:
             self._append(added)

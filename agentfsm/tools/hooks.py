@@ -92,6 +92,7 @@ class HookContext:
         "pending_tool",
         "result",
         "run_id",
+        "tool_calls",
         "turn",
     )
 
@@ -122,6 +123,8 @@ class HookContext:
         self.error = error
         """What went wrong, in on_error: the type, message, whether it may be retried and
         the wait a server asked for, for a failed model call and a failed tool call alike."""
+        self.tool_calls: tuple[ToolCall, ...] | None = None
+        """The reply's tool calls as an ``after_llm`` handler edited them; None if unedited."""
         self.compaction: tuple[Message, int] | None = None
         """The compaction a ``before_llm`` handler asked for: the summary and where the
         compacted stretch ends (exclusive); None if none was asked for."""
@@ -138,6 +141,26 @@ class HookContext:
     def added(self) -> tuple[Message, ...]:
         """The messages this hook's handlers added, in order."""
         return tuple(self._added)
+
+    def edit_tool_calls(self, calls: Sequence[ToolCall]) -> None:
+        """Replace the model's tool calls before the loop acts on them (``after_llm`` only).
+
+        Drop calls, or change their arguments: ``calls`` holds calls of the reply (by id, in
+        the reply's order, each under its own tool name). The conversation records the
+        edited reply, and the edit itself is recorded, so replay reproduces it; what remains
+        is checked and run as any call is (I9). If several handlers edit, the last wins.
+
+        Raises:
+            ValueError: Not in ``after_llm``; a call that is not one of the reply's, a call
+                under another tool name, a repeated id, or calls out of the reply's order.
+            TypeError: An item that is not a `ToolCall`.
+        """
+        if self.kind is not HookKind.AFTER_LLM:
+            raise ValueError(
+                f"edit_tool_calls is allowed only in 'after_llm', not in {self.kind.value!r}"
+            )
+        reply = self._messages[-1].tool_calls if self._messages else ()
+        self.tool_calls = checked_edit(reply, calls)
 
     def compact(self, summary: str | Message, *, keep: int = 0) -> None:
         """Replace the conversation after the system prompt with ``summary`` (``before_llm`` only).
@@ -224,6 +247,38 @@ def summary_message(summary: object) -> Message:
             "(only the model and the tools add those, I7)"
         )
     return summary
+
+
+def checked_edit(reply: Sequence[ToolCall], calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+    """``calls`` as an edit of the ``reply``'s tool calls (see `HookContext.edit_tool_calls`).
+
+    Raises:
+        ValueError: A call not of the reply, under another tool, repeated or out of order.
+        TypeError: An item that is not a `ToolCall`.
+    """
+    names = {call.id: call.name for call in reply}
+    order = [call.id for call in reply]
+    edited = tuple(calls)
+    for call in edited:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"calls must hold ToolCall objects, not {given(call)}")
+        if call.id not in names:
+            raise ValueError(
+                f"call {call.id!r} is not a call of the reply; its calls are "
+                f"{', '.join(map(repr, order)) or 'none'} (a hook may drop or change them, "
+                "not add one)"
+            )
+        if call.name != names[call.id]:
+            raise ValueError(
+                f"call {call.id!r} asks for {names[call.id]!r}; an edit may change its "
+                f"arguments, not its tool ({call.name!r})"
+            )
+    ids = [call.id for call in edited]
+    if ids != [i for i in order if i in set(ids)] or len(set(ids)) != len(ids):
+        raise ValueError(
+            f"calls {ids!r} must be calls of the reply, each once, in its order {order!r}"
+        )
+    return edited
 
 
 HookHandler = Callable[[HookContext], object]
