@@ -6,6 +6,7 @@ below the verifier, the testing kit and the command line.
 
 from __future__ import annotations
 
+from agentfsm.agent.context import CONTEXT_WINDOWS, ContextUsage, context_window
 from agentfsm.agent.core import Agent
 from agentfsm.agent.deltas import Delta, StreamItem, StreamListener
 from agentfsm.agent.turn import OUTCOME_UNKNOWN
@@ -20,14 +21,17 @@ from agentfsm.agent.vocabulary import (
 
 __all__ = [
     "ASK_USER",
+    "CONTEXT_WINDOWS",
     "INCOMPLETE_MESSAGE",
     "OUTCOME_UNKNOWN",
     "Agent",
     "AgentEvent",
     "AgentListener",
+    "ContextUsage",
     "DecisionLike",
     "Delta",
     "StreamItem",
     "StreamListener",
     "TurnOutcome",
+    "context_window",
 ]

@@ -91,6 +91,7 @@ def agent_arguments(arguments: Mapping[str, object]) -> None:
             checks.refuse_type(name, arguments[name], "a callable returning seconds")
     checks.choice("engine", arguments["engine"], _ENGINES)
     _store(arguments["store"])
+    checks.whole("context_window", arguments["context_window"], minimum=1, optional=True)
 
 
 def enabled_tools(enabled: Iterable[str] | None, registry: ToolRegistry, ask_user: bool) -> None:
@@ -184,18 +185,54 @@ def added_listener(value: object, listeners: list[AgentListener]) -> None:
         )
 
 
+SHUT_DOWN_IS_FINAL = (
+    " (a shut-down run is final: it takes no more turns and cannot be started or resumed; "
+    "start a new run, with another run_id)"
+)
+"""What a refused call on a shut-down run says."""
+PAUSED_NEEDS_RESUME = (
+    " (the run is paused: call resume() to go on where it was paused{then}; a paused run "
+    "goes on only when resumed)"
+)
+"""What a refused call on a paused run says; ``{then}`` names the call to make after."""
+
+
 def startable(agent: Agent, restored: bool) -> None:
-    """Refuse ``start`` on a run restored in a final state: it would claim (write) it.
+    """Refuse ``start`` where it cannot open or take up the run, saying what to do instead.
+
+    A run restored in ``paused`` is taken up by ``start`` (claimed) and stays paused: that
+    is allowed, and the calls that follow say to resume it (`open_for`).
 
     Raises:
-        IllegalTransitionError: The stored run is shut down; nothing is written.
+        IllegalTransitionError: The run is shut down (restored or not): a shut-down run is
+            final; or the run is paused and was not just restored: call ``resume()``.
+            Nothing is written.
     """
-    if restored and agent.state == RunState.SHUTDOWN:
-        raise IllegalTransitionError(
-            run_id=agent.run_id,
-            machine="run",
-            state=str(agent.state),
-            event="start",
-            allowed=(),
-            detail=" (the stored run is shut down; start a new run with another run_id)",
-        )
+    if agent.state == RunState.PAUSED and restored:
+        return
+    open_for(agent, "start", then="")
+
+
+def open_for(agent: Agent, event: str, *, then: str | None = None) -> None:
+    """Refuse a call that a paused or shut-down run does not take, saying what to do.
+
+    Raises:
+        IllegalTransitionError: The run is paused (the message says to call ``resume()``
+            and then ``event``), or shut down (the message says a shut-down run is final).
+            Nothing changes.
+    """
+    if agent.state == RunState.SHUTDOWN:
+        detail, allowed = SHUT_DOWN_IS_FINAL, tuple[str, ...]()
+    elif agent.state == RunState.PAUSED:
+        detail = PAUSED_NEEDS_RESUME.format(then=f", then {event}()" if then is None else then)
+        allowed = agent._run.allowed_events()
+    else:
+        return
+    raise IllegalTransitionError(
+        run_id=agent.run_id,
+        machine="run",
+        state=str(agent.state),
+        event=event,
+        allowed=allowed,
+        detail=detail,
+    )

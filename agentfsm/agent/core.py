@@ -18,6 +18,7 @@ from typing import cast, overload
 from agentfsm._checks import flag
 from agentfsm.agent import checks
 from agentfsm.agent._sync import SyncFacade, SyncRunner
+from agentfsm.agent.context import ContextControl
 from agentfsm.agent.deltas import StreamItem, StreamListener
 from agentfsm.agent.steps import StepGuard, step
 from agentfsm.agent.vocabulary import (
@@ -29,7 +30,6 @@ from agentfsm.agent.vocabulary import (
     hooks_from,
     to_decision,
 )
-from agentfsm.errors import IllegalTransitionError, ReentrantCallError
 from agentfsm.fsm import Emitter, Engine
 from agentfsm.fsm.trace import AnyTraceEntry
 from agentfsm.llm.base import Model
@@ -37,18 +37,19 @@ from agentfsm.llm.resolve import resolve_model
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
-from agentfsm.states.names import InputPolicy, RecordKind, RunState
+from agentfsm.states.names import FailedReason, InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.tools.hooks import HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
+from agentfsm.tools.results import ErrorDetails
 from agentfsm.tools.system import ToolSystem
 
 __all__ = ["Agent"]
 
 
-class Agent(StepGuard, SyncFacade):
+class Agent(StepGuard, ContextControl, SyncFacade):
     """An agent loop whose every step is a transition of RunLifecycle or TurnLoop.
 
     Args:
@@ -79,12 +80,15 @@ class Agent(StepGuard, SyncFacade):
             (I11). If ``run_id`` names a run the store holds, the Agent is that run,
             restored where it was (its configuration, conversation and trace included),
             and `start` takes it up without re-running any enter action.
+        context_window: The model's context window in tokens, for `context_usage`; None to
+            use the model's ``context_window`` attribute or the known window of its name.
     """
 
     __slots__ = (
         "__weakref__",
         "_sync",
         "_system_prompt",
+        "context_window",
     )
 
     def __init__(
@@ -108,6 +112,7 @@ class Agent(StepGuard, SyncFacade):
         timer: Callable[[], float] = time.perf_counter,
         engine: Engine = "compiled",
         store: RunStore | None = None,
+        context_window: int | None = None,
     ) -> None:
         checks.agent_arguments(locals())
         self.model = resolve_model(model) if isinstance(model, str) else model
@@ -128,6 +133,9 @@ class Agent(StepGuard, SyncFacade):
         self.input_timeout = input_timeout
         self.store = store
         """Where the run persists; None for a run that lives in memory only."""
+        self.context_window = context_window
+        """The model's context window in tokens, for `context_usage` (None: the model's own,
+        or the known one for its name)."""
         self._clock, self._timer, self._engine = clock, timer, engine
         self._listeners: list[AgentListener] = list(listeners)
         self._delta_listeners: list[StreamListener] = []
@@ -142,6 +150,8 @@ class Agent(StepGuard, SyncFacade):
         self._depth = 0
         self._store_failed = self._driven = False
         self._quiet: list[BaseException] | None = None
+        self._error: ErrorDetails | None = None
+        self._edit: tuple[ToolCall, ...] | None = None
         self._sync = SyncRunner()
         self._fresh()
         stored = store.load(run_id) if store is not None and run_id is not None else None
@@ -215,7 +225,17 @@ class Agent(StepGuard, SyncFacade):
             if self.state == RunState.COMPLETED and last is not None and last.role == "assistant"
             else None
         )
-        return TurnOutcome(self.state, self.reason, reply, self.pending, self.question)
+        error = self._failure() if self._data.reason == FailedReason.ERROR else None
+        return TurnOutcome(self.state, self.reason, reply, self.pending, self.question, error)
+
+    def _failure(self) -> ErrorDetails | None:
+        """The error that failed the last turn; for a restored run, from its ``fail`` event."""
+        if self._error is None and self.store is not None:
+            for event in reversed(self.store.events(self.run_id)):
+                if event.machine == MachineName.RUN and event.event == "fail":
+                    self._error = ErrorDetails.of_event(event.data)
+                    break
+        return self._error
 
     def on(self, kind: HookKind | str) -> Callable[[HookHandler], HookHandler]:
         """A decorator registering a hook handler: ``@agent.on("before_llm")``."""
@@ -286,7 +306,13 @@ class Agent(StepGuard, SyncFacade):
         For a run restored from its store, take it up where it was instead: nothing is
         re-entered, a busy turn goes on from its last stored step, and the run is claimed
         (a save with no event) so that of two processes resuming it, the second gets
-        `SnapshotConflictError` before running anything.
+        `SnapshotConflictError` before running anything. A restored paused run stays paused
+        (resuming is always explicit): call `resume` next; any other call says so.
+
+        Raises:
+            IllegalTransitionError: The run is shut down (a shut-down run is final: start a
+                new one), or it is paused and was not just restored (call `resume`), or it
+                was already started. Nothing is written.
         """
         checks.startable(self, self._restored)
         if self._restored and self.state != RunState.CREATED:
@@ -318,6 +344,7 @@ class Agent(StepGuard, SyncFacade):
         `GuardFailedError` and changes nothing.
         """
         checks.user_text("text", text)
+        checks.open_for(self, "submit")
         self._expire_if_due()
         if self.state == RunState.BUSY:
             self._run.send("submit", text=text)  # queued or interrupting, or refused
@@ -329,6 +356,7 @@ class Agent(StepGuard, SyncFacade):
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """Decide every pending call: approve it, deny it, or supply a client-side output."""
         checks.decisions(self, decisions)
+        checks.open_for(self, "resolve_action")
         self._expire_if_due()
         decided = {call_id: to_decision(call_id, value) for call_id, value in decisions.items()}
         payload: JSONObject = {
@@ -344,6 +372,7 @@ class Agent(StepGuard, SyncFacade):
     async def aprovide_input(self, text: str) -> TurnOutcome:
         """Answer the pending question; the answer becomes the ``ask_user`` tool message."""
         checks.user_text("text", text)
+        checks.open_for(self, "provide_input")
         self._expire_if_due()
         pending = self._data.pending
         self._run.send("provide_input", text=text)
@@ -399,6 +428,8 @@ class Agent(StepGuard, SyncFacade):
     @step
     async def aresume(self) -> TurnOutcome:
         """Return to the state the run was paused in; a busy turn goes on where it stopped."""
+        if self.state == RunState.SHUTDOWN:
+            checks.open_for(self, "resume")
         self._pause_requested = False  # (a pause asked by a listener of resume is kept)
         self._run.send("resume")
         self._restored = False
@@ -431,17 +462,7 @@ class Agent(StepGuard, SyncFacade):
             ReentrantCallError: Called while a step of the run is running.
             IllegalTransitionError: The run is not ready, completed or failed.
         """
-        if self._depth:
-            raise ReentrantCallError(self.run_id, "reset", self.state)
-        if self.state not in (RunState.READY, RunState.COMPLETED, RunState.FAILED):
-            raise IllegalTransitionError(
-                run_id=self.run_id,
-                machine="run",
-                state=self.state,
-                event="reset",
-                allowed=self._run.allowed_events(),
-                detail=" (reset only while ready, completed or failed)",
-            )
+        self._at_rest("reset")
         self._messages = list(self._system)
         self._round, self._deferred = (), ()
         self._store_failed = False

@@ -23,6 +23,7 @@ from agentfsm.agent.turn import TurnDriver
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.errors import ReentrantCallError
 from agentfsm.states.names import FailedReason, RunState
+from agentfsm.tools.results import ErrorDetails
 
 if TYPE_CHECKING:
     from agentfsm.agent.core import Agent
@@ -146,8 +147,8 @@ class StepGuard(TurnDriver):
         if cancelled:
             self._run.send("cancel")
         else:
-            message = str(error) or type(error).__name__
-            self._run.send("fail", error_type=type(error).__name__, message=message)
+            self._error = ErrorDetails.of(error)
+            self._run.send("fail", **self._error.event_data())
 
     def _save_refused(self) -> bool:
         return self._store_failed

@@ -17,13 +17,26 @@ from agentfsm.errors import AgentFSMError, ModelError
 from agentfsm.fsm import AnyMachine
 from agentfsm.fsm.rounds import round_messages
 from agentfsm.fsm.trace import LLMRetryTrace, UserInputTrace, llm_call_entry, tool_entries
-from agentfsm.llm.base import Model, ModelDelta, ModelResponse, RetryNotice, StreamingModel
+from agentfsm.llm.base import (
+    Model,
+    ModelDelta,
+    ModelResponse,
+    RetryNotice,
+    StreamingModel,
+    check_finish,
+)
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
-from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, failure_content
+from agentfsm.tools.results import (
+    ErrorDetails,
+    ToolErrorInfo,
+    ToolResult,
+    ToolStatus,
+    failure_content,
+)
 from agentfsm.tools.system import ToolSystem
 
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
@@ -37,6 +50,8 @@ class TurnDriver(RunRecord):
     __slots__ = (
         "_clock",
         "_delta_listeners",
+        "_edit",
+        "_error",
         "_timer",
         "action_timeout",
         "enabled_tools",
@@ -58,6 +73,10 @@ class TurnDriver(RunRecord):
     _timer: Callable[[], float]
     _delta_listeners: list[StreamListener]
     """The listeners that asked for deltas (each is among the listeners too)."""
+    _error: ErrorDetails | None
+    """The error that failed the last turn that failed (None if none did, here)."""
+    _edit: tuple[ToolCall, ...] | None
+    """The tool calls as the last ``after_llm`` handler edited them, until applied."""
 
     async def _submit(self, text: str, *, from_queue: bool) -> None:
         """Submit an input that starts a turn; its user message is part of the transition."""
@@ -91,7 +110,9 @@ class TurnDriver(RunRecord):
         else:
             self._append(added)
 
-    async def _fire(self, kind: HookKind, *extra: Message) -> tuple[Message, ...]:
+    async def _fire(
+        self, kind: HookKind, *extra: Message, error: ErrorDetails | None = None
+    ) -> tuple[Message, ...]:
         if kind not in self.hooks:
             return ()
         context = HookContext(
@@ -100,8 +121,34 @@ class TurnDriver(RunRecord):
             [*self._messages, *extra] if extra else self._messages,
             turn=self._data.turn,
             iteration=self._data.iteration,
+            error=error,
         )
-        return await self.hooks.fire(context)
+        added = await self.hooks.fire(context)
+        if context.compaction is not None:  # asked for by a before_llm handler
+            self._compact(*context.compaction)
+        self._edit = context.tool_calls  # edited by an after_llm handler
+        return added
+
+    def _edited(self, reply: Message) -> Message:
+        """The reply with the tool calls an ``after_llm`` handler left it (recorded)."""
+        calls, self._edit = self._edit, None
+        if calls is None or calls == reply.tool_calls:
+            return reply
+        content = reply.content if reply.content is not None or calls else ""
+        edited = Message.assistant(content, calls)
+        self._note(
+            RecordKind.TOOL_CALLS_EDITED,
+            {"original": self._dump(reply), "edited": self._dump(edited)},
+        )
+        return edited
+
+    def _compact(self, summary: Message, end: int) -> None:
+        """Replace the messages after the system prompt, up to ``end``, with ``summary``."""
+        start = len(self._system)
+        self._messages[start:end] = [summary]
+        self._note(
+            RecordKind.COMPACTED, {"start": start, "end": end, "summary": self._dump(summary)}
+        )
 
     async def _drive(self) -> None:
         """Run the turn from where its loop is until it ends, waits or pauses."""
@@ -131,11 +178,10 @@ class TurnDriver(RunRecord):
                 self._append((Message.assistant(final),))
             await self._complete()
         elif loop_state == LoopState.ERRORED:  # a crash came between the loop's and the run's
-            self._run.send(
-                "fail",
-                error_type="ModelError",
-                message="the model call failed just before the process stopped",
+            self._error = ErrorDetails(
+                "ModelError", "the model call failed just before the process stopped"
             )
+            self._run.send("fail", **self._error.event_data())
 
     def _stop_at_boundary(self) -> bool:
         """At a step boundary of a busy turn: take a cancel or a pause asked for meanwhile."""
@@ -187,10 +233,12 @@ class TurnDriver(RunRecord):
         self._data.at_boundary = False
         try:
             response = await self._call_model()
+            check_finish(response, self.model.name)  # whatever the model (length, filter)
         except ModelError as error:
             self._data.at_boundary = True
-            await self._fire(HookKind.ON_ERROR)
-            details = {"error_type": type(error).__name__, "message": str(error)}
+            self._error = ErrorDetails.of(error)
+            await self._fire(HookKind.ON_ERROR, error=self._error)
+            details = self._error.event_data()
             self._loop_machine().send("model_failed", **details)
             self._run.send("fail", **details)
             return
@@ -207,6 +255,7 @@ class TurnDriver(RunRecord):
         )
         reply = response.to_message()
         added = await self._fire(HookKind.AFTER_LLM, reply)
+        reply = self._edited(reply)
         if self._cancel_requested or self._data.cancel_requested:
             # The boundary after the model call: the reply is kept, its calls are answered
             # "cancelled" and none runs, and the turn is cancelled even if it was the answer.
@@ -216,7 +265,7 @@ class TurnDriver(RunRecord):
             self._stop_at_boundary()
             return
         self._classify(reply)
-        if response.tool_calls:
+        if reply.tool_calls:
             self._defer(added)
         else:
             self._append(added)

@@ -12,6 +12,7 @@ from agentfsm.states.events import Event
 from agentfsm.states.messages import ToolCall
 from agentfsm.tools.hooks import HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision
+from agentfsm.tools.results import ErrorDetails
 from agentfsm.tools.spec import Tool
 
 AgentEvent = Event | UserInputTrace | LLMCallTrace | LLMRetryTrace | ToolExecutionTrace
@@ -66,6 +67,9 @@ class TurnOutcome:
     """The calls awaiting `resolve_action` / `provide_input`."""
     question: str | None
     """The question awaiting `provide_input`."""
+    error: ErrorDetails | None = None
+    """Why the turn failed, when its reason is ``error``: the model's, tool's or hook's
+    error type and message, whether it may be retried, and the wait a server asked for."""
 
 
 def to_decision(call_id: str, value: DecisionLike) -> Decision:

@@ -18,6 +18,7 @@ from agentfsm.llm.base import (
     RetryNotice,
     StreamingModel,
     Usage,
+    check_finish,
 )
 from agentfsm.llm.openai_model import API_KEY_VARIABLE, OpenAIModel, Sleep
 from agentfsm.llm.resolve import DEMO_SPEC, resolve_model
@@ -44,6 +45,7 @@ __all__ = [
     "Sleep",
     "StreamingModel",
     "Usage",
+    "check_finish",
     "is_transient_status",
     "resolve_model",
     "retry_after",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from agentfsm.errors import ModelResponseError
 from agentfsm.llm.base import (
+    UNUSABLE_FINISH,
     DeltaKind,
     DeltaListener,
     FinishReason,
@@ -38,11 +39,6 @@ _FINISH_REASONS = {
     "function_call": FinishReason.TOOL_CALLS,
     "length": FinishReason.LENGTH,
     "content_filter": FinishReason.CONTENT_FILTER,
-}
-_UNUSABLE = {
-    FinishReason.LENGTH: "the output was cut off at the token limit (finish_reason 'length')",
-    FinishReason.CONTENT_FILTER: "the provider withheld the output (finish_reason "
-    "'content_filter')",
 }
 
 
@@ -102,8 +98,8 @@ def finish(
             "unknown_finish_reason",
             f"unknown finish_reason {finish_reason!r}; known: {', '.join(_FINISH_REASONS)}",
         )
-    if reason in _UNUSABLE:
-        raise origin.error(reason.value, _UNUSABLE[reason])
+    if reason in UNUSABLE_FINISH:
+        raise origin.error(reason.value, UNUSABLE_FINISH[reason])
     ids = [call.id for call in tool_calls]
     if len(set(ids)) != len(ids):
         raise origin.error("duplicate_tool_call_ids", f"tool call ids repeat: {ids!r}")

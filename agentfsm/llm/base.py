@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentfsm._compat import StrEnum
+from agentfsm.errors import ModelResponseError
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
 
@@ -62,6 +63,34 @@ class ModelResponse(BaseModel):
         return Message.assistant(
             self.content if self.content is not None or self.tool_calls else "",
             self.tool_calls,
+        )
+
+
+UNUSABLE_FINISH: dict[FinishReason, str] = {
+    FinishReason.LENGTH: "the output was cut off at the token limit (finish_reason 'length')",
+    FinishReason.CONTENT_FILTER: "the provider withheld the output (finish_reason "
+    "'content_filter')",
+}
+"""The finish reasons that make a response no answer, and what each means."""
+
+
+def check_finish(response: ModelResponse, model: str, attempts: int = 1) -> None:
+    """Refuse a response whose finish reason says it is no answer, whatever the model.
+
+    The `Agent` judges every model's response with this, so a reply cut off at the token
+    limit or filtered fails the call from any `Model`, as it does from `OpenAIModel`.
+
+    Raises:
+        ModelResponseError: The finish reason is ``length`` or ``content_filter``; its
+            ``reason`` is that finish reason.
+    """
+    problem = UNUSABLE_FINISH.get(response.finish_reason)
+    if problem is not None:
+        raise ModelResponseError(
+            f"model {model!r} returned an unusable response: {problem}",
+            model=model,
+            reason=response.finish_reason.value,
+            attempts=attempts,
         )
 
 

@@ -42,6 +42,13 @@ class RecordKind(StrEnum):
     """The held-back messages join the conversation: ``{}``."""
     RESET = "reset"
     """The conversation was cleared but for its first ``keep`` messages: ``{"keep": n}``."""
+    TOOL_CALLS_EDITED = "tool_calls_edited"
+    """An ``after_llm`` handler edited the model's tool calls before the loop acted on them:
+    ``{"original": {...}, "edited": {...}}`` (both assistant messages; ``model_replied``
+    then carries the edited one)."""
+    COMPACTED = "compacted"
+    """The messages from ``start`` to ``end`` (exclusive) were replaced by one summary
+    message: ``{"start": s, "end": e, "summary": {...}}``."""
 
 
 class RunState(StrEnum):

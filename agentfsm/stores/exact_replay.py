@@ -159,6 +159,21 @@ class _Run:
         del self.messages[keep:]
         self.deferred = []
 
+    def _tool_calls_edited(self, event: Event) -> None:
+        # The conversation changes with the model_replied that follows (it carries the
+        # edited reply); the record keeps what the model asked for, and must be whole.
+        self.parse(event, Message, event.data.get("original"))
+        self.parse(event, Message, event.data.get("edited"))
+
+    def _compacted(self, event: Event) -> None:
+        start, end = event.data.get("start"), event.data.get("end")
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end):
+            raise self.fail(event, f"'compacted' must carry 0 <= start < end, not {start}, {end}")
+        if end > len(self.messages):
+            raise self.fail(event, f"'compacted' ends at {end}, past the conversation's end")
+        summary = self.parse(event, Message, event.data.get("summary"))
+        self.messages[start:end] = [summary]
+
     def open_round(self) -> tuple[ToolCall, ...]:
         return open_round(self.messages)
 

@@ -14,6 +14,7 @@ from agentfsm.tools.hooks import MESSAGE_HOOKS, HookContext, HookHandler, HookKi
 from agentfsm.tools.policy import Decision, DecisionKind, ToolPolicy
 from agentfsm.tools.registry import AnyTool, ToolRegistry
 from agentfsm.tools.results import (
+    ErrorDetails,
     ObservationType,
     RoundResult,
     ToolErrorInfo,
@@ -32,6 +33,7 @@ __all__ = [
     "Clock",
     "Decision",
     "DecisionKind",
+    "ErrorDetails",
     "HookContext",
     "HookHandler",
     "HookKind",

@@ -20,7 +20,7 @@ from agentfsm._checks import given
 from agentfsm._compat import StrEnum
 from agentfsm.errors import HookFailedError, HookMessageError
 from agentfsm.states.messages import Message, ToolCall
-from agentfsm.tools.results import ToolResult
+from agentfsm.tools.results import ErrorDetails, ToolResult
 
 
 class HookKind(StrEnum):
@@ -41,7 +41,9 @@ class HookKind(StrEnum):
     AFTER_TOOLS = "after_tools"
     """Every call of the round is answered; may add messages."""
     ON_ERROR = "on_error"
-    """A tool call (``result`` is set) or a model call failed; no messages."""
+    """A tool call (``result`` is set) or a model call failed (``error`` is set); no
+    messages. For a tool call it fires after the call's tool message is recorded and before
+    ``after_each_tool``."""
     ON_COMPLETE = "on_complete"
     """The turn completed; may add messages."""
 
@@ -76,17 +78,21 @@ class HookContext:
         iteration: The turn's iteration.
         pending_tool: The call about to run or just answered (per-call hooks, on_error).
         result: The call's result (``after_each_tool``, ``on_error``).
+        error: What went wrong (``on_error``): the failed tool call's or model call's error.
     """
 
     __slots__ = (
         "_added",
         "_handler",
         "_messages",
+        "compaction",
+        "error",
         "iteration",
         "kind",
         "pending_tool",
         "result",
         "run_id",
+        "tool_calls",
         "turn",
     )
 
@@ -100,6 +106,7 @@ class HookContext:
         iteration: int = 0,
         pending_tool: ToolCall | None = None,
         result: ToolResult | None = None,
+        error: ErrorDetails | None = None,
     ) -> None:
         self.kind = kind
         """The hook being fired."""
@@ -113,6 +120,14 @@ class HookContext:
         """The call about to run or just answered, in per-call hooks and on_error."""
         self.result = result
         """The call's result, in after_each_tool and on_error."""
+        self.error = error
+        """What went wrong, in on_error: the type, message, whether it may be retried and
+        the wait a server asked for, for a failed model call and a failed tool call alike."""
+        self.tool_calls: tuple[ToolCall, ...] | None = None
+        """The reply's tool calls as an ``after_llm`` handler edited them; None if unedited."""
+        self.compaction: tuple[Message, int] | None = None
+        """The compaction a ``before_llm`` handler asked for: the summary and where the
+        compacted stretch ends (exclusive); None if none was asked for."""
         self._messages = tuple(messages)
         self._added: list[Message] = []
         self._handler = "?"
@@ -126,6 +141,48 @@ class HookContext:
     def added(self) -> tuple[Message, ...]:
         """The messages this hook's handlers added, in order."""
         return tuple(self._added)
+
+    def edit_tool_calls(self, calls: Sequence[ToolCall]) -> None:
+        """Replace the model's tool calls before the loop acts on them (``after_llm`` only).
+
+        Drop calls, or change their arguments: ``calls`` holds calls of the reply (by id, in
+        the reply's order, each under its own tool name). The conversation records the
+        edited reply, and the edit itself is recorded, so replay reproduces it; what remains
+        is checked and run as any call is (I9). If several handlers edit, the last wins.
+
+        Raises:
+            ValueError: Not in ``after_llm``; a call that is not one of the reply's, a call
+                under another tool name, a repeated id, or calls out of the reply's order.
+            TypeError: An item that is not a `ToolCall`.
+        """
+        if self.kind is not HookKind.AFTER_LLM:
+            raise ValueError(
+                f"edit_tool_calls is allowed only in 'after_llm', not in {self.kind.value!r}"
+            )
+        reply = self._messages[-1].tool_calls if self._messages else ()
+        self.tool_calls = checked_edit(reply, calls)
+
+    def compact(self, summary: str | Message, *, keep: int = 0) -> None:
+        """Replace the conversation after the system prompt with ``summary`` (``before_llm`` only).
+
+        The last ``keep`` messages stay (a few more, if the first of them would be a tool
+        message: a call is never separated from its tool messages). It is applied when the
+        hook's handlers have run, before the model call, and recorded, so replay reproduces
+        it. A ``str`` summary becomes a system message.
+
+        Raises:
+            ValueError: Not in ``before_llm``; an empty summary, a tool message or an
+                assistant message with tool calls; a bad ``keep``, or nothing to compact.
+            TypeError: ``summary`` is not a str or a `Message`.
+        """
+        if self.kind is not HookKind.BEFORE_LLM:
+            raise ValueError(
+                f"compact is allowed only in 'before_llm' (before a model call), not in "
+                f"{self.kind.value!r}"
+            )
+        message = summary_message(summary)
+        start = 1 if self._messages and self._messages[0].role == "system" else 0
+        self.compaction = (message, compaction_end(self._messages, start, keep))
 
     def add_message(self, message: Message) -> None:
         """Add ``message`` to the conversation, where this hook allows it.
@@ -146,6 +203,82 @@ class HookContext:
         if not self.kind.may_add_messages:
             raise HookMessageError(self.kind.value, self._handler, allowed)
         self._added.append(message)
+
+
+def compaction_end(messages: Sequence[Message], start: int, keep: int) -> int:
+    """Where a compaction that keeps the last ``keep`` messages ends (exclusive).
+
+    The end moves earlier while the first kept message is a tool message, so an assistant
+    message with tool calls is never separated from its tool messages (I7).
+
+    Raises:
+        ValueError: ``keep`` is not a whole number >= 0, or nothing is left to compact.
+    """
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise ValueError(f"keep must be a whole number >= 0, not {given(keep)}")
+    end = len(messages) - keep
+    while start < end < len(messages) and messages[end].role == "tool":
+        end -= 1
+    if end <= start:
+        raise ValueError(
+            f"keep={keep} leaves nothing to compact: the conversation has "
+            f"{len(messages) - start} message(s) after the system prompt, and a compaction "
+            "never separates tool messages from the call that asked for them"
+        )
+    return end
+
+
+def summary_message(summary: object) -> Message:
+    """``summary`` as the message that replaces the compacted stretch.
+
+    Raises:
+        TypeError: Not a str or a `Message`.
+        ValueError: An empty text, a tool message, or an assistant message with tool calls.
+    """
+    if isinstance(summary, str):
+        if not summary.strip():
+            raise ValueError("summary must not be empty")
+        return Message.system(summary)
+    if not isinstance(summary, Message):
+        raise TypeError(f"summary must be a str or a Message, not {given(summary)}")
+    if summary.role == "tool" or summary.tool_calls:
+        raise ValueError(
+            "summary must not be a tool message or an assistant message with tool calls "
+            "(only the model and the tools add those, I7)"
+        )
+    return summary
+
+
+def checked_edit(reply: Sequence[ToolCall], calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+    """``calls`` as an edit of the ``reply``'s tool calls (see `HookContext.edit_tool_calls`).
+
+    Raises:
+        ValueError: A call not of the reply, under another tool, repeated or out of order.
+        TypeError: An item that is not a `ToolCall`.
+    """
+    names = {call.id: call.name for call in reply}
+    order = [call.id for call in reply]
+    edited = tuple(calls)
+    for call in edited:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"calls must hold ToolCall objects, not {given(call)}")
+        if call.id not in names:
+            raise ValueError(
+                f"call {call.id!r} is not a call of the reply; its calls are "
+                f"{', '.join(map(repr, order)) or 'none'} (a hook may drop or change them, "
+                "not add one)"
+            )
+        if call.name != names[call.id]:
+            raise ValueError(
+                f"call {call.id!r} asks for {names[call.id]!r}; an edit may change its "
+                f"arguments, not its tool ({call.name!r})"
+            )
+    ids = [call.id for call in edited]
+    if ids != [i for i in order if i in set(ids)] or len(set(ids)) != len(ids):
+        raise ValueError(
+            f"calls {ids!r} must be calls of the reply, each once, in its order {order!r}"
+        )
+    return edited
 
 
 HookHandler = Callable[[HookContext], object]

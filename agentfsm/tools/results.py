@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentfsm._compat import StrEnum
+from agentfsm._redact import redact
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
 
@@ -48,6 +50,95 @@ class ToolErrorInfo(BaseModel):
     (``ToolArgumentsError``, ``ToolDeniedError``…)."""
     message: str
     """The exception's message: what went wrong and, for a refusal, what is allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorDetails:
+    """What went wrong in a model call or a tool call, for the application.
+
+    `TurnOutcome.error` holds the error that failed a turn; `HookContext.error` the one an
+    ``on_error`` handler is told of, from a model call or a tool call alike.
+
+    Example:
+        >>> from agentfsm.errors import ModelCallError
+        >>> error = ModelCallError(
+        ...     "HTTP 429", model="m", reason="http_status", retryable=True, retry_after=30.0
+        ... )
+        >>> ErrorDetails.of(error)
+        ErrorDetails(type='ModelCallError', message='HTTP 429', retryable=True, retry_after=30.0)
+    """
+
+    type: str
+    """The exception's class name (``ModelCallError``, ``ToolTimeoutError``, ``ValueError``…)."""
+    message: str
+    """What went wrong (credentials in it are redacted, as in the run's events)."""
+    retryable: bool = False
+    """Whether the failure was of a transient kind: the same call may succeed later (a
+    model call's `ModelCallError.retryable`; a tool call that timed out)."""
+    retry_after: float | None = None
+    """The wait, in seconds, the server asked for before a retry (a model call's
+    `ModelCallError.retry_after`), else None."""
+
+    @classmethod
+    def of(cls, error: BaseException) -> ErrorDetails:
+        """The details of ``error``: its type, its message, and whether and when to retry.
+
+        ``retryable`` and ``retry_after`` are read from the error's attributes of those
+        names (`ModelCallError` has them); other errors are not retryable.
+        """
+        retryable = getattr(error, "retryable", False)
+        retry_after = getattr(error, "retry_after", None)
+        return cls(
+            type=type(error).__name__,
+            message=redact(str(error)) or type(error).__name__,
+            retryable=retryable is True,
+            retry_after=_seconds(retry_after),
+        )
+
+    @classmethod
+    def of_result(cls, result: ToolResult) -> ErrorDetails | None:
+        """The details of a tool call that did not succeed (None for a success)."""
+        if result.error is None:
+            return None
+        return cls(
+            type=result.error.type,
+            message=result.error.message,
+            retryable=result.status is ToolStatus.TIMEOUT,
+        )
+
+    @classmethod
+    def of_event(cls, data: Mapping[str, object]) -> ErrorDetails:
+        """The details a ``fail`` event's data holds.
+
+        That is ``error_type`` and ``message``, and, for a failed model call, ``retryable``
+        and ``retry_after``.
+        """
+        retryable, retry_after = data.get("retryable"), data.get("retry_after")
+        return cls(
+            type=str(data.get("error_type", "Error")),
+            message=str(data.get("message", "")),
+            retryable=retryable is True,
+            retry_after=_seconds(retry_after),
+        )
+
+    def event_data(self) -> dict[str, JSONValue]:
+        """As a ``fail`` event's data.
+
+        That is ``error_type`` and ``message``, and ``retryable`` and ``retry_after`` when
+        they say more than their defaults.
+        """
+        data: dict[str, JSONValue] = {"error_type": self.type, "message": self.message}
+        if self.retryable:
+            data["retryable"] = True
+        if self.retry_after is not None:
+            data["retry_after"] = self.retry_after
+        return data
+
+
+def _seconds(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 class ToolResult(BaseModel):

@@ -39,6 +39,7 @@ from agentfsm.tools.hooks import HookContext, HookKind, Hooks
 from agentfsm.tools.policy import Decision, ToolPolicy, refusal
 from agentfsm.tools.registry import AnyTool, ToolRegistry
 from agentfsm.tools.results import (
+    ErrorDetails,
     ObservationType,
     RoundResult,
     ToolErrorInfo,
@@ -269,9 +270,11 @@ class ToolSystem:
     async def _after_call(
         self, round_: _Round, conversation: list[Message], call: ToolCall, result: ToolResult
     ) -> None:
-        await self._fire(HookKind.AFTER_EACH_TOOL, round_, conversation, call, result)
+        # on_error first, then after_each_tool (ConnectOnion's order): both see the call's
+        # tool message, already recorded.
         if result.status is not ToolStatus.SUCCESS:
             await self._fire(HookKind.ON_ERROR, round_, conversation, call, result)
+        await self._fire(HookKind.AFTER_EACH_TOOL, round_, conversation, call, result)
 
     def _start(
         self,
@@ -399,6 +402,9 @@ class ToolSystem:
                 iteration=context.iteration,
                 pending_tool=call,
                 result=result,
+                error=ErrorDetails.of_result(result)
+                if result is not None and kind is HookKind.ON_ERROR
+                else None,
             )
         )
 

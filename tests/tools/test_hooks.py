@@ -115,6 +115,10 @@ def test_tool_hooks_fire_in_lifecycle_order_with_what_they_should_see(flavour: F
     @hooks.on("on_error")
     def on_error(context: HookContext) -> None:
         assert context.result is not None
+        # after the call's tool message is recorded, before after_each_tool (the seed's order)
+        assert context.messages[-1].tool_call_id == context.result.call_id
+        assert context.error is not None
+        assert context.error.type == "UnknownToolError"
         log.append(f"on_error {context.result.call_id}")
 
     @hooks.on(HookKind.AFTER_TOOLS)
@@ -130,8 +134,8 @@ def test_tool_hooks_fire_in_lifecycle_order_with_what_they_should_see(flavour: F
         "before_each a ran=0",
         "after_each a success",
         "before_each b ran=1",
-        "after_each b not_found",
         "on_error b",
+        "after_each b not_found",
         "after_tools 4",
     ]
 
