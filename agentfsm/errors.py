@@ -18,6 +18,9 @@
     │   ├── ToolTimeoutError        the body outlived its timeout (also a TimeoutError)
     │   └── ToolOutputError         the body returned something that is not JSON
     ├── ToolRoundError              a tool round asked for with inconsistent inputs
+    ├── MCPServerError              an MCP server failed: listing, protocol, transport, output
+    │   └── MCPConnectionError      the server could not be reached or went away mid-call
+    ├── MCPToolError                an MCP tool answered with an error result (isError)
     ├── HookMessageError            a hook added a message where the lifecycle forbids it
     ├── HookFailedError             a hook handler raised (the cause is chained)
     ├── ReentrantCallError          a call into a run from inside one of its own steps
@@ -38,6 +41,10 @@
 
     AssertionError
     └── InvariantError              the testing kit found an invariant of the contract broken
+    RuntimeError
+    └── InjectedError               a fault the testing kit injected (an Exception)
+    BaseException
+    └── InjectedInterrupt           a fault the testing kit injected (any other escape)
 
 The roots an application usually catches are `AgentFSMError` itself,
 `IllegalTransitionError` (an event refused: nothing changed), `ToolCallError` (inside a tool
@@ -344,6 +351,45 @@ class ToolRoundError(AgentFSMError):
         super().__init__(f"cannot run the tool round: {problem}{at_fault}")
 
 
+class MCPServerError(AgentFSMError):
+    """An MCP server could not be used: its tool list, a protocol error, or a bad result.
+
+    Raised when a server's tools are listed (a name clash, a name or schema agentfsm cannot
+    offer, a server that does not answer). Inside a tool round it becomes the call's error
+    `ToolResult`, so the model reads it and the run goes on.
+
+    Attributes:
+        server: The prefix the application gave the server.
+        problem: What went wrong, and what is allowed.
+    """
+
+    def __init__(self, server: str, problem: str) -> None:
+        self.server = server
+        self.problem = problem
+        super().__init__(f"MCP server {server!r}: {problem}")
+
+
+class MCPConnectionError(MCPServerError):
+    """An MCP server could not be reached, or went away during a request.
+
+    The one MCP failure an idempotent tool's call is retried after.
+    """
+
+
+class MCPToolError(AgentFSMError):
+    """An MCP tool answered a call with an error result (``isError``); the model reads it.
+
+    Attributes:
+        tool_name: The tool's name as offered to the model (with its server's prefix).
+        detail: The text the server gave with the error.
+    """
+
+    def __init__(self, tool_name: str, detail: str) -> None:
+        self.tool_name = tool_name
+        self.detail = detail
+        super().__init__(f"tool {tool_name!r} reported an error: {detail}")
+
+
 class HookMessageError(AgentFSMError):
     """A hook handler added a message in a hook that may not add messages.
 
@@ -372,7 +418,7 @@ class HookMessageError(AgentFSMError):
         else:
             text = (
                 f"hook handler {handler!r} may not add {role} in {hook!r}: only the model "
-                "asks for tool calls and only the tools answer them (lifecycle.md I7); a "
+                "asks for tool calls and only the tools answer them (invariant I7); a "
                 "hook may add user, system, or assistant messages without tool calls"
             )
         super().__init__(text)
@@ -382,7 +428,7 @@ class ReentrantCallError(AgentFSMError):
     """A call into a run from inside one of its own steps, which would break the contract.
 
     While a step of the run is running (a model call, a tool round, a hook, a listener), a
-    hook, listener or tool of that run, or another task, may only ask for what lifecycle.md
+    hook, listener or tool of that run, or another task, may only ask for what docs/contract.md
     gives a meaning to mid-step: `submit` while busy (the input policy), `cancel` and `pause`
     (taken at the next step boundary). Anything else (starting another step: `submit` once
     the turn is over, `resolve_action`, `provide_input`, `resume`, `expire`, `shutdown`,
@@ -708,6 +754,21 @@ class InvariantError(AssertionError):
         super().__init__(f"{invariant} violated: {message}")
 
 
+class InjectedError(RuntimeError):
+    """The `Exception` a fault armed by the testing kit raises (`agentfsm.testing.faults`).
+
+    Like `InvariantError`, it belongs to tests: a run never raises it on its own.
+    """
+
+
+class InjectedInterrupt(BaseException):
+    """The `BaseException` a fault armed by the testing kit raises.
+
+    It is neither an `Exception`, a `KeyboardInterrupt` nor a `SystemExit`, so it stands for
+    any other escape a step must survive (I12).
+    """
+
+
 __all__ = [
     "ActionError",
     "AgentFSMError",
@@ -717,9 +778,14 @@ __all__ = [
     "HookFailedError",
     "HookMessageError",
     "IllegalTransitionError",
+    "InjectedError",
+    "InjectedInterrupt",
     "InvalidSaveError",
     "InvalidToolNameError",
     "InvariantError",
+    "MCPConnectionError",
+    "MCPServerError",
+    "MCPToolError",
     "MachineDefinitionError",
     "ModelCallError",
     "ModelConfigError",

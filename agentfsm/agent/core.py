@@ -2,7 +2,7 @@
 
 One async implementation (the ``a``-prefixed methods) and a thin synchronous facade with the
 same names without the prefix. Every step is a transition of RunLifecycle or TurnLoop, so
-the run is always in a state lifecycle.md names, and anything not allowed there raises
+the run is always in a state docs/contract.md names, and anything not allowed there raises
 `IllegalTransitionError` and changes nothing.
 """
 

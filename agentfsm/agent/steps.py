@@ -1,7 +1,7 @@
 """Every call into the Agent ends at rest (I12); calls from inside a step keep the contract (I13).
 
 `step` wraps each public ``a``-method. A call made while another is running (from a hook, a
-listener or a tool of the same run, or from another task) may only do what lifecycle.md gives
+listener or a tool of the same run, or from another task) may only do what docs/contract.md gives
 a meaning to mid-step: `submit` while busy follows the input policy; `cancel` and `pause` are
 requests taken at the next step boundary. Anything else raises `ReentrantCallError` and
 changes nothing.
@@ -41,7 +41,7 @@ def step(
 ) -> Callable[Concatenate[Agent, P], Coroutine[Any, Any, TurnOutcome]]:
     """Make ``method`` a call that ends at rest whatever escapes it (I12).
 
-    Called from inside a step of the run, it is refused unless lifecycle.md gives it a
+    Called from inside a step of the run, it is refused unless docs/contract.md gives it a
     meaning there (I13).
     """
     name = method.__name__.removeprefix("a")

@@ -1,6 +1,6 @@
 """Driving a turn: model calls, tool rounds, waits, and how a turn ends.
 
-`TurnDriver` moves TurnLoop and RunLifecycle together through one turn (lifecycle.md §2),
+`TurnDriver` moves TurnLoop and RunLifecycle together through one turn (docs/contract.md §2),
 on top of `RunRecord`, which holds and saves what the turn changes.
 """
 
@@ -343,7 +343,7 @@ class TurnDriver(RunRecord):
         if result.call_id in self._started:
             self._started = tuple(i for i in self._started if i != result.call_id)
         self._answers = (*self._answers, (result, message))
-        # Between two calls of a round is a step boundary (lifecycle.md §3).
+        # Between two calls of a round is a step boundary (docs/contract.md §3).
         self._data.at_boundary = not self._started
         self._note(
             RecordKind.TOOL_RESULT,

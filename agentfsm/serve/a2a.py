@@ -287,7 +287,7 @@ async def _relay(agent: Agent, step: _Step, report: _Report) -> TurnOutcome:
                     await report.transition(event)
         except asyncio.CancelledError:
             # The request was cancelled (tasks/cancel, or the server stopping): so is the
-            # turn, at its next step boundary (lifecycle.md §1), and the lock is held until
+            # turn, at its next step boundary (docs/contract.md §1), and the lock is held until
             # it has stopped, so that the run is at rest when the next request comes.
             if agent.state == RunState.BUSY:
                 await agent.acancel()

@@ -1,10 +1,10 @@
-"""What each transition does to the run's data (the "effect" column of lifecycle.md), as data.
+"""What each transition does to the run's data (the "effect" column of docs/contract.md), as data.
 
 A `Postcondition` says, for the rows of one event (from some sources, in some
 circumstances), what value each data field has after the transition; every field it does
 not name keeps its value (the frame condition). The machines' effect functions
 (`agentfsm.fsm.effects`) implement these; the verifier checks them after every transition
-it explores. `COUPLINGS` is the other half of lifecycle.md §2: which event of one machine
+it explores. `COUPLINGS` is the other half of docs/contract.md §2: which event of one machine
 the Agent sends right after an event of the other.
 """
 
@@ -179,7 +179,7 @@ RUN_EFFECTS: tuple[Postcondition, ...] = (
     _post(_E.PAUSE, _PAUSABLE, {"paused_from": Expect(ExpectKind.SOURCE)}),
     _post(_E.RESUME, (_R.PAUSED,), {"paused_from": value(None)}),
 )
-"""RunLifecycle's effects on the data (lifecycle.md §1). ``start``, ``resolve_action``,
+"""RunLifecycle's effects on the data (docs/contract.md §1). ``start``, ``resolve_action``,
 ``provide_input`` and ``shutdown`` change no field of the machines' data (their effects are on
 the conversation and the stores, which the Agent owns); nor does anything not listed here."""
 
@@ -192,7 +192,7 @@ LOOP_EFFECTS: tuple[Postcondition, ...] = (
         target=_L.THINKING,
     ),
 )
-"""TurnLoop's effects (lifecycle.md §2): deciding every pending call clears the wait, and
+"""TurnLoop's effects (docs/contract.md §2): deciding every pending call clears the wait, and
 entering ``thinking`` starts an iteration. ``tools_finished`` at the cap goes to
 ``exhausted`` instead, which changes nothing."""
 
@@ -225,7 +225,7 @@ COUPLINGS: tuple[Coupling, ...] = (
     Coupling(_RUN, _E.EXPIRE, _R.FAILED, _LE.ABORT),
     Coupling(_RUN, _E.SHUTDOWN, _R.SHUTDOWN, _LE.ABORT),
 )
-"""How the loop and the run move together (lifecycle.md §2): ``answered`` and ``exhausted``
+"""How the loop and the run move together (docs/contract.md §2): ``answered`` and ``exhausted``
 → run ``complete``; ``awaiting_action`` → ``need_action``; ``awaiting_input`` →
 ``need_input``; ``errored`` → run ``fail``; run ``resolve_action`` / ``provide_input`` → loop
 ``resolved``; run ``cancel``, ``expire``, ``shutdown`` (of an unfinished turn) → loop

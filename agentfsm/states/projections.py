@@ -1,4 +1,4 @@
-"""The projections of lifecycle.md §4, as data: a run's state seen by other vocabularies.
+"""The projections of docs/contract.md §4, as data: a run's state seen by other vocabularies.
 
 A run is served over protocols that have their own, coarser words for where a piece of work
 is: the A2A protocol's task states and the Assistants-style run statuses. `PROJECTIONS` maps
@@ -61,7 +61,7 @@ class AssistantsStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Projection:
-    """One row of lifecycle.md §4: a run state (and reason) and what it is called elsewhere."""
+    """One row of docs/contract.md §4: a run state (and reason) and what it is called elsewhere."""
 
     state: RunState
     """The run's state."""
@@ -110,7 +110,7 @@ PROJECTIONS: tuple[Projection, ...] = (
         "no further tasks: the run is closed, a message to it is refused",
     ),
 )
-"""lifecycle.md §4, one row per run state, and per reason for ``completed`` and ``failed``."""
+"""docs/contract.md §4, one row per run state, and per reason for ``completed`` and ``failed``."""
 
 REASONED = frozenset({RunState.COMPLETED, RunState.FAILED})
 """The states whose projection depends on the turn's reason."""

@@ -1,4 +1,4 @@
-"""Fault injection: property-test that no failure strands your Agent (lifecycle.md I12, I13).
+"""Fault injection: property-test that no failure strands your Agent (docs/contract.md I12, I13).
 
 `FaultInjectingMachine` is an `AgentStateMachine` that also arms faults: hypothesis picks a
 callback point of your agent (its model, each hook, each listener event, each tool body, the
@@ -30,7 +30,7 @@ from hypothesis.stateful import initialize, invariant
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import TurnOutcome
-from agentfsm.errors import InvariantError
+from agentfsm.errors import InjectedError, InjectedInterrupt, InvariantError
 from agentfsm.states.events import Event
 from agentfsm.states.names import RunState
 from agentfsm.testing.injector import (
@@ -38,8 +38,6 @@ from agentfsm.testing.injector import (
     Fault,
     FaultInjector,
     FaultKind,
-    InjectedError,
-    InjectedInterrupt,
     fault_points,
     injected_faults,
 )
@@ -65,7 +63,7 @@ class FaultInjectingMachine(AgentStateMachine):
     invariants, after every step:
 
     - the fault's exception reached the caller (never swallowed), or nothing escaped;
-    - I12: the run is at rest in a state lifecycle.md names, never busy with no step
+    - I12: the run is at rest in a state docs/contract.md names, never busy with no step
       running, unless the store refused a save (then it is exactly what the store holds);
       a turn a cancellation ended failed with reason ``cancelled``; an open round exists
       only while the run waits or is paused;

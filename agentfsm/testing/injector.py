@@ -19,7 +19,12 @@ from hypothesis import strategies as st
 from agentfsm._compat import StrEnum
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import AgentEvent, TurnOutcome
-from agentfsm.errors import IllegalTransitionError, ReentrantCallError
+from agentfsm.errors import (
+    IllegalTransitionError,
+    InjectedError,
+    InjectedInterrupt,
+    ReentrantCallError,
+)
 from agentfsm.fsm.trace import LLMCallTrace, LLMRetryTrace, ToolExecutionTrace, UserInputTrace
 from agentfsm.llm.base import Model, ModelResponse, RetryListener
 from agentfsm.states.events import Event
@@ -79,14 +84,6 @@ REENTRANT_CALLS = (
     "reset",
 )
 """The calls a re-entrant fault makes into the run."""
-
-
-class InjectedError(RuntimeError):
-    """The `Exception` an armed fault raises."""
-
-
-class InjectedInterrupt(BaseException):
-    """The `BaseException` (neither `Exception`, `KeyboardInterrupt` nor `SystemExit`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -315,7 +315,7 @@ class AgentStateMachine(RuleBasedStateMachine):
             return
         agent = self.agent
         # A round is open while the run waits, or is paused in a wait or mid-round (a pause
-        # between two tool calls, lifecycle.md §3), or is busy as its store holds it (a save
+        # between two tool calls, docs/contract.md §3), or is busy as its store holds it (a save
         # was refused mid-round): its calls' message is the last one.
         messages = agent.messages
         waiting = agent.state in _WAITING or (

@@ -133,7 +133,7 @@ class HookContext:
         Raises:
             HookMessageError: The hook may not add messages, or ``message`` is a tool
                 message or an assistant message with tool calls (which only the model and
-                the tools may add, lifecycle.md I7); nothing was added.
+                the tools may add, docs/contract.md I7); nothing was added.
         """
         allowed = tuple(kind.value for kind in HookKind if kind.may_add_messages)
         if message.role == "tool" or (message.role == "assistant" and message.tool_calls):

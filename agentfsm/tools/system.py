@@ -227,7 +227,7 @@ class ToolSystem:
                 two calls (once a call of the round has its answer); if it says True, the
                 round stops there: the calls not yet started are left unanswered and
                 ``after_tools`` does not fire (an Agent takes a cancel or a pause there,
-                lifecycle.md §3).
+                docs/contract.md §3).
 
         Returns:
             One result and one tool message per call, in call order, then the messages

@@ -2,7 +2,7 @@
 
 `verify` explores every reachable configuration of RunLifecycle and TurnLoop (or of
 classes declared like them) by sending real events through their compiled machines, and
-checks the invariants of lifecycle.md on all of them; `check_log` replays a recorded
+checks the invariants of docs/contract.md on all of them; `check_log` replays a recorded
 event log through fresh machines and reports where it stops being a legal path.
 """
 

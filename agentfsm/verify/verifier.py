@@ -61,7 +61,7 @@ def verify(
         domains: What to try; `default_domains` by default. Extend it (`Domains.extended`)
             to cover a subclass's own events, guards and data fields.
         data: Builds a run's data from its run id: `RunData` or a subclass of it.
-        spec: The tables the machines must conform to (by default those of lifecycle.md),
+        spec: The tables the machines must conform to (by default those of docs/contract.md),
             both ways, with their effect postconditions; states and events a table does not
             know (an extension's) are not checked. None skips conformance and effects.
         spec_guards: The functions of the guards the spec tables name.

@@ -1,4 +1,4 @@
-"""No failure strands a run (lifecycle.md I12) and re-entrant calls keep the contract (I13).
+"""No failure strands a run (the contract's I12) and re-entrant calls keep the contract (I13).
 
 Each test is one way a run used to be left ``busy`` for good, or its history broken: the
 run must end at rest in a named state, every open call answered (I7), and accept its next

@@ -1,4 +1,4 @@
-"""The projection table of lifecycle.md §4 against every configuration the machines reach."""
+"""The projection table (docs/contract.md §4) against every configuration the machines reach."""
 
 from __future__ import annotations
 

@@ -1,0 +1,410 @@
+"""Tools from MCP servers: listed once, then run behind the same door as the application's own.
+
+An `MCPServer` names one server (a stdio command, a Streamable HTTP URL, or an in-process
+server object of the official ``mcp`` SDK) under a prefix the application chooses.
+`load_tools` lists the servers' tools and makes each an agentfsm `Tool` named
+``<prefix>__<tool>``, whose explicit JSON Schema is the server's ``inputSchema``: the
+`ToolSystem` checks enablement, policy and arguments exactly as for any tool before the
+server is contacted, and turns whatever the server answers into a `ToolResult`.
+
+Each operation (listing, one call) opens its own connection and closes it when done, under
+the server's ``timeout``: no connection outlives the event loop it was opened in, so the tools
+work from an `Agent`'s synchronous facade and from any event loop alike, and a server that
+hangs or dies costs one call, never the run. A stdio server is therefore started once per call.
+
+Needs the ``mcp`` extra: ``pip install 'agentfsm[mcp]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, cast
+
+try:
+    import anyio
+    import mcp
+    from mcp import types as mcp_types
+    from mcp.server import Server
+    from mcp.server.mcpserver import MCPServer as SDKServer
+except ImportError as missing:  # pragma: no cover - the dev extra installs it
+    raise ImportError(
+        "agentfsm.tools.mcp needs the MCP SDK: install it with pip install 'agentfsm[mcp]'"
+    ) from missing
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
+from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]  # no stubs
+from pydantic import TypeAdapter
+
+from agentfsm.errors import (
+    InvalidToolNameError,
+    MCPConnectionError,
+    MCPServerError,
+    MCPToolError,
+    ToolDefinitionError,
+    ToolTimeoutError,
+)
+from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.tools.context import ToolContext
+from agentfsm.tools.policy import ToolPolicy
+from agentfsm.tools.registry import AnyTool
+from agentfsm.tools.schema import compile_validator, schema_error
+from agentfsm.tools.spec import NAME_PATTERN, Tool
+
+__all__ = ["SEPARATOR", "MCPServer", "default_policy", "load_tools", "load_tools_sync"]
+
+SEPARATOR = "__"
+"""Between a server's prefix and its tool's name: ``files__read_file``. The model APIs allow
+only ``[a-zA-Z0-9_-]`` in a tool name, so the protocol's ``server.tool`` cannot be used."""
+
+_PREFIX = re.compile(r"^[a-zA-Z0-9-]+(?:_[a-zA-Z0-9-]+)*$")
+_MAX_PAGES = 100
+_CLOSING = 10.0
+"""Seconds a call may take after its deadline to close its transport (the SDK's stdio client
+gives a server 2 s to exit before it kills it)."""
+_RESULT: TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult] = TypeAdapter(
+    mcp_types.CallToolResult | mcp_types.InputRequiredResult
+)
+
+Target = str | Sequence[str] | mcp.StdioServerParameters | Server[Any] | SDKServer[Any]
+"""Where a server is: a Streamable HTTP URL, a command line (``["python", "server.py"]``) or
+`mcp.StdioServerParameters` for a stdio subprocess, or an in-process SDK server object."""
+
+
+def default_policy(
+    annotations: mcp_types.ToolAnnotations | None, trusted: bool
+) -> tuple[ToolPolicy, bool]:
+    """The policy and idempotency an MCP tool gets from its annotations, before overrides.
+
+    The protocol says annotations are untrusted unless the server is: for an untrusted
+    server they are ignored and every tool requires approval.
+
+    Args:
+        annotations: The tool's annotations as the server listed them (None for none).
+        trusted: Whether the application trusts the server.
+
+    Returns:
+        ``(policy, idempotent)``.
+    """
+    if not trusted:
+        return ToolPolicy.REQUIRE_APPROVAL, False
+    hints = annotations if annotations is not None else mcp_types.ToolAnnotations()
+    if hints.read_only_hint:
+        return ToolPolicy.ALLOW, True
+    idempotent = bool(hints.idempotent_hint)
+    # Both hints default to true in the protocol: only an explicit false lets a tool run freely.
+    if hints.destructive_hint is not False or hints.open_world_hint is not False:
+        return ToolPolicy.REQUIRE_APPROVAL, idempotent
+    return ToolPolicy.ALLOW, idempotent
+
+
+class MCPServer:
+    """One MCP server whose tools an application offers to its model.
+
+    Args:
+        prefix: Put before each of the server's tool names, with `SEPARATOR`: letters,
+            digits and ``-``, single ``_`` between them (``files``, ``git-hub``).
+        target: Where the server is (see `Target`).
+        trusted: Whether its tools' annotations may set their policy (see `default_policy`);
+            an untrusted server's tools all need approval unless ``policies`` says otherwise.
+        policies: The application's own policy for some of the server's tools, by the
+            server's tool name (``{"read_file": "allow"}``); it wins over the annotations.
+        timeout: Seconds any one operation (listing, or a call: connection included) may
+            take; a call that takes longer ends with status ``timeout``.
+
+    Raises:
+        ValueError: The prefix, a policy or the timeout is not allowed.
+    """
+
+    __slots__ = ("policies", "prefix", "target", "timeout", "trusted")
+
+    def __init__(
+        self,
+        prefix: str,
+        target: Target,
+        *,
+        trusted: bool = False,
+        policies: Mapping[str, ToolPolicy | str] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+            raise ValueError(
+                f"prefix must be letters, digits and '-', with single '_' between them "
+                f"(so that {SEPARATOR!r} separates it from the tool's name), not {prefix!r}"
+            )
+        if isinstance(timeout, bool) or not (
+            isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)
+        ):
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        self.prefix = prefix
+        """What the server's tool names are prefixed with."""
+        self.target = _target(target)
+        """Where the server is, as the SDK's `mcp.Client` takes it."""
+        self.trusted = trusted
+        """Whether the tools' annotations are believed."""
+        self.policies: Mapping[str, ToolPolicy] = MappingProxyType(
+            {name: _policy(name, value) for name, value in (policies or {}).items()}
+        )
+        """The application's policies, by the server's tool name (read-only)."""
+        self.timeout = float(timeout)
+        """Seconds one operation may take."""
+
+    def _client(self) -> mcp.Client:
+        # No response cache: a listing must be the server's current one.
+        return mcp.Client(self.target, read_timeout_seconds=self.timeout, cache=None)
+
+    async def list_tools(self) -> tuple[mcp_types.Tool, ...]:
+        """The server's tools, every page of the listing, as the SDK describes them.
+
+        Raises:
+            MCPConnectionError: The server could not be reached, or did not answer in time.
+            MCPServerError: It answered with an error.
+        """
+        listed: list[mcp_types.Tool] = []
+        try:
+            with anyio.fail_after(self.timeout):
+                async with self._client() as client:
+                    cursor: str | None = None
+                    for _ in range(_MAX_PAGES):
+                        page = await client.list_tools(cursor=cursor)
+                        listed.extend(page.tools)
+                        cursor = page.next_cursor
+                        if cursor is None:
+                            break
+                    else:
+                        raise MCPServerError(
+                            self.prefix, f"its tool list did not end after {_MAX_PAGES} pages"
+                        )
+        except TimeoutError:
+            raise MCPConnectionError(
+                self.prefix, f"listing its tools took longer than its timeout of {self.timeout}s"
+            ) from None
+        except Exception as exc:
+            raise _failure(self.prefix, "listing its tools", exc) from exc
+        return tuple(listed)
+
+    def tools_from(self, listed: Sequence[mcp_types.Tool]) -> tuple[AnyTool, ...]:
+        """Make agentfsm tools of a listing (`list_tools`'s); nothing is contacted.
+
+        Raises:
+            MCPServerError: A tool's name or schema cannot be offered to a model, or
+                ``policies`` names a tool the server does not list.
+        """
+        names = [remote.name for remote in listed]
+        unknown = sorted(set(self.policies) - set(names))
+        if unknown:
+            raise MCPServerError(
+                self.prefix,
+                f"policies name tools it does not list: {unknown!r}; it lists {sorted(names)!r}",
+            )
+        return tuple(self._tool(remote) for remote in listed)
+
+    async def tools(self) -> tuple[AnyTool, ...]:
+        """List the server's tools and make agentfsm tools of them (`list_tools`, `tools_from`).
+
+        Raises:
+            MCPConnectionError: The server could not be reached, or did not answer in time.
+            MCPServerError: It answered with an error, or a tool cannot be offered.
+        """
+        return self.tools_from(await self.list_tools())
+
+    def _tool(self, remote: mcp_types.Tool) -> AnyTool:
+        name = f"{self.prefix}{SEPARATOR}{remote.name}"
+        policy, idempotent = default_policy(remote.annotations, self.trusted)
+        policy = self.policies.get(remote.name, policy)
+        validator = _output_validator(self.prefix, remote)
+        try:
+            return Tool(
+                self._body(remote.name, name, validator),
+                name=name,
+                description=remote.description or remote.title or "",
+                parameters=cast(JSONObject, remote.input_schema),
+                policy=policy,
+                idempotent=idempotent,
+                # A backstop only: the body keeps the deadline itself, then closes the transport.
+                timeout=self.timeout + _CLOSING,
+                retry_on=(MCPConnectionError,) if idempotent else (),
+            )
+        except ToolDefinitionError as exc:
+            rule = (
+                f"; tool names must match {NAME_PATTERN}"
+                if isinstance(exc, InvalidToolNameError)
+                else ""
+            )
+            raise MCPServerError(
+                self.prefix,
+                f"its tool {remote.name!r} cannot be offered as {name!r} ({exc}){rule}",
+            ) from None
+
+    def _body(
+        self, remote: str, offered: str, validator: Draft202012Validator | None
+    ) -> Callable[..., Awaitable[JSONValue]]:
+        async def call(agentfsm_context__: ToolContext, **arguments: object) -> JSONValue:
+            result = await self._call(remote, offered, agentfsm_context__.call_id, arguments)
+            return _output(self.prefix, offered, result, validator)
+
+        call.__name__ = offered
+        return call
+
+    async def _call(
+        self, remote: str, offered: str, call_id: str, arguments: Mapping[str, object]
+    ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+        request = mcp_types.CallToolRequest(
+            params=mcp_types.CallToolRequestParams(name=remote, arguments=dict(arguments))
+        )
+        try:
+            # The deadline is kept here, by anyio, so that the SDK's transports close cleanly
+            # (a stdio server is stopped, and killed if need be) before the call returns.
+            with anyio.fail_after(self.timeout):
+                async with self._client() as client:
+                    # The session's call_tool would check the output schema with a validator
+                    # of its own: the request is sent as it is, and checked by `_output`.
+                    return await client.session.send_request(
+                        request, _RESULT, request_read_timeout_seconds=self.timeout
+                    )
+        except TimeoutError:
+            raise ToolTimeoutError(offered, call_id, self.timeout) from None
+        except Exception as exc:
+            raise _failure(self.prefix, f"calling its tool {remote!r}", exc) from exc
+
+    def __repr__(self) -> str:
+        return f"MCPServer({self.prefix!r}, trusted={self.trusted!r})"
+
+
+async def load_tools(*servers: MCPServer, taken: Collection[str] = ()) -> tuple[AnyTool, ...]:
+    """List every server's tools and make agentfsm tools of them, refusing any name clash.
+
+    Args:
+        servers: The servers, listed one after the other.
+        taken: Names already in use (the application's own tools: ``registry.names``).
+
+    Returns:
+        The tools, server by server in listing order, ready for an `Agent` or a `ToolRegistry`.
+
+    Raises:
+        MCPServerError: Two tools would share a name, or a server's listing failed or
+            cannot be offered (`MCPServer.tools`).
+    """
+    seen = dict.fromkeys(taken, "the application")
+    tools: list[AnyTool] = []
+    for server in servers:
+        for made in await server.tools():
+            owner = seen.get(made.name)
+            if owner is not None:
+                raise MCPServerError(
+                    server.prefix,
+                    f"its tool {made.name!r} clashes with a tool of {owner} of the same name; "
+                    "give the server another prefix",
+                )
+            seen[made.name] = f"MCP server {server.prefix!r}"
+            tools.append(made)
+    return tuple(tools)
+
+
+def load_tools_sync(*servers: MCPServer, taken: Collection[str] = ()) -> tuple[AnyTool, ...]:
+    """`load_tools`, for synchronous code (runs it in a new event loop).
+
+    Raises:
+        MCPServerError: As `load_tools`.
+        RuntimeError: Called inside a running event loop (await `load_tools` there).
+    """
+    return asyncio.run(load_tools(*servers, taken=taken))
+
+
+def _target(target: Target) -> str | mcp.StdioServerParameters | Server[Any] | SDKServer[Any]:
+    if isinstance(target, (str, mcp.StdioServerParameters, Server, SDKServer)):
+        return target
+    argv = list(target) if isinstance(target, Sequence) else []
+    if not argv or not all(isinstance(part, str) for part in argv):
+        raise ValueError(
+            "target must be a Streamable HTTP URL, a command line (a non-empty list of "
+            "strings), mcp.StdioServerParameters, or an in-process mcp server object, "
+            f"not {target!r}"
+        )
+    return mcp.StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+def _policy(name: str, value: ToolPolicy | str) -> ToolPolicy:
+    try:
+        return ToolPolicy(value)
+    except ValueError:
+        allowed = [policy.value for policy in ToolPolicy]
+        raise ValueError(f"policies[{name!r}] must be one of {allowed!r}, not {value!r}") from None
+
+
+def _output_validator(prefix: str, remote: mcp_types.Tool) -> Draft202012Validator | None:
+    schema = remote.output_schema
+    if schema is None:
+        return None
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise MCPServerError(
+            prefix,
+            f"its tool {remote.name!r} has an outputSchema that is not valid: {exc.message}",
+        ) from None
+    return compile_validator(cast(JSONObject, schema))
+
+
+def _output(
+    prefix: str,
+    offered: str,
+    result: mcp_types.CallToolResult | mcp_types.InputRequiredResult,
+    validator: Draft202012Validator | None,
+) -> JSONValue:
+    if isinstance(result, mcp_types.InputRequiredResult):
+        raise MCPServerError(
+            prefix,
+            f"its tool {offered!r} asked for input from the user, which agentfsm does not "
+            "answer yet",
+        )
+    if result.is_error:
+        raise MCPToolError(offered, _text(result.content) or "no detail given")
+    structured = cast(JSONValue, result.structured_content)
+    if validator is not None:
+        if structured is None:
+            raise MCPServerError(
+                prefix,
+                f"its tool {offered!r} declares an outputSchema but returned no structuredContent",
+            )
+        problem = schema_error(validator, cast(JSONObject, structured))
+        if problem is not None:
+            pointer, message = problem
+            raise MCPServerError(
+                prefix,
+                f"its tool {offered!r} returned structuredContent that does not match its "
+                f"outputSchema at {pointer or '/'!r}: {message}",
+            )
+    if structured is not None:
+        return structured
+    if all(isinstance(block, mcp_types.TextContent) for block in result.content):
+        return _text(result.content)
+    return [
+        cast(JSONObject, block.model_dump(mode="json", by_alias=True, exclude_none=True))
+        for block in result.content
+    ]
+
+
+def _text(content: Sequence[mcp_types.ContentBlock]) -> str:
+    return "\n".join(block.text for block in content if isinstance(block, mcp_types.TextContent))
+
+
+def _failure(prefix: str, doing: str, exc: BaseException) -> MCPServerError:
+    """The agentfsm error for an exception raised while ``doing`` something with a server."""
+    inner = getattr(exc, "exceptions", None)  # anyio's task groups wrap what went wrong
+    while isinstance(inner, tuple) and len(inner) == 1 and isinstance(inner[0], BaseException):
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
+    if isinstance(exc, MCPServerError):
+        return exc
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, mcp.MCPError) and exc.code not in (
+        mcp_types.CONNECTION_CLOSED,
+        mcp_types.REQUEST_TIMEOUT,
+    ):
+        return MCPServerError(prefix, f"{doing} failed with a protocol error ({detail})")
+    return MCPConnectionError(
+        prefix, f"{doing} failed: the server is unreachable or went away ({detail})"
+    )

@@ -1,0 +1,335 @@
+"""MCP tools behind the ToolSystem's door, against real SDK servers connected in-process.
+
+The permission matrix (trust, annotations and the application's policies), names and clashes,
+argument validation before any call, and how each kind of answer becomes a `ToolResult`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from mcp import MCPError, types
+
+from agentfsm.errors import MCPConnectionError, MCPServerError
+from agentfsm.states.messages import ToolCall
+from agentfsm.tools import Decision, ToolContext, ToolPolicy, ToolStatus, ToolSystem
+from agentfsm.tools.mcp import SEPARATOR, MCPServer, default_policy, load_tools_sync
+from tests.mcp.servers import POINT, declared, raw, structured, toolbox
+
+CONTEXT = ToolContext(run_id="run-1", turn=1, iteration=1)
+A = types.ToolAnnotations
+
+
+def call(name: str, call_id: str = "c1", **arguments: Any) -> ToolCall:
+    return ToolCall(id=call_id, name=name, arguments=json.dumps(arguments))
+
+
+def policies(server: MCPServer) -> dict[str, tuple[str, bool]]:
+    return {t.name: (t.policy.value, t.idempotent) for t in load_tools_sync(server)}
+
+
+# --- the annotations table ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        (None, ("require_approval", False)),  # destructive and open-world by default
+        (A(read_only_hint=True), ("allow", True)),
+        (A(read_only_hint=True, destructive_hint=True), ("allow", True)),
+        (A(destructive_hint=True), ("require_approval", False)),
+        (A(destructive_hint=False), ("require_approval", False)),  # open world by default
+        (A(destructive_hint=False, open_world_hint=True), ("require_approval", False)),
+        (A(destructive_hint=False, open_world_hint=False), ("allow", False)),
+        (A(destructive_hint=False, open_world_hint=False, idempotent_hint=True), ("allow", True)),
+        (A(idempotent_hint=True), ("require_approval", True)),
+    ],
+)
+def test_a_trusted_servers_annotations_set_the_policy(
+    annotations: types.ToolAnnotations | None, expected: tuple[str, bool]
+) -> None:
+    policy, idempotent = default_policy(annotations, trusted=True)
+    assert (policy.value, idempotent) == expected
+
+
+hints = st.one_of(st.none(), st.booleans())
+
+
+@given(read_only=hints, destructive=hints, idempotent=hints, open_world=hints)
+def test_an_untrusted_servers_annotations_are_ignored(
+    read_only: bool | None,
+    destructive: bool | None,
+    idempotent: bool | None,
+    open_world: bool | None,
+) -> None:
+    annotations = A(
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+    )
+    assert default_policy(annotations, trusted=False) == (ToolPolicy.REQUIRE_APPROVAL, False)
+    trusted, _ = default_policy(annotations, trusted=True)
+    # Trusted, a tool runs freely only if it says it is read-only, or neither destructive nor
+    # open-world in so many words.
+    free = read_only is True or (destructive is False and open_world is False)
+    assert (trusted is ToolPolicy.ALLOW) == free
+
+
+def test_the_listing_of_a_trusted_server_follows_the_table() -> None:
+    listed = policies(MCPServer("tb", toolbox(), trusted=True))
+
+    assert listed["tb__add"] == ("allow", True)
+    assert listed["tb__write"] == ("require_approval", False)
+    assert listed["tb__reset"] == ("allow", True)
+    assert listed["tb__fetch"] == ("require_approval", False)
+
+
+def test_every_tool_of_an_untrusted_server_needs_approval_unless_the_application_says() -> None:
+    listed = policies(MCPServer("tb", toolbox(), policies={"add": "allow", "pid": "deny"}))
+
+    assert listed.pop("tb__add") == ("allow", False)
+    assert listed.pop("tb__pid") == ("deny", False)
+    assert set(listed.values()) == {("require_approval", False)}
+
+
+def test_the_applications_policy_wins_over_a_trusted_servers_annotations() -> None:
+    listed = policies(MCPServer("tb", toolbox(), trusted=True, policies={"add": "deny"}))
+    assert listed["tb__add"] == ("deny", True)
+
+
+# --- names and clashes -------------------------------------------------------------------
+
+
+def test_names_are_prefix_separator_tool_and_keep_the_servers_description() -> None:
+    tools = load_tools_sync(MCPServer("tb", toolbox()))
+
+    assert SEPARATOR == "__"
+    assert [t.name for t in tools][:3] == ["tb__add", "tb__write", "tb__reset"]
+    assert tools[0].description == "Add two integers."
+    assert tools[0].parameters["required"] == ["a", "b"]
+
+
+def test_a_clash_with_the_applications_tools_is_refused_when_the_list_is_read() -> None:
+    with pytest.raises(MCPServerError, match=r"'tb__add' clashes with a tool of the application"):
+        load_tools_sync(MCPServer("tb", toolbox()), taken=("tb__add",))
+
+
+def test_two_servers_under_one_prefix_clash() -> None:
+    with pytest.raises(MCPServerError, match=r"clashes with a tool of MCP server 'tb'"):
+        load_tools_sync(MCPServer("tb", toolbox()), MCPServer("tb", toolbox()))
+
+
+@pytest.mark.parametrize("name", ["read.file", "a" * 70, "files/read"])
+def test_a_tool_name_models_refuse_is_refused_with_the_allowed_pattern(name: str) -> None:
+    with pytest.raises(MCPServerError, match=r"cannot be offered as .*\[a-zA-Z0-9_-\]") as info:
+        load_tools_sync(MCPServer("raw", raw([declared(name)])))
+    assert info.value.server == "raw"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"prefix": "a.b", "target": "http://127.0.0.1:1/mcp"}, "prefix must be"),
+        ({"prefix": "a__b", "target": "http://127.0.0.1:1/mcp"}, "prefix must be"),
+        ({"prefix": "a", "target": []}, "target must be"),
+        ({"prefix": "a", "target": 42}, "target must be"),
+        ({"prefix": "a", "target": "u", "timeout": 0}, "timeout must be"),
+        ({"prefix": "a", "target": "u", "timeout": True}, "timeout must be"),
+        ({"prefix": "a", "target": "u", "policies": {"x": "maybe"}}, r"policies\['x'\]"),
+    ],
+)
+def test_a_server_declared_wrongly_is_refused_with_what_is_allowed(
+    arguments: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ValueError, match=problem):
+        MCPServer(**arguments)
+
+
+def test_policies_for_tools_the_server_does_not_list_are_refused() -> None:
+    with pytest.raises(MCPServerError, match=r"policies name tools it does not list: \['nope'\]"):
+        load_tools_sync(MCPServer("tb", toolbox(), policies={"nope": "allow"}))
+
+
+def test_an_invalid_input_or_output_schema_is_refused_when_the_list_is_read() -> None:
+    bad_input = declared(input_schema={"type": "object", "properties": {"n": {"type": "no"}}})
+    with pytest.raises(
+        MCPServerError, match=r"cannot be offered as 'raw__point' \(.*/properties/n/type"
+    ):
+        load_tools_sync(MCPServer("raw", raw([bad_input])))
+    bad_output = declared(output_schema={"type": "nonsense"})
+    with pytest.raises(MCPServerError, match="has an outputSchema that is not valid"):
+        load_tools_sync(MCPServer("raw", raw([bad_output])))
+
+
+def test_a_server_that_cannot_be_reached_fails_the_listing_clearly() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = MCPServer("gone", f"http://127.0.0.1:{port}/mcp", timeout=5)
+    with pytest.raises(MCPConnectionError, match=r"MCP server 'gone': listing its tools failed"):
+        load_tools_sync(server)
+
+
+# --- the same door as our own tools ------------------------------------------------------
+
+
+def round_of(server: MCPServer, *calls: ToolCall, **options: Any) -> list[Any]:
+    system = ToolSystem(load_tools_sync(server))
+    return list(system.run_round_sync(calls, CONTEXT, **options).results)
+
+
+def test_arguments_are_validated_before_the_server_is_contacted() -> None:
+    received: list[str] = []
+    server = MCPServer(
+        "raw", raw([declared("count")], calls=received), policies={"count": "allow"}
+    )
+
+    bad, good = round_of(
+        server, call("raw__count", "c1", n="three"), call("raw__count", "c2", n=3)
+    )
+
+    assert bad.status is ToolStatus.INVALID_ARGUMENTS
+    assert "'three' is not of type 'integer'" in bad.error.message
+    assert (bad.attempts, good.status, received) == (0, ToolStatus.SUCCESS, ["count"])
+
+
+def test_a_call_needing_approval_runs_only_once_approved() -> None:
+    notes: dict[str, str] = {}
+    server = MCPServer("tb", toolbox(notes))
+    write = call("tb__write", path="a.txt", text="hi")
+
+    (refused,) = round_of(server, write)
+    assert (refused.status, notes) == (ToolStatus.DENIED, {})
+    assert "requires approval" in refused.error.message
+
+    (ran,) = round_of(server, write, decisions={"c1": Decision.approve()})
+    assert (ran.status, ran.output, notes) == (
+        ToolStatus.SUCCESS,
+        {"result": "wrote 2 characters to a.txt"},
+        {"a.txt": "hi"},
+    )
+
+
+def test_a_tool_not_enabled_for_the_run_is_never_called() -> None:
+    received: list[str] = []
+    server = MCPServer(
+        "raw", raw([declared("count")], calls=received), policies={"count": "allow"}
+    )
+
+    (result,) = round_of(server, call("raw__count", n=1), enabled=())
+
+    assert (result.status, received) == (ToolStatus.DISABLED, [])
+
+
+def test_an_is_error_result_reaches_the_model_as_a_tool_error() -> None:
+    (result,) = round_of(MCPServer("tb", toolbox(), trusted=True), call("tb__fail"))
+
+    assert result.status is ToolStatus.ERROR
+    assert result.error.type == "MCPToolError"
+    assert result.content() == "[error] MCPToolError: tool 'tb__fail' reported an error: disk full"
+
+
+def test_structured_content_that_matches_the_output_schema_is_the_output() -> None:
+    server = MCPServer(
+        "raw", raw([declared(output_schema=POINT)], structured({"x": 1, "y": 2}, "(1, 2)"))
+    )
+    (result,) = round_of(server, call("raw__point", n=1), decisions={"c1": Decision.approve()})
+    assert (result.status, result.output) == (ToolStatus.SUCCESS, {"x": 1, "y": 2})
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (structured({"x": 1, "y": "two"}), r"at '/y': 'two' is not of type 'integer'"),
+        (structured({"x": 1}), r"at '/': 'y' is a required property"),
+        (types.CallToolResult(content=[]), "declares an outputSchema but returned no"),
+    ],
+)
+def test_structured_content_off_the_output_schema_is_an_error_result(
+    answer: types.CallToolResult, problem: str
+) -> None:
+    server = MCPServer(
+        "raw", raw([declared(output_schema=POINT)], answer), policies={"point": "allow"}
+    )
+
+    (result,) = round_of(server, call("raw__point", n=1))
+
+    assert (result.status, result.error.type) == (ToolStatus.ERROR, "MCPServerError")
+    assert result.error.message.startswith("MCP server 'raw': its tool 'raw__point' ")
+    assert re.search(problem, result.error.message)
+
+
+def test_unstructured_content_is_text_or_the_content_blocks() -> None:
+    text = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="a"),
+            types.TextContent(type="text", text="b"),
+        ]
+    )
+    image = types.CallToolResult(
+        content=[types.ImageContent(type="image", data="AAAA", mime_type="image/png")]
+    )
+    outputs = []
+    for answer in (text, image):
+        server = MCPServer("raw", raw([declared()], answer), policies={"point": "allow"})
+        (result,) = round_of(server, call("raw__point", n=1))
+        outputs.append(result.output)
+
+    assert outputs == ["a\nb", [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]]
+
+
+def test_a_protocol_error_becomes_an_error_result() -> None:
+    broken = raw([declared()], MCPError(-32602, "no such thing"))
+    server = MCPServer("raw", broken, policies={"point": "allow"})
+
+    (result,) = round_of(server, call("raw__point", n=1))
+
+    assert (result.status, result.error.type) == (ToolStatus.ERROR, "MCPServerError")
+    assert "calling its tool 'point' failed with a protocol error" in result.error.message
+    assert "no such thing" in result.error.message
+
+
+def test_import_agentfsm_does_not_import_the_mcp_sdk() -> None:
+    code = (
+        "import sys, agentfsm, agentfsm.tools\n"
+        "print(any(m.split('.')[0] == 'mcp' for m in sys.modules))"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "False"
+
+
+def test_every_page_of_a_listing_is_read() -> None:
+    tools = [declared(f"t{n}") for n in range(5)]
+    listed = load_tools_sync(MCPServer("raw", raw(tools, page_size=2)))
+    assert [t.name for t in listed] == [f"raw__t{n}" for n in range(5)]
+
+
+def test_a_listing_that_outlives_the_timeout_fails_clearly() -> None:
+    server = MCPServer("slow", raw([declared()], list_delay=30), timeout=0.2)
+    with pytest.raises(MCPConnectionError, match=r"took longer than its timeout of 0.2s"):
+        load_tools_sync(server)
+
+
+def test_a_server_asking_for_user_input_is_an_error_result_for_now() -> None:
+    asking = types.InputRequiredResult(request_state="opaque")
+    server = MCPServer("raw", raw([declared()], asking), policies={"point": "allow"})
+
+    (result,) = round_of(server, call("raw__point", n=1))
+
+    assert (result.status, result.error.type) == (ToolStatus.ERROR, "MCPServerError")
+    assert "asked for input from the user" in result.error.message
+
+
+def test_a_listing_that_never_ends_is_refused() -> None:
+    endless = raw([declared(f"t{n}") for n in range(101)], page_size=1)
+    with pytest.raises(MCPServerError, match="did not end after 100 pages"):
+        load_tools_sync(MCPServer("raw", endless))
