@@ -40,6 +40,7 @@ from agentfsm.stores.postgres import PostgresStore
 from agentfsm.testing.postgres_server import TemporaryPostgres
 from benchmarks.loops.agentfsm_loop import TOOLS, BenchModel
 from benchmarks.loops.workload import FINAL, PROMPT, Listener
+from benchmarks.targets import durable_run_target
 
 ITERATIONS = 10
 REPEATS = 7
@@ -245,6 +246,8 @@ def main() -> None:
             f"{'' if saved is None else f'{saved:.1f}':>15} "
             f"{'' if resumed is None else f'{resumed:.1f}':>10}"
         )
+    target = durable_run_target(results)
+    print(f"target: {target.goal}: {target.measured}, {'met' if target.met else 'NOT met'}")
     if options.json:
         options.json.write_text(json.dumps(results, indent=2))
 

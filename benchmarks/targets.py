@@ -9,6 +9,11 @@ AGENTFSM = "agentfsm Agent, async"
 """The implementation the iteration targets are about: the Agent's async core."""
 AGENT_MEMORY = "agentfsm Agent, started (ask_user=False)"
 """The idle run the memory target is about."""
+DURABLE_RUN_RATIO = 3.0
+"""A durable run on SQLite synchronous=FULL costs at most this many times the same run with
+no store (issue 22: group commit)."""
+DURABLE_STORE = "SQLiteStore FULL"
+"""The store the durable-run target is about."""
 BURR = "Apache Burr"
 LANGGRAPH = "LangGraph StateGraph"
 
@@ -63,4 +68,22 @@ def check_targets(results: dict[str, Any]) -> list[Target]:
             "run, synchronous=FULL)",
             resume <= 1000,
         ),
+        durable_run_target(results["persist"]),
     ]
+
+
+def durable_run_target(persist: dict[str, Any]) -> Target:
+    """The durable-run ratio on SQLite FULL, every store's beside it, from `bench_persist`."""
+    ratios = persist["durable_run_ratio"]
+    full = ratios[DURABLE_STORE]
+    others = ", ".join(
+        f"{name} {ratio:.1f}x"
+        for name, ratio in ratios.items()
+        if name not in (DURABLE_STORE, "no store") and not name.startswith("LangGraph")
+    )
+    return Target(
+        f"durable {persist['iterations']}-iteration run on SQLite synchronous=FULL "
+        f"≤ {DURABLE_RUN_RATIO:g}x the same run with no store",
+        f"{full:.1f}x ({others})",
+        full <= DURABLE_RUN_RATIO,
+    )

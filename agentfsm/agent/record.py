@@ -2,6 +2,13 @@
 
 The conversation, the open round and the trace, saved before each event is delivered (I11).
 
+Group commit: during a step, the events a run produces between two external effects (a model
+call, a tool body, the return to the caller) wait in a batch; `RunRecord._commit`, awaited
+just before the effect, saves the batch and the snapshot after it in one transaction, then
+delivers its events (and the trace entries among them) in order. Nothing is delivered before
+it is stored. Outside a step (``reset``) and while a failed step is settled, each event is
+saved on its own as it happens, as before.
+
 `RunRecord` is the lowest layer of the `Agent`: it holds what a run is made of and knows how
 to restore it from a `Snapshot`, save it, and tell listeners of it. It decides nothing about
 the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
@@ -39,6 +46,7 @@ class RunRecord:
     __slots__ = (
         "_answers",
         "_cancel_requested",
+        "_claim_due",
         "_config",
         "_data",
         "_decisions",
@@ -47,6 +55,7 @@ class RunRecord:
         "_driven",
         "_emitter",
         "_engine",
+        "_grouping",
         "_listeners",
         "_loop",
         "_messages",
@@ -58,6 +67,8 @@ class RunRecord:
         "_store_failed",
         "_system",
         "_trace",
+        "_undelivered",
+        "_unsaved",
         "_version",
         "store",
     )
@@ -89,6 +100,20 @@ class RunRecord:
     """A turn was driven during the current call (a step ran, even with no event yet)."""
     _quiet: list[BaseException] | None
     """While a failed step is being settled: the listeners' exceptions, kept, not raised."""
+    _grouping: bool
+    """A step runs on a store: events wait in a batch for `_commit`."""
+    _unsaved: list[Event]
+    """The batch: events not yet stored."""
+    _undelivered: list[AgentEvent]
+    """The batch's events and the trace entries among them, in order, not yet delivered."""
+    _claim_due: bool
+    """A restored run is to be claimed (a save with no event) by the next commit."""
+
+    def _ungrouped(self) -> None:
+        """No batch: nothing waits to be saved or delivered."""
+        self._grouping = self._claim_due = False
+        self._unsaved = []
+        self._undelivered = []
 
     def _fresh(self) -> None:
         """A new run, in created: nothing said, nothing stored."""
@@ -112,6 +137,7 @@ class RunRecord:
         self._started: tuple[str, ...] = ()
         self._version = 0
         self._emitter.seq = 0
+        self._ungrouped()
 
     def _restore(self, snapshot: Snapshot) -> None:
         """Become the stored run: its machines where they were, without entering a state."""
@@ -131,6 +157,7 @@ class RunRecord:
         self._round = open_round(self._messages)
         self._version = snapshot.version
         self._emitter.seq = snapshot.seq
+        self._ungrouped()
 
     def _reload(self) -> None:
         """After a failed save: be exactly what the store holds (nothing unsaved is kept)."""
@@ -146,6 +173,10 @@ class RunRecord:
             # A turn's loop enters thinking as part of the transition that starts the turn,
             # so the transition's snapshot has it (replay does the same).
             self._loop = loop_machine(self._data, self._emitter, self._engine)
+        if self._grouping:
+            self._unsaved.append(event)
+            self._undelivered.append(event)
+            return
         if self.store is not None:
             version = self._version + 1
             try:
@@ -159,6 +190,83 @@ class RunRecord:
                 raise
             self._version = version
         self._deliver(event)
+
+    async def _commit(self) -> None:
+        """Before an external effect: save the batch in one transaction, then deliver it.
+
+        Listeners told now may add to the batch (a transition of their own): that is saved
+        and delivered too before this returns.
+
+        Raises:
+            BaseException: What the store raised (the run is then to be reloaded: nothing of
+                the batch was delivered), or what a listener raised (the batch is stored;
+                what was not delivered yet waits for the settling of the step).
+        """
+        while self._undelivered or self._claim_due:
+            told = len(self._undelivered)
+            store = self.store
+            if store is not None and (self._unsaved or self._claim_due):
+                await self._save_batch(store)
+            else:  # (nothing to save, or the store was taken away mid-step)
+                self._claim_due = False
+            items = self._undelivered[:told]
+            del self._undelivered[:told]
+            for index, item in enumerate(items):
+                try:
+                    self._deliver(item)
+                except BaseException:
+                    self._undelivered[:0] = items[index + 1 :]
+                    raise
+
+    async def _tell(self) -> None:
+        """At a step boundary: listeners hear of what happened so far (stored first).
+
+        A listener may ask to cancel or pause, which the boundary then takes; with no
+        listener, the batch waits for the next external effect.
+        """
+        if self._listeners:
+            await self._commit()
+
+    async def _save_batch(self, store: RunStore) -> None:
+        events = tuple(self._unsaved)
+        version = self._version + 1
+        seq = events[-1].seq if events else self._emitter.seq
+        snapshot = self._snapshot(seq, version)
+        expected = self._version or None
+        # (getattr, not isinstance: a runtime protocol check costs more than a save in memory)
+        asave = getattr(store, "asave", None)
+        try:
+            if asave is not None:
+                await asave(snapshot, events, expected_version=expected)
+            else:
+                store.save(snapshot, events, expected_version=expected)
+        except BaseException:
+            self._store_failed = True
+            raise
+        self._version = version
+        self._claim_due = False
+        del self._unsaved[: len(events)]
+
+    def _flush_now(self) -> None:
+        """Stop grouping: save what waits in one transaction now, then deliver it (settling)."""
+        self._grouping = False
+        if self.store is not None and self._unsaved:
+            events = tuple(self._unsaved)
+            version = self._version + 1
+            try:
+                self.store.save(
+                    self._snapshot(events[-1].seq, version),
+                    events,
+                    expected_version=self._version or None,
+                )
+            except BaseException:
+                self._store_failed = True
+                raise
+            self._version = version
+        self._unsaved = []
+        items, self._undelivered = self._undelivered, []
+        for item in items:
+            self._deliver(item)
 
     def _snapshot(self, seq: int, version: int) -> Snapshot:
         return Snapshot.from_data(
@@ -178,6 +286,9 @@ class RunRecord:
         )
 
     def _claim(self) -> None:
+        if self._grouping:
+            self._claim_due = True  # saved by the next commit, before anything runs
+            return
         if self.store is not None:
             version = self._version + 1
             try:
@@ -232,4 +343,7 @@ class RunRecord:
 
     def _record(self, entry: AnyTraceEntry) -> None:
         self._trace.append(entry)
-        self._deliver(entry)
+        if self._undelivered:  # after the events waiting in the batch, in order
+            self._undelivered.append(entry)
+        else:
+            self._deliver(entry)

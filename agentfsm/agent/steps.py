@@ -58,17 +58,21 @@ def step(
                 self._depth -= 1
         self._depth = 1
         self._store_failed = self._driven = False
+        self._grouping = self.store is not None  # group commit (agentfsm.agent.record)
         seq = self._emitter.seq
         try:
             outcome = await method(self, *args, **kwargs)
+            await self._commit()  # the return to the caller: all is stored and told
             if self._apply_requests():
+                await self._commit()
                 outcome = self.outcome()
         except BaseException as error:
             # A call refused before it moved anything (I4) leaves the run as it was.
-            if self._driven or self._emitter.seq != seq:
+            if self._driven or self._emitter.seq != seq or self._undelivered:
                 self._settle(error)
             raise
         finally:
+            self._grouping = False
             self._depth = 0
         return outcome
 
@@ -103,34 +107,39 @@ class StepGuard(TurnDriver):
     def _settle(self, error: BaseException) -> None:
         """Bring the run to rest after ``error`` escaped a step; the caller re-raises it."""
         self._cancel_requested = self._pause_requested = False
-        if self._store_failed:
-            self._from_store()
-            return
-        state = self._data.state
-        if state == RunState.BUSY:
-            finish: Callable[[], None] = functools.partial(self._end_turn, error)
-        elif (self._round or self._deferred) and state not in HOLDING:
-            # The run's transition was made (cancel, expire, shutdown…), but what escaped
-            # cut short the closing of the turn: finish it.
-            finish = functools.partial(self._close_turn, self._closing_reason())
-        else:
-            return  # at rest already: what escaped came after the step's last change
         quiet: list[BaseException] = []
         self._quiet = quiet
         try:
-            finish()
+            if not self._store_failed:
+                # What the step changed before it failed (its last batch): stored, then told.
+                self._flush_now()
+            finish = None if self._store_failed else self._finishing(error)
+            if finish is not None:
+                finish()
         except BaseException:
             if not self._save_refused():
                 raise
-            self._from_store()
         finally:
             self._quiet = None
+        if self._store_failed:
+            self._from_store()
         for later in quiet:
             if not isinstance(later, Exception):
                 raise later from error  # never swallowed; the run is at rest first
             note = getattr(error, "add_note", None)  # Python 3.11+
             if note is not None:
                 note(f"a listener also raised while the turn was being failed: {later!r}")
+
+    def _finishing(self, error: BaseException) -> Callable[[], None] | None:
+        """What brings the run to rest after ``error``; None if it is at rest already."""
+        state = self._data.state
+        if state == RunState.BUSY:
+            return functools.partial(self._end_turn, error)
+        if (self._round or self._deferred) and state not in HOLDING:
+            # The run's transition was made (cancel, expire, shutdown…), but what escaped
+            # cut short the closing of the turn: finish it.
+            return functools.partial(self._close_turn, self._closing_reason())
+        return None  # at rest already: what escaped came after the step's last change
 
     def _closing_reason(self) -> str:
         reason = self._data.reason

@@ -157,6 +157,7 @@ class TurnDriver(RunRecord):
         if loop.state == LoopState.ACTING:
             await self._tool_round()
         while loop.state == LoopState.THINKING:
+            await self._tell()
             if self._stop_at_boundary():
                 break
             await self._think()
@@ -164,6 +165,7 @@ class TurnDriver(RunRecord):
                 await self._tool_round()
         if self._data.state == RunState.BUSY:
             await self._finish(loop.state)
+        await self._commit()
         self._apply_requests()
         await self._next_queued()
 
@@ -201,6 +203,10 @@ class TurnDriver(RunRecord):
     def _stop_requested(self) -> bool:
         return self._cancel_requested or self._pause_requested or self._data.cancel_requested
 
+    async def _stop_between_calls(self) -> bool:
+        await self._tell()
+        return self._stop_requested()
+
     def _apply_requests(self) -> bool:
         """At the end of a step whose turn came to rest: take the requests it left.
 
@@ -229,6 +235,7 @@ class TurnDriver(RunRecord):
 
     async def _think(self) -> None:
         self._append(await self._fire(HookKind.BEFORE_LLM))
+        await self._commit()  # the model call is an external effect
         started = self._timer()
         self._data.at_boundary = False
         try:
@@ -323,6 +330,7 @@ class TurnDriver(RunRecord):
         return None if timeout is None else self._clock() + timeout
 
     async def _tool_round(self) -> None:
+        await self._tell()
         if self._stop_requested():
             self._stop_at_boundary()  # the boundary before the round's first call
             return
@@ -341,7 +349,7 @@ class TurnDriver(RunRecord):
             answered={result.call_id: (result, message) for result, message in self._answers},
             on_start=self._on_start,
             on_answer=self._on_answer,
-            stop=self._stop_requested,
+            stop=self._stop_between_calls,
         )
         if len(round_.results) < len(calls):
             # Stopped at the boundary between two calls: a cancel answers the rest
@@ -391,10 +399,11 @@ class TurnDriver(RunRecord):
             text = failure_content(ToolStatus.ERROR, info)
             self._on_answer(result, Message.tool(call_id, text, name=name))
 
-    def _on_start(self, call: ToolCall) -> None:
+    async def _on_start(self, call: ToolCall) -> None:
         self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
+        await self._commit()  # stored before the body runs: it never runs twice (I11)
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
         if result.call_id in self._started:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentfsm.stores._credentials import redact
-from agentfsm.stores.base import RunStore, RunSummary
+from agentfsm.stores.base import AsyncRunStore, RunStore, RunSummary
 from agentfsm.stores.exact_replay import replay
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.snapshot import SNAPSHOT_SCHEMA_VERSION, Snapshot, ToolAnswer
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SNAPSHOT_SCHEMA_VERSION",
+    "AsyncRunStore",
     "MemoryStore",
     "PostgresStore",
     "RunStore",

@@ -1,16 +1,18 @@
 """`RunStore`: where runs persist, as snapshots plus an append-only event log.
 
-The protocol is synchronous on purpose: the stores shipped (memory, SQLite) answer in
-microseconds, and sqlite3 is a synchronous API; an async agent calls them directly, since
-wrapping a few-µs call in a thread would cost more than it saves.
+`RunStore` is synchronous. A store whose writes wait on a disk or a server (SQLite, which
+fsyncs; PostgreSQL) is also an `AsyncRunStore`: ``asave`` and ``aload`` run the same code in
+a worker thread, so an async `Agent` awaits its saves without blocking the event loop.
+`MemoryStore` answers in microseconds and is called directly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from agentfsm.errors import InvalidSaveError
 from agentfsm.states.events import Event
@@ -96,6 +98,50 @@ class RunStore(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class AsyncRunStore(RunStore, Protocol):
+    """A `RunStore` whose saves and loads can also be awaited without blocking the loop.
+
+    ``asave`` and ``aload`` keep every guarantee of ``save`` and ``load``. Cancelled while the
+    write runs, ``asave`` still waits for it to finish before it raises `CancelledError`, so
+    whoever reads the store next sees the write's outcome (stored or not), never a write
+    still in flight.
+    """
+
+    async def asave(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        """``save``, awaited: the same transaction, off the event loop."""
+        ...
+
+    async def aload(self, run_id: str) -> Snapshot | None:
+        """``load``, awaited, off the event loop."""
+        ...
+
+
+T = TypeVar("T")
+
+
+async def off_loop(function: Callable[[], T]) -> T:
+    """Run ``function`` in a worker thread; if cancelled meanwhile, wait for it, then raise.
+
+    Args:
+        function: A blocking call (a store's write or read).
+
+    Returns:
+        What ``function`` returned.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(function))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        # The thread cannot be stopped: let it finish, so the store holds a known outcome.
+        await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation is what the caller hears of
+        raise
 
 
 def check_save(

@@ -46,7 +46,7 @@ from agentfsm.errors import (
 )
 from agentfsm.states.events import Event
 from agentfsm.stores._items import ITEMS, Written, assemble, core_json, new_items
-from agentfsm.stores.base import RunSummary, check_save
+from agentfsm.stores.base import RunSummary, check_save, off_loop
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 from agentfsm.stores.watch import POLL_INTERVAL, poll_events
 
@@ -319,6 +319,16 @@ class SQLiteStore:
 
     def _remember(self, snapshot: Snapshot) -> None:
         self._written[snapshot.run_id] = Written.of(snapshot)
+
+    async def asave(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        """`save` in a worker thread, awaited (see `AsyncRunStore.asave`)."""
+        await off_loop(lambda: self.save(snapshot, events, expected_version=expected_version))
+
+    async def aload(self, run_id: str) -> Snapshot | None:
+        """`load` in a worker thread, awaited (see `AsyncRunStore.aload`)."""
+        return await off_loop(lambda: self.load(run_id))
 
     def load(self, run_id: str) -> Snapshot | None:
         """The run's latest snapshot, or None.

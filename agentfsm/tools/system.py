@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tenacity import wait_random_exponential
@@ -83,8 +83,8 @@ class _Round:
     available: tuple[str, ...]
     hooked: bool
     """Whether any per-call hook has handlers (if not, the loop skips them entirely)."""
-    on_start: Callable[[ToolCall], None] | None = None
-    """Told of each body about to run."""
+    on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None
+    """Told of each body about to run (awaited if it returns an awaitable)."""
 
 
 class ToolSystem:
@@ -202,9 +202,9 @@ class ToolSystem:
         enabled: Collection[str] | None = None,
         messages: Sequence[Message] = (),
         answered: Mapping[str, Answer] | None = None,
-        on_start: Callable[[ToolCall], None] | None = None,
+        on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
         on_answer: Callable[[ToolResult, Message], None] | None = None,
-        stop: Callable[[], bool] | None = None,
+        stop: Callable[[], bool | Awaitable[bool]] | None = None,
     ) -> RoundResult:
         """Answer every call of one round, sequentially, in call order.
 
@@ -218,14 +218,17 @@ class ToolSystem:
             messages: The conversation so far, as hooks see it.
             answered: Calls already answered (a round resumed after a crash): their stored
                 result and tool message are reused; no check, body or per-call hook runs.
-            on_start: Told of each call whose body is about to run, just before it runs (an
-                Agent with a store saves the start there: if it raises, the body does not run).
+            on_start: Told of each call whose body is about to run, just before it runs, and
+                awaited if it returns an awaitable (an Agent with a store saves the start
+                there: if it raises, the body does not run).
             on_answer: Told of each call's result and tool message as soon as it has them,
-                before the next call starts (an Agent with a store saves it there).
-            stop: Asked at each boundary between two calls (once a call of the round has
-                its answer); if it says True, the round stops there: the calls not yet
-                started are left unanswered and ``after_tools`` does not fire (an Agent
-                takes a cancel or a pause there, docs/contract.md §3).
+                before the next call starts (an Agent records it there; with a store, it is
+                saved with its batch, before the next body runs).
+            stop: Asked (and awaited, if it returns an awaitable) at each boundary between
+                two calls (once a call of the round has its answer); if it says True, the
+                round stops there: the calls not yet started are left unanswered and
+                ``after_tools`` does not fire (an Agent takes a cancel or a pause there,
+                docs/contract.md §3).
 
         Returns:
             One result and one tool message per call, in call order, then the messages
@@ -246,7 +249,7 @@ class ToolSystem:
         added = () if known else await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
         results: list[ToolResult] = []
         for index, call in enumerate(calls):
-            if results and stop is not None and call.id not in known and stop():
+            if results and stop is not None and call.id not in known and await _asked(stop):
                 return RoundResult(tuple(results), tuple(conversation[len(messages) :]) + added)
             if call.id in known:
                 result, message = known[call.id]
@@ -282,7 +285,7 @@ class ToolSystem:
         context: ToolContext,
         decisions: Mapping[str, Decision],
         enabled: Collection[str] | None,
-        on_start: Callable[[ToolCall], None] | None = None,
+        on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
     ) -> _Round:
         ids = Counter(call.id for call in calls)
         duplicates = tuple(sorted(i for i, count in ids.items() if count > 1))
@@ -309,7 +312,9 @@ class ToolSystem:
             if found.context_parameter is not None:
                 kwargs[found.context_parameter] = round_.context.for_call(call.id)
             if round_.on_start is not None:
-                round_.on_start(call)
+                starting = round_.on_start(call)
+                if starting is not None:
+                    await starting
             self._observe(ObservationType.STARTED, round_, index, call, None)
             attempted = await execute(found, kwargs, call.id, self._retry)
         if attempted.error is not None:
@@ -415,3 +420,9 @@ def _execution_status(error: Exception, call: ToolCall) -> ToolStatus:
     if isinstance(error, ToolTimeoutError) and error.call_id == call.id:
         return ToolStatus.TIMEOUT
     return ToolStatus.ERROR
+
+
+async def _asked(stop: Callable[[], bool | Awaitable[bool]]) -> bool:
+    """``stop``'s answer, awaited if it is an awaitable."""
+    answer = stop()
+    return answer if isinstance(answer, bool) else await answer

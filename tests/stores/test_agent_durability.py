@@ -31,8 +31,9 @@ def test_every_event_is_stored_before_any_listener_sees_it(tmp_path: Path) -> No
                 # another connection, as another process would read it
                 stored = reader.load(RUN_ID)
                 assert stored is not None
-                assert stored.seq == item.seq
-                assert reader.events(RUN_ID, after_seq=item.seq - 1) == [item]
+                # stored with its batch (group commit): the snapshot may be a few events on
+                assert stored.seq >= item.seq
+                assert reader.events(RUN_ID, after_seq=item.seq - 1)[0] == item
                 seen.append(item.seq)
 
         the_agent = agent(store, RUN_ID, listeners=[listener])
