@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 
 from agentfsm.errors import SnapshotConflictError
 from agentfsm.states.events import Event
 from agentfsm.stores.base import RunSummary, check_save
 from agentfsm.stores.snapshot import Snapshot
-from agentfsm.stores.watch import POLL_INTERVAL, poll_events
+from agentfsm.stores.watch import PollingWatch
 
 
-class MemoryStore:
+class MemoryStore(PollingWatch):
     """Keeps runs in memory, with the same guarantees as any `RunStore` but durability.
 
     Snapshots and events are frozen models and are stored as given, not copied. A lock
@@ -63,31 +62,6 @@ class MemoryStore:
         with self._lock:
             self._snapshots.pop(run_id, None)
             self._events.pop(run_id, None)
-
-    def watch(
-        self,
-        run_id: str,
-        after_seq: int = 0,
-        *,
-        timeout: float | None = None,
-        interval: float = POLL_INTERVAL,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> Iterator[Event]:
-        """The run's events after ``after_seq`` as they are stored, by any thread, polling by seq.
-
-        Args:
-            run_id: The run to watch (it need not exist yet).
-            after_seq: Yield only the events after this one.
-            timeout: Stop after this many seconds without a new event; None: never.
-            interval: Seconds between two reads that found nothing new.
-            sleep: Waits between reads (injected by tests).
-            clock: A monotonic clock for ``timeout`` (injected by tests).
-        """
-        return poll_events(
-            self.events, run_id, after_seq, timeout=timeout, interval=interval, sleep=sleep,
-            clock=clock,
-        )  # fmt: skip
 
     def close(self) -> None:
         """Nothing to release: the runs stay in memory until the store is dropped."""

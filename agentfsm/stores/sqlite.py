@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,7 +47,7 @@ from agentfsm.states.events import Event
 from agentfsm.stores._items import ITEMS, Written, assemble, core_json, new_items
 from agentfsm.stores.base import RunSummary, check_save, off_loop
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
-from agentfsm.stores.watch import POLL_INTERVAL, poll_events
+from agentfsm.stores.watch import PollingWatch
 
 FILE_FORMAT = 2
 """The layout of the database file this agentfsm reads and writes (``PRAGMA user_version``).
@@ -130,7 +129,7 @@ def _checked_path(path: object) -> Path:
     return where
 
 
-class SQLiteStore:
+class SQLiteStore(PollingWatch):
     """Keeps runs in one SQLite file: durable, atomic, safe for several processes.
 
     A file that is not agentfsm's is refused before anything is written to it: no table,
@@ -424,31 +423,6 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 run_id = str(parameters[0]) if parameters else None
                 raise self._failure(exc, run_id, writing=False) from exc
-
-    def watch(
-        self,
-        run_id: str,
-        after_seq: int = 0,
-        *,
-        timeout: float | None = None,
-        interval: float = POLL_INTERVAL,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> Iterator[Event]:
-        """The run's events after ``after_seq`` as they are stored, by any process, polling by seq.
-
-        Args:
-            run_id: The run to watch (it need not exist yet).
-            after_seq: Yield only the events after this one.
-            timeout: Stop after this many seconds without a new event; None: never.
-            interval: Seconds between two reads that found nothing new.
-            sleep: Waits between reads (injected by tests).
-            clock: A monotonic clock for ``timeout`` (injected by tests).
-        """
-        return poll_events(
-            self.events, run_id, after_seq, timeout=timeout, interval=interval, sleep=sleep,
-            clock=clock,
-        )  # fmt: skip
 
     def close(self) -> None:
         """Close the connection (WAL is checkpointed by SQLite); closing twice is harmless."""

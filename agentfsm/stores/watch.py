@@ -70,3 +70,38 @@ def poll_events(
             return
         if not new:
             sleep(interval)
+
+
+class PollingWatch:
+    """`watch` by polling the store's own ``events`` by seq: for SQLite and memory stores."""
+
+    __slots__ = ()
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """The run's stored events after ``after_seq`` (the store's own method)."""
+        raise NotImplementedError
+
+    def watch(
+        self,
+        run_id: str,
+        after_seq: int = 0,
+        *,
+        timeout: float | None = None,
+        interval: float = POLL_INTERVAL,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> Iterator[Event]:
+        """The run's events after ``after_seq`` as they are stored, by any process, polling by seq.
+
+        Args:
+            run_id: The run to watch (it need not exist yet).
+            after_seq: Yield only the events after this one.
+            timeout: Stop after this many seconds without a new event; None: never.
+            interval: Seconds between two reads that found nothing new.
+            sleep: Waits between reads (injected by tests).
+            clock: A monotonic clock for ``timeout`` (injected by tests).
+        """
+        return poll_events(
+            self.events, run_id, after_seq, timeout=timeout, interval=interval, sleep=sleep,
+            clock=clock,
+        )  # fmt: skip
