@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -334,7 +335,8 @@ def run_story(out: TextIO, folder: Path, model: str | None = None) -> Path:
         file=out,
     )
     print(f"diagrams and the store are in {folder}", file=out)
-    print(f"watch it live: agentfsm ui --store {shlex.quote(str(folder / STORE))}", file=out)
+    where = shlex.quote(str(folder / STORE))
+    print(f"watch it live: {shlex.quote(command_name())} ui --store {where}", file=out)
     return folder
 
 
@@ -355,3 +357,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def command_name() -> str:
+    """How to type the ``agentfsm`` command here: its name, or its path when PATH has no such.
+
+    ``make demo`` runs ``.venv/bin/agentfsm`` without activating the venv, so a printed
+    ``agentfsm ui …`` would not be found; the path it was started by is.
+    """
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is None or script.name != "agentfsm":
+        return "agentfsm"
+    found = shutil.which("agentfsm")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "agentfsm"
+    return str(script)

@@ -151,9 +151,30 @@ def test_the_demo_ends_with_the_command_that_opens_the_live_view(demo: tuple[str
 
     out, folder = demo
     words = shlex.split(out.splitlines()[-1].removeprefix("watch it live: "))
-    assert words[:3] == ["agentfsm", "ui", "--store"]
+    assert Path(words[0]).name == "agentfsm"
+    assert words[1:3] == ["ui", "--store"]
     store = folder.parent / words[3]
     assert store.resolve() == (folder / "runs.db").resolve()
     with TestClient(create_app(store)) as client:
         runs = client.get("/api/runs").json()["runs"]
     assert [(run["run_id"], run["state"]) for run in runs] == [(RUN_ID, "shutdown")]
+
+
+def test_the_printed_command_is_the_one_that_started_the_demo_when_path_has_none(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from agentfsm._demo import command_name
+
+    script = tmp_path / "venv" / "bin" / "agentfsm"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(script), "demo"])
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    assert command_name() == str(script)
+
+    monkeypatch.setenv("PATH", str(script.parent))
+    assert command_name() == "agentfsm"
+
+    monkeypatch.setattr(sys, "argv", ["python", "-m", "agentfsm"])
+    assert command_name() == "agentfsm"

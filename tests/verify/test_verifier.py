@@ -48,8 +48,9 @@ def test_shipped_exploration_takes_every_row_of_both_tables(
     assert shipped.covered == rows  # the default domains enable every edge at least once
 
 
-def test_shipped_verification_is_quick_and_counts_its_work(shipped: VerificationReport) -> None:
-    assert shipped.seconds < 20  # a few seconds on a slow machine; the budget is generous
+def test_shipped_verification_counts_its_work(shipped: VerificationReport) -> None:
+    # Its speed is a benchmark's business (benchmarks/), not a test's: only that it is timed.
+    assert shipped.seconds > 0
     assert shipped.configurations > 1_000
     assert shipped.transitions > shipped.configurations
     assert shipped.sends > shipped.transitions
