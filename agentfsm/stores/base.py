@@ -180,3 +180,81 @@ def check_save(
         raise InvalidSaveError(
             run_id, f"the snapshot has seq {snapshot.seq}, but its last event has seq {seq}"
         )
+
+
+class ThreadedAsync:
+    """``asave`` and ``aload`` for a store whose I/O blocks.
+
+    Its own ``save`` and ``load``, each run in a worker thread by `off_loop`.
+    """
+
+    __slots__ = ()
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        """The store's own blocking save."""
+        raise NotImplementedError
+
+    def load(self, run_id: str) -> Snapshot | None:
+        """The store's own blocking load."""
+        raise NotImplementedError
+
+    async def asave(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        """`save` in a worker thread, awaited (see `AsyncRunStore.asave`)."""
+        await off_loop(lambda: self.save(snapshot, events, expected_version=expected_version))
+
+    async def aload(self, run_id: str) -> Snapshot | None:
+        """`load` in a worker thread, awaited (see `AsyncRunStore.aload`)."""
+        return await off_loop(lambda: self.load(run_id))
+
+
+class DelegatingStore:
+    """A `RunStore` that hands every call to ``inner``.
+
+    Subclass it to intercept one call (the testing kit's fault injection, the crash tests'
+    dying store).
+    """
+
+    def __init__(self, inner: RunStore) -> None:
+        self.inner = inner
+        """The store every call goes to."""
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+    ) -> None:
+        """``inner.save``."""
+        self.inner.save(snapshot, events, expected_version=expected_version)
+
+    def load(self, run_id: str) -> Snapshot | None:
+        """``inner.load``."""
+        return self.inner.load(run_id)
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """``inner.events``."""
+        return self.inner.events(run_id, after_seq)
+
+    def list_runs(self) -> list[RunSummary]:
+        """``inner.list_runs``."""
+        return self.inner.list_runs()
+
+    def delete(self, run_id: str) -> None:
+        """``inner.delete``."""
+        self.inner.delete(run_id)
+
+    def close(self) -> None:
+        """``inner.close``."""
+        self.inner.close()
+
+    def __enter__(self) -> DelegatingStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

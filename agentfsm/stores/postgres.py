@@ -47,11 +47,11 @@ from agentfsm.states.events import Event
 from agentfsm.stores import _postgres_sql as sql
 from agentfsm.stores._credentials import redact, scrub
 from agentfsm.stores._items import Written, assemble, new_items
-from agentfsm.stores.base import RunSummary, check_save, off_loop
+from agentfsm.stores.base import RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 
 
-class PostgresStore:
+class PostgresStore(ThreadedAsync):
     """Keeps runs in a PostgreSQL database: durable, atomic, shared by many processes.
 
     Args:
@@ -257,16 +257,6 @@ class PostgresStore:
         except psycopg.Error as exc:
             run_id = str(parameters[0]) if parameters else None
             raise self._failure(exc, run_id, writing=False) from exc
-
-    async def asave(
-        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
-    ) -> None:
-        """`save` in a worker thread, awaited (see `AsyncRunStore.asave`)."""
-        await off_loop(lambda: self.save(snapshot, events, expected_version=expected_version))
-
-    async def aload(self, run_id: str) -> Snapshot | None:
-        """`load` in a worker thread, awaited (see `AsyncRunStore.aload`)."""
-        return await off_loop(lambda: self.load(run_id))
 
     def load(self, run_id: str) -> Snapshot | None:
         """The run's latest snapshot, or None.

@@ -45,7 +45,7 @@ from agentfsm.errors import (
 )
 from agentfsm.states.events import Event
 from agentfsm.stores._items import ITEMS, Written, assemble, core_json, new_items
-from agentfsm.stores.base import RunSummary, check_save, off_loop
+from agentfsm.stores.base import RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 from agentfsm.stores.watch import PollingWatch
 
@@ -129,7 +129,7 @@ def _checked_path(path: object) -> Path:
     return where
 
 
-class SQLiteStore(PollingWatch):
+class SQLiteStore(ThreadedAsync, PollingWatch):
     """Keeps runs in one SQLite file: durable, atomic, safe for several processes.
 
     A file that is not agentfsm's is refused before anything is written to it: no table,
@@ -318,16 +318,6 @@ class SQLiteStore(PollingWatch):
 
     def _remember(self, snapshot: Snapshot) -> None:
         self._written[snapshot.run_id] = Written.of(snapshot)
-
-    async def asave(
-        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
-    ) -> None:
-        """`save` in a worker thread, awaited (see `AsyncRunStore.asave`)."""
-        await off_loop(lambda: self.save(snapshot, events, expected_version=expected_version))
-
-    async def aload(self, run_id: str) -> Snapshot | None:
-        """`load` in a worker thread, awaited (see `AsyncRunStore.aload`)."""
-        return await off_loop(lambda: self.load(run_id))
 
     def load(self, run_id: str) -> Snapshot | None:
         """The run's latest snapshot, or None.

@@ -31,7 +31,7 @@ from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message
 from agentfsm.states.names import LoopEvent, MachineName, RecordKind, RunEvent
-from agentfsm.stores.base import RunStore, RunSummary
+from agentfsm.stores.base import DelegatingStore, RunStore
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.tools.hooks import HookContext, HookKind
 
@@ -338,39 +338,16 @@ class _FaultyModel:
         return await self._model.complete(messages, tools, on_retry=on_retry)
 
 
-class _FaultyStore:
+class _FaultyStore(DelegatingStore):
     """The agent's store, with the injector's point before each save."""
 
     def __init__(self, store: RunStore, injector: FaultInjector) -> None:
-        self._store, self._injector = store, injector
+        super().__init__(store)
+        self._injector = injector
 
     def save(
-        self,
-        snapshot: Snapshot,
-        events: Sequence[Event],
-        *,
-        expected_version: int | None,
+        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
     ) -> None:
+        """The fault point ``store.save``, then the inner store's save."""
         self._injector.hit("store.save")
-        self._store.save(snapshot, events, expected_version=expected_version)
-
-    def load(self, run_id: str) -> Snapshot | None:
-        return self._store.load(run_id)
-
-    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return self._store.events(run_id, after_seq)
-
-    def list_runs(self) -> list[RunSummary]:
-        return self._store.list_runs()
-
-    def delete(self, run_id: str) -> None:
-        self._store.delete(run_id)
-
-    def close(self) -> None:
-        self._store.close()
-
-    def __enter__(self) -> _FaultyStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        super().save(snapshot, events, expected_version=expected_version)

@@ -21,7 +21,8 @@ from agentfsm.errors import SnapshotConflictError
 from agentfsm.llm.base import ModelResponse, RetryListener
 from agentfsm.states import Message
 from agentfsm.states.json import JSONObject
-from agentfsm.stores import RunStore, RunSummary, Snapshot
+from agentfsm.stores import RunStore, Snapshot
+from agentfsm.stores.base import DelegatingStore
 from agentfsm.stores.urls import open_store
 from tests.stores.durable_support import agent, respond
 
@@ -42,11 +43,11 @@ def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-class KillingStore:
+class KillingStore(DelegatingStore):
     """Any store, dying instead of saving the turn's ``complete``."""
 
     def __init__(self, inner: RunStore, point: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.point = point
 
     def save(
@@ -54,28 +55,7 @@ class KillingStore:
     ) -> None:
         if self.point == "before_final_save" and any(e.event == "complete" for e in events):
             die()
-        self.inner.save(snapshot, events, expected_version=expected_version)
-
-    def load(self, run_id: str) -> Snapshot | None:
-        return self.inner.load(run_id)
-
-    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return self.inner.events(run_id, after_seq)
-
-    def list_runs(self) -> list[RunSummary]:
-        return self.inner.list_runs()
-
-    def delete(self, run_id: str) -> None:
-        self.inner.delete(run_id)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def __enter__(self) -> KillingStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().save(snapshot, events, expected_version=expected_version)
 
 
 class KillingModel:
