@@ -30,6 +30,7 @@
     ├── ModelConfigError            a model that cannot be built: unknown spec, no API key
     ├── DiagramRenderError          a diagram that cannot be written: no `dot`, unknown suffix
     ├── ReplayError                 an event log that cannot be replayed into a run
+    ├── ForkError                   a fork that cannot be made: no such run, bad seq, bad edit
     ├── ActionError                 an operator action of the live view refused (HTTP status)
     └── StoreError                  a run store refused or failed an operation
         ├── SnapshotConflictError   the stored version is not the one the save expected
@@ -703,6 +704,24 @@ class ReplayError(AgentFSMError):
         super().__init__(f"cannot replay run {run_id!r} at event {seq}: {problem}")
 
 
+class ForkError(AgentFSMError, ValueError):
+    """A run cannot be forked as asked; nothing was stored.
+
+    No such run, a ``seq`` outside its log or before its first rest point, or an edit that
+    does not fit the run at the fork point (no user message to replace, a call that is not
+    pending, a message that would break the conversation's order).
+
+    Attributes:
+        run_id: The run that was to be forked.
+        problem: What is wrong, with what was given and what is allowed.
+    """
+
+    def __init__(self, run_id: str, problem: str) -> None:
+        self.run_id = run_id
+        self.problem = problem
+        super().__init__(f"cannot fork run {run_id!r}: {problem}")
+
+
 class DiagramRenderError(AgentFSMError):
     """A diagram cannot be written as asked.
 
@@ -780,6 +799,7 @@ __all__ = [
     "AgentFSMError",
     "DiagramRenderError",
     "DuplicateToolError",
+    "ForkError",
     "GuardFailedError",
     "HookFailedError",
     "HookMessageError",

@@ -28,7 +28,7 @@ from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
-from agentfsm.stores.snapshot import Snapshot, ToolAnswer
+from agentfsm.stores.snapshot import ForkPoint, Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.results import ToolResult
 from agentfsm.tools.system import Answer
@@ -59,6 +59,7 @@ class RunRecord:
         "_listeners",
         "_loop",
         "_messages",
+        "_origin",
         "_pause_requested",
         "_quiet",
         "_round",
@@ -90,6 +91,8 @@ class RunRecord:
     _answers: tuple[Answer, ...]
     _started: tuple[str, ...]
     _version: int
+    _origin: ForkPoint | None
+    """For a forked run, where it was forked from (kept in every snapshot it saves)."""
     _cancel_requested: bool
     _pause_requested: bool
     _depth: int
@@ -136,6 +139,7 @@ class RunRecord:
         self._answers: tuple[Answer, ...] = ()
         self._started: tuple[str, ...] = ()
         self._version = 0
+        self._origin = None
         self._emitter.seq = 0
         self._ungrouped()
 
@@ -156,6 +160,7 @@ class RunRecord:
         self._started = tuple(snapshot.started)
         self._round = open_round(self._messages)
         self._version = snapshot.version
+        self._origin = snapshot.origin
         self._emitter.seq = snapshot.seq
         self._ungrouped()
 
@@ -282,6 +287,7 @@ class RunRecord:
                 for result, message in self._answers
             ],
             started=self._started,
+            origin=self._origin,
             trusted=True,
         )
 

@@ -49,6 +49,13 @@ class RecordKind(StrEnum):
     COMPACTED = "compacted"
     """The messages from ``start`` to ``end`` (exclusive) were replaced by one summary
     message: ``{"start": s, "end": e, "summary": {...}}``."""
+    FORKED = "forked"
+    """A fork's first event: the run begins where its origin was after ``seq``, whose log up
+    to there it references instead of copying: ``{"origin": run_id, "seq": n}``."""
+    MESSAGE_REPLACED = "message_replaced"
+    """A fork's edit replaced the message at ``index`` (the last user message, or the
+    assistant message whose pending call's arguments changed):
+    ``{"index": i, "original": {...}, "message": {...}}``."""
 
 
 class RunState(StrEnum):

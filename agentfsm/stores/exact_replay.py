@@ -5,11 +5,15 @@ conversation: a message, a held-back hook message, a tool call's start and answe
 closing. Replaying it from ``created`` through fresh compiled machines gives the snapshot
 the Agent stored after its last event, trace aside (the trace is what happened *inside*
 the transitions, and is stored, not logged).
+
+A fork's log (`agentfsm.stores.fork`) begins with a ``forked`` record that references its
+origin's log up to a rest point instead of copying it: replaying it needs ``origin``, which
+gives the origin's state there (`agentfsm.stores.fork.replay_run` resolves it from a store).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,7 +24,7 @@ from agentfsm.fsm.rounds import open_round, round_messages
 from agentfsm.states.events import Event
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
-from agentfsm.stores.snapshot import Snapshot, ToolAnswer
+from agentfsm.stores.snapshot import ForkPoint, Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.results import ToolResult
 
@@ -38,6 +42,50 @@ class _Run:
         self.decisions: dict[str, Decision] = {}
         self.answers: list[tuple[ToolResult, Message]] = []
         self.started: list[str] = []
+        self.origin: ForkPoint | None = None
+
+    def seed(self, event: Event, origin: Callable[[ForkPoint], Snapshot] | None) -> None:
+        """A fork's first event: become the origin's run where it was forked."""
+        if event.machine != MachineName.CONVERSATION or event.event != RecordKind.FORKED:
+            return
+        if event.seq != 1:
+            raise self.fail(event, "a 'forked' record must be the first event of a fork's log")
+        point = self.parse(
+            event, ForkPoint, {"run_id": event.data.get("origin"), "seq": event.data.get("seq")}
+        )
+        if origin is None:
+            raise self.fail(
+                event,
+                f"the run is a fork of run {point.run_id!r} at seq {point.seq}: replay it with "
+                "its origin (agentfsm.stores.fork.replay_run resolves it from the store)",
+            )
+        start = origin(point)
+        self.data = start.model_copy(update={"run_id": self.data.run_id}).to_data()
+        self.run = Machine(RUN_MACHINE, self.data, self.emitter)
+        self.loop = None if self.data.loop_state is None else Machine(
+            LOOP_MACHINE, self.data, self.emitter
+        )
+        self.messages = list(start.messages)
+        self.deferred = list(start.deferred)
+        self.decisions = dict(start.decisions)
+        self.answers = [(answer.result, answer.message) for answer in start.answers]
+        self.started = list(start.started)
+        self.origin = point
+
+    def snapshot(self, seq: int) -> Snapshot:
+        """The run rebuilt so far, as a snapshot at ``seq`` (version 1, no trace)."""
+        return Snapshot.from_data(
+            self.data,
+            self.messages,
+            (),
+            seq,
+            1,
+            deferred=self.deferred,
+            decisions=self.decisions,
+            answers=[ToolAnswer(result=result, message=message) for result, message in self.answers],
+            started=self.started,
+            origin=self.origin,
+        )
 
     def fail(self, event: Event, problem: str) -> ReplayError:
         return ReplayError(self.data.run_id, event.seq, problem)
@@ -103,6 +151,15 @@ class _Run:
             self.messages.append(Message.system(str(prompt)))
 
     # -- conversation records --------------------------------------------------------------
+
+    def record_forked(self, event: Event) -> None:
+        """The ``forked`` record the run was seeded from: it stays where the origin was."""
+        if event.source != self.data.state or event.target != self.data.state:
+            raise self.fail(
+                event,
+                f"the 'forked' record must stay in the origin's state {self.data.state!r}, "
+                f"but it says {event.source!r} → {event.target!r}",
+            )
 
     def record(self, event: Event) -> None:
         if event.source != self.data.state or event.target != self.data.state:
@@ -174,6 +231,22 @@ class _Run:
         summary = self.parse(event, Message, event.data.get("summary"))
         self.messages[start:end] = [summary]
 
+    def _forked(self, event: Event) -> None:
+        raise self.fail(event, "a 'forked' record must be the first event of a fork's log")
+
+    def _message_replaced(self, event: Event) -> None:
+        index = event.data.get("index")
+        if not isinstance(index, int) or not 0 <= index < len(self.messages):
+            raise self.fail(
+                event,
+                f"'message_replaced' must carry the index of a message (0 to "
+                f"{len(self.messages) - 1}), not {index!r}",
+            )
+        original = self.parse(event, Message, event.data.get("original"))
+        if original != self.messages[index]:
+            raise self.fail(event, f"message {index} is not the 'original' the record names")
+        self.messages[index] = self.parse(event, Message, event.data.get("message"))
+
     def open_round(self) -> tuple[ToolCall, ...]:
         return open_round(self.messages)
 
@@ -187,13 +260,21 @@ class _Run:
             ) from error
 
 
-def replay(events: Iterable[Event], expected: Snapshot | None = None) -> Snapshot:
+def replay(
+    events: Iterable[Event],
+    expected: Snapshot | None = None,
+    *,
+    origin: Callable[[ForkPoint], Snapshot] | None = None,
+) -> Snapshot:
     """The snapshot of the run whose event log this is, rebuilt from the log alone (I10).
 
     Args:
-        events: The run's whole log, in order, from its ``start`` (``seq`` 1).
+        events: The run's whole log, in order, from its ``start`` (``seq`` 1), or, for a
+            fork, from its ``forked`` record.
         expected: The run's stored snapshot, to check the log against: a log edited into
             another legal run (a message's text changed, say) replays, but not to it.
+        origin: For a fork's log: the state of its origin at the fork point (the origin's
+            own replay up to there). Not needed for a run that is no fork.
 
     Returns:
         The snapshot at the log's last event, with ``version`` 1 and an empty trace (a
@@ -202,36 +283,46 @@ def replay(events: Iterable[Event], expected: Snapshot | None = None) -> Snapsho
     Raises:
         ReplayError: The log has a gap, another run's event, a transition the machines do
             not take from where the run is, or a record without the data its kind carries;
-            or it replays to a snapshot that differs from ``expected`` (the first differing
-            field is named).
+            a fork's log without ``origin``; or it replays to a snapshot that differs from
+            ``expected`` (the first differing field is named).
     """
     log = list(events)
     if not log:
         raise ReplayError("", 0, "the log is empty: it must begin with the run's 'start'")
     run = _Run(log[0].run_id)
+    for run in replaying(log, origin):
+        pass
+    rebuilt = run.snapshot(log[-1].seq)
+    if expected is not None:
+        _compare(rebuilt, expected, log[-1])
+    return rebuilt
+
+
+def replaying(
+    log: list[Event], origin: Callable[[ForkPoint], Snapshot] | None = None
+) -> Iterator[_Run]:
+    """Replay ``log`` one event at a time: the run rebuilt so far, after each event.
+
+    The same `_Run` is yielded each time, changed in place: read it before the next.
+
+    Raises:
+        ReplayError: As `replay` does, at the first event it cannot replay.
+    """
+    run = _Run(log[0].run_id) if log else _Run("")
+    if log:
+        run.seed(log[0], origin)
     for index, event in enumerate(log):
         if event.run_id != run.data.run_id:
             raise run.fail(event, f"it is an event of run {event.run_id!r}")
         if event.seq != index + 1:
             raise run.fail(event, f"seq {event.seq} where {index + 1} was expected")
-        if event.machine == MachineName.CONVERSATION:
+        if index == 0 and run.origin is not None:
+            run.record_forked(event)
+        elif event.machine == MachineName.CONVERSATION:
             run.record(event)
         else:
             run.transition(event)
-    rebuilt = Snapshot.from_data(
-        run.data,
-        run.messages,
-        (),
-        log[-1].seq,
-        1,
-        deferred=run.deferred,
-        decisions=run.decisions,
-        answers=[ToolAnswer(result=result, message=message) for result, message in run.answers],
-        started=run.started,
-    )
-    if expected is not None:
-        _compare(rebuilt, expected, log[-1])
-    return rebuilt
+        yield run
 
 
 _NOT_LOGGED = frozenset({"trace", "version"})

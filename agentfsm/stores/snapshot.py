@@ -37,6 +37,17 @@ class ToolAnswer(BaseModel):
     """Its tool message, which joins the conversation when the round closes."""
 
 
+class ForkPoint(BaseModel):
+    """Where a forked run comes from: its origin run and the rest point it was forked at."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str = Field(min_length=1)
+    """The origin run's id."""
+    seq: int = Field(ge=1)
+    """The ``seq`` of the origin's event after which the fork begins (a rest point)."""
+
+
 class Snapshot(BaseModel):
     """A run at one point of its event log: data, conversation, trace, seq and version.
 
@@ -90,6 +101,8 @@ class Snapshot(BaseModel):
     """The open round's answered calls, in call order (resumed, they never run again)."""
     started: tuple[str, ...] = ()
     """Ids of the open round's calls whose body started and has no stored answer yet."""
+    origin: ForkPoint | None = None
+    """For a fork (`agentfsm.stores.fork`), the run and rest point it was forked from."""
     trace: tuple[TraceEntry, ...] = ()
     """What happened inside the transitions (model calls, tool executions…), in order."""
     seq: int = Field(default=0, ge=0)
@@ -120,6 +133,7 @@ class Snapshot(BaseModel):
         decisions: Mapping[str, Decision] | None = None,
         answers: Sequence[ToolAnswer] = (),
         started: Sequence[str] = (),
+        origin: ForkPoint | None = None,
         trusted: bool = False,
     ) -> Snapshot:
         """The snapshot of a run's machines' data, conversation and trace.
@@ -134,6 +148,7 @@ class Snapshot(BaseModel):
             decisions: The decisions for the open round.
             answers: The open round's answered calls.
             started: The open round's calls started without an answer.
+            origin: For a fork, where it was forked from.
             trusted: Skip validation: every value comes from a live run's own checked
                 models (the Agent builds one snapshot per event; validating its whole
                 conversation and trace again each time would make a long run quadratic).
@@ -161,6 +176,7 @@ class Snapshot(BaseModel):
             decisions=dict(decisions or {}),
             answers=tuple(answers),
             started=tuple(started),
+            origin=origin,
             trace=tuple(trace),
             seq=seq,
             version=version,
