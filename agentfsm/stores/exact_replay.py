@@ -62,8 +62,10 @@ class _Run:
         start = origin(point)
         self.data = start.model_copy(update={"run_id": self.data.run_id}).to_data()
         self.run = Machine(RUN_MACHINE, self.data, self.emitter)
-        self.loop = None if self.data.loop_state is None else Machine(
-            LOOP_MACHINE, self.data, self.emitter
+        self.loop = (
+            None
+            if self.data.loop_state is None
+            else Machine(LOOP_MACHINE, self.data, self.emitter)
         )
         self.messages = list(start.messages)
         self.deferred = list(start.deferred)
@@ -82,7 +84,9 @@ class _Run:
             1,
             deferred=self.deferred,
             decisions=self.decisions,
-            answers=[ToolAnswer(result=result, message=message) for result, message in self.answers],
+            answers=[
+                ToolAnswer(result=result, message=message) for result, message in self.answers
+            ],
             started=self.started,
             origin=self.origin,
         )
@@ -290,7 +294,7 @@ def replay(
     if not log:
         raise ReplayError("", 0, "the log is empty: it must begin with the run's 'start'")
     run = _Run(log[0].run_id)
-    for run in replaying(log, origin):
+    for run in replaying(log, origin):  # noqa: B007 (the run after the last event)
         pass
     rebuilt = run.snapshot(log[-1].seq)
     if expected is not None:

@@ -19,9 +19,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pydantic import ValidationError
-
-from agentfsm._checks import refuse_type, text, whole
+from agentfsm._checks import refuse_type, text
 from agentfsm.errors import ForkError, ReplayError
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
@@ -188,8 +186,10 @@ def state_at(store: RunStore, run_id: str, seq: int) -> Snapshot:
 
 
 def _check_seq(run_id: str, seq: object, last: int) -> None:
-    whole("at", seq, minimum=1)
-    assert isinstance(seq, int)
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        refuse_type("at", seq, "an int, the seq of an event of the run")
+    if seq < 1:
+        raise ForkError(run_id, f"at={seq} is no seq: allowed: 1 to {last}")
     if seq > last:
         raise ForkError(run_id, f"at={seq} is past its last event; allowed: 1 to {last}")
 
@@ -276,8 +276,9 @@ class _Forking:
         if call is None or edit.call_id not in pending:
             allowed = ", ".join(map(repr, pending)) or "none (no call is pending)"
             raise self.refuse(
-                edit, f"call {edit.call_id!r} is not pending at seq {self.start.seq}; "
-                f"pending: {allowed}"
+                edit,
+                f"call {edit.call_id!r} is not pending at seq {self.start.seq}; "
+                f"pending: {allowed}",
             )
         if call.name == ASK_USER:
             raise self.refuse(edit, "the question the run asks is not a call to edit")
@@ -285,26 +286,25 @@ class _Forking:
         if arguments is None:
             raise self.refuse(edit, "the arguments must be a JSON object (text or dict)")
         edited = tuple(
-            c.model_copy(update={"arguments": arguments}) if c.id == call.id else c
-            for c in calls
+            c.model_copy(update={"arguments": arguments}) if c.id == call.id else c for c in calls
         )
-        self.replace(len(self.messages) - 1, self.messages[-1].model_copy(
-            update={"tool_calls": edited}
-        ))
+        self.replace(
+            len(self.messages) - 1, self.messages[-1].model_copy(update={"tool_calls": edited})
+        )
 
     def add_message(self, edit: AddMessage) -> None:
         message = edit.message
         if isinstance(message, str):
-            try:
-                message = Message.user(message)
-            except ValidationError as error:
-                raise self.refuse(edit, str(error).splitlines()[0]) from None
+            if not message.strip():
+                raise self.refuse(edit, "a message given as a str must be non-empty text")
+            message = Message.user(message)
         if not isinstance(message, Message):
             raise self.refuse(edit, "the message must be a Message or a str")
         if message.role == "tool" or message.tool_calls:
             raise self.refuse(
-                edit, "a fork adds no tool message and no tool call; allowed: a user, "
-                "system or assistant message without tool calls"
+                edit,
+                "a fork adds no tool message and no tool call; allowed: a user, "
+                "system or assistant message without tool calls",
             )
         data: JSONObject = {"message": message.model_dump(mode="json")}
         if self.messages and self.messages[-1].tool_calls:  # a round is open: I7
