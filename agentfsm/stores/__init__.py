@@ -3,6 +3,7 @@
 `RunStore` is the protocol; `MemoryStore` keeps runs in a dict, `SQLiteStore` in one
 durable SQLite file, `PostgresStore` in a PostgreSQL database (the ``postgres`` extra,
 imported only when used). `open_store` opens any of them by URL. See docs/persistence.md.
+`fork` makes a new run from a rest point of a stored one (docs/fork.md).
 """
 
 from __future__ import annotations
@@ -12,8 +13,18 @@ from typing import TYPE_CHECKING
 from agentfsm.stores._credentials import redact
 from agentfsm.stores.base import AsyncRunStore, RunStore, RunSummary
 from agentfsm.stores.exact_replay import replay
+from agentfsm.stores.fork import (
+    AddMessage,
+    Edit,
+    EditCall,
+    ReplaceUserMessage,
+    fork,
+    replay_run,
+    rest_points,
+    state_at,
+)
 from agentfsm.stores.memory import MemoryStore
-from agentfsm.stores.snapshot import SNAPSHOT_SCHEMA_VERSION, Snapshot, ToolAnswer
+from agentfsm.stores.snapshot import SNAPSHOT_SCHEMA_VERSION, ForkPoint, Snapshot, ToolAnswer
 from agentfsm.stores.sqlite import SQLiteStore
 from agentfsm.stores.urls import open_store, parse_store_url
 from agentfsm.stores.watch import WatchableStore
@@ -23,19 +34,28 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SNAPSHOT_SCHEMA_VERSION",
+    "AddMessage",
     "AsyncRunStore",
+    "Edit",
+    "EditCall",
+    "ForkPoint",
     "MemoryStore",
     "PostgresStore",
+    "ReplaceUserMessage",
     "RunStore",
     "RunSummary",
     "SQLiteStore",
     "Snapshot",
     "ToolAnswer",
     "WatchableStore",
+    "fork",
     "open_store",
     "parse_store_url",
     "redact",
     "replay",
+    "replay_run",
+    "rest_points",
+    "state_at",
 ]
 
 

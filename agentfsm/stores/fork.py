@@ -375,7 +375,8 @@ def fork(
 
     Raises:
         ForkError: No such run; ``at`` past its log or before its first rest point; a
-            ``new_run_id`` already stored; an edit that does not fit the run at the fork
+            ``new_run_id`` already stored; a fork point where the run is shut down
+            (final); an edit that does not fit the run at the fork
             point. Nothing is stored.
         TypeError: An argument of the wrong type. Nothing is stored.
         ReplayError: The origin's log cannot be replayed.
@@ -387,6 +388,12 @@ def fork(
         raise ForkError(run_id, f"new_run_id={new_run_id!r} is a stored run already")
     point = _fork_point(store, run_id, log, at)
     start = replay(log[:point], origin=_origins(store))
+    if start.state == RunState.SHUTDOWN:
+        raise ForkError(
+            run_id,
+            f"at seq {point} the run is shut down, which is final: a fork could take no "
+            "turn; fork it at an earlier seq",
+        )
     forking = _Forking(run_id, start, new_run_id or uuid.uuid4().hex, clock())
     for one in edits:
         forking.apply(one)

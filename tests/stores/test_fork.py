@@ -255,6 +255,17 @@ def test_edits_that_do_not_fit_the_fork_point_are_refused(store: MemoryStore) ->
     assert [run.run_id for run in store.list_runs()] == ["origin"]
 
 
+def test_a_shut_down_run_is_not_forked_where_it_is_final() -> None:
+    store = MemoryStore()
+    agent = Agent(ScriptedModel([]), store=store, run_id="done")
+    agent.start()
+    agent.shutdown()
+
+    with pytest.raises(ForkError, match="at seq 2 the run is shut down, which is final"):
+        fork(store, "done")
+    assert fork(store, "done", at=1).state == "ready"
+
+
 def test_a_seq_before_the_first_rest_point_is_refused(store: MemoryStore) -> None:
     forked = fork(store, "origin", at=19, edit=AddMessage("More."))
 
