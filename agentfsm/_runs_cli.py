@@ -1,9 +1,10 @@
-"""The store commands of the CLI: ``agentfsm runs``, ``inspect`` and ``diagram --run``.
+"""The store commands of the CLI: ``agentfsm runs``, ``inspect``, ``diagram --run``, ``fork``.
 
 They read a store named by ``--store`` (a SQLite file's path, or a store URL such as
 ``postgresql://…``: `agentfsm.stores.urls`) and never create one: a path with no file (or an
 empty one), or an empty PostgreSQL database, is an error, so a typo in ``--store`` cannot
-leave an empty database behind. Every expected
+leave an empty database behind. Only ``fork`` writes (the new run; never the origin). Every
+expected
 failure (no store, no such run, a damaged file) is one line on stderr and exit code 1.
 """
 
@@ -21,12 +22,19 @@ from typing import TextIO
 from agentfsm._terminal import terminal_safe
 from agentfsm.diagrams import View, diagram, save_diagram
 from agentfsm.diagrams.dot import TRANSITION_MACHINES
-from agentfsm.errors import DiagramRenderError, StoreError, StoreURLError
+from agentfsm.errors import (
+    DiagramRenderError,
+    ForkError,
+    ReplayError,
+    StoreError,
+    StoreURLError,
+)
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import ToolCall
 from agentfsm.stores._credentials import redact
 from agentfsm.stores.base import RunStore
+from agentfsm.stores.fork import AddMessage, Edit, EditCall, ReplaceUserMessage, fork
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.sqlite import DEFAULT_PATH, SQLiteStore
 from agentfsm.stores.urls import open_store as open_url
@@ -48,10 +56,11 @@ def one_line(text: str) -> str:
 
 
 @contextmanager
-def open_store(spec: str | None) -> Iterator[RunStore]:
+def open_store(spec: str | None, *, writable: bool = False) -> Iterator[RunStore]:
     """Open the run store ``spec`` names (default ``.agentfsm/runs.db``) without creating it.
 
     ``spec`` is a SQLite file's path or a store URL (``sqlite:///…``, ``postgresql://…``).
+    A SQLite file is opened read-only unless ``writable``.
 
     Raises:
         CommandError: ``spec`` names no store, there is no file at its path, or it cannot
@@ -64,7 +73,7 @@ def open_store(spec: str | None) -> Iterator[RunStore]:
         else:
             path = Path(where.target)
             _check_file(path)
-            store = SQLiteStore(path, synchronous=where.synchronous, read_only=True)
+            store = SQLiteStore(path, synchronous=where.synchronous, read_only=not writable)
     except (StoreError, StoreURLError) as error:
         raise CommandError(str(error)) from error
     with store:
@@ -175,6 +184,8 @@ def describe(snapshot: Snapshot, events: Sequence[Event], last: int) -> list[str
         f"iteration    {snapshot.iteration} of {snapshot.max_iterations}",
         f"version      {snapshot.version} (seq {snapshot.seq}, {len(snapshot.messages)} messages)",
     ]
+    if snapshot.origin is not None:
+        lines.append(f"forked from  {snapshot.origin.run_id} at seq {snapshot.origin.seq}")
     if snapshot.paused_from is not None:
         lines.append(f"paused from  {snapshot.paused_from}")
     if snapshot.question is not None:
@@ -195,19 +206,29 @@ def describe(snapshot: Snapshot, events: Sequence[Event], last: int) -> list[str
     return [terminal_safe(line) for line in lines]  # stored data never drives the terminal
 
 
+def _origin(store: RunStore, run_id: str) -> str:
+    snapshot = store.load(run_id)
+    origin = None if snapshot is None else snapshot.origin
+    return "—" if origin is None else f"{origin.run_id}@{origin.seq}"
+
+
 def _runs(store_path: str | None, out: TextIO) -> None:
     with open_store(store_path) as store:
         runs = store.list_runs()
         if not runs:
             print(f"no runs in {terminal_safe(repr(where(store)))}", file=out)
             return
+        origins = [terminal_safe(_origin(store, run.run_id)) for run in runs]
     ids = [terminal_safe(run.run_id) for run in runs]
     width = max(len("run id"), *(len(run_id) for run_id in ids))
-    print(f"{'run id':<{width}}  {'state':<15}  {'turn':>4}  {'seq':>5}  {'version':>7}", file=out)
-    for run_id, run in zip(ids, runs, strict=True):
+    print(
+        f"{'run id':<{width}}  {'state':<15}  {'turn':>4}  {'seq':>5}  {'version':>7}  origin",
+        file=out,
+    )
+    for run_id, run, origin in zip(ids, runs, origins, strict=True):
         print(
             f"{run_id:<{width}}  {terminal_safe(str(run.state)):<15}  {run.turn:>4}  "
-            f"{run.seq:>5}  {run.version:>7}",
+            f"{run.seq:>5}  {run.version:>7}  {origin}",
             file=out,
         )
 
@@ -233,6 +254,45 @@ def _run_diagram(
     except (DiagramRenderError, OSError) as error:
         raise CommandError(str(error)) from error
     print(f"wrote {written}", file=out)
+
+
+def fork_edits(
+    replace_user_message: str | None,
+    edit_call: Sequence[str] | None,
+    add_message: str | None,
+) -> list[Edit]:
+    """The edits ``agentfsm fork``'s options ask for, in the order they are applied."""
+    edits: list[Edit] = []
+    if replace_user_message is not None:
+        edits.append(ReplaceUserMessage(replace_user_message))
+    if edit_call is not None:
+        call_id, arguments = edit_call
+        edits.append(EditCall(call_id, arguments))
+    if add_message is not None:
+        edits.append(AddMessage(add_message))
+    return edits
+
+
+def fork_command(
+    run_id: str,
+    store_path: str | None,
+    at: int | None,
+    new_run_id: str | None,
+    edits: Sequence[Edit],
+    out: TextIO,
+) -> int:
+    """``agentfsm fork RUN_ID --at SEQ``: fork a stored run; returns the exit code."""
+    try:
+        with open_store(store_path, writable=True) as store:
+            _load(store, run_id, store_path)
+            forked = fork(store, run_id, at=at, edit=list(edits), new_run_id=new_run_id)
+    except (CommandError, StoreError, ForkError, ReplayError) as error:
+        return _fail("fork", error)
+    assert forked.origin is not None
+    pending = f", {len(forked.pending)} pending" if forked.pending else ""
+    print(f"forked run {run_id} into run {forked.run_id}: {forked.state}{pending}", file=out)
+    print(f"forked from  {run_id} at seq {forked.origin.seq}", file=out)
+    return 0
 
 
 def _fail(command: str, error: Exception) -> int:

@@ -1,7 +1,8 @@
 """The ``agentfsm`` command line.
 
 ``demo``, ``table``, ``verify``, ``diagram`` (of the machines, or of a stored run's path),
-``runs`` (the runs of a store), ``inspect`` (where one stored run is), ``ui`` (a live
+``runs`` (the runs of a store), ``inspect`` (where one stored run is), ``fork`` (a new run
+from a rest point of a stored one), ``ui`` (a live
 web view of a store, `agentfsm.serve`) and ``serve-a2a`` (an agent over the A2A protocol).
 """
 
@@ -17,6 +18,8 @@ from typing import TextIO, cast
 from agentfsm._demo import fresh_folder, run_story
 from agentfsm._runs_cli import (
     DEFAULT_EVENTS,
+    fork_command,
+    fork_edits,
     inspect_command,
     run_diagram_command,
     runs_command,
@@ -61,6 +64,38 @@ def _add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         metavar="N",
         help=f"how many of the last events to list (default: {DEFAULT_EVENTS})",
     )
+    _add_fork_command(commands)
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a seq, a whole number >= 1, got {text!r}")
+    return value
+
+
+def _add_fork_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    fork = commands.add_parser(
+        "fork",
+        help="fork a stored run: a new run that begins where it was at a rest point",
+        description="Make a new run that begins where RUN_ID was at its last rest point at or "
+        "before --at (default: its last one). The origin is not changed; the new run's log "
+        "references the origin's up to there. Take it up with an Agent on the same store.",
+    )
+    fork.add_argument("run_id", metavar="RUN_ID")
+    fork.add_argument("--store", metavar="STORE", help=_STORE_HELP.replace("read", "use"))
+    fork.add_argument("--at", type=_positive, metavar="SEQ", help="the seq to fork at")
+    fork.add_argument("--run-id", dest="new_run_id", metavar="ID", help="the new run's id")
+    fork.add_argument(
+        "--replace-user-message", metavar="TEXT", help="the last user message says TEXT"
+    )
+    fork.add_argument(
+        "--edit-call",
+        nargs=2,
+        metavar=("CALL_ID", "JSON"),
+        help="the pending call CALL_ID is made with these arguments (a JSON object)",
+    )
+    fork.add_argument("--add-message", metavar="TEXT", help="add a user message")
 
 
 def _add_ui_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -233,6 +268,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return runs_command(args.store, out)
     if args.command == "inspect":
         return inspect_command(args.run_id, args.store, args.events, out)
+    if args.command == "fork":
+        edits = fork_edits(args.replace_user_message, args.edit_call, args.add_message)
+        return fork_command(args.run_id, args.store, args.at, args.new_run_id, edits, out)
     if args.command == "ui":
         return _ui(args)
     if args.command == "serve-a2a":

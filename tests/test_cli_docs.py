@@ -18,6 +18,7 @@ import pytest
 
 from agentfsm import Event, Message, ToolCall
 from agentfsm.fsm import Emitter, RunData, loop_machine, run_machine
+from agentfsm.states.json import JSONValue
 from agentfsm.stores import Snapshot, SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,6 +43,10 @@ SHOWN = [(page, c, out) for page in PAGES for c, out in documented_commands(page
 CASES = [pytest.param(c, out, id=f"{page.name}: {c}") for page, c, out in SHOWN]
 
 
+def _dump(message: Message) -> JSONValue:
+    return message.model_dump(mode="json")
+
+
 def _store(path: Path) -> None:
     call = ToolCall(id="call_2", name="book_table", arguments='{"city": "Paris", "people": 2}')
     with SQLiteStore(path) as store:
@@ -53,15 +58,18 @@ def _store(path: Path) -> None:
             run.send("start")
             run.send("submit", text="Book a table for two in Paris")
             loop = loop_machine(data, emitter)
+            # Each reply carries its message, as an Agent records it, so the log replays
+            # (agentfsm fork rebuilds the run from it).
+            asked = Message.assistant(tool_calls=(call,))
             if run_id == "hello":
-                loop.send("model_replied", tool_calls=0)
+                loop.send("model_replied", tool_calls=0, message=_dump(Message.assistant("Hi")))
                 run.send("complete")
             else:
-                loop.send("model_replied", tool_calls=1)
+                loop.send("model_replied", tool_calls=1, message=_dump(asked))
                 loop.send("tools_finished")
-                loop.send("model_replied", tool_calls=1, needing_action=1)
+                loop.send("model_replied", tool_calls=1, needing_action=1, message=_dump(asked))
                 run.send("need_action", calls=["call_2"])
-            messages = [Message.user("hi"), Message.assistant(tool_calls=(call,))]
+            messages = [Message.user("hi"), asked]
             snapshot = Snapshot.from_data(data, messages, (), seq=len(log), version=1)
             store.save(snapshot, log, expected_version=None)
 

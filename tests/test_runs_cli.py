@@ -100,11 +100,11 @@ def test_runs_lists_every_run_with_its_state_turn_seq_and_version(
 
     assert (done.returncode, done.stderr) == (0, "")
     header, *rows = done.stdout.splitlines()
-    assert header.split() == ["run", "id", "state", "turn", "seq", "version"]
+    assert header.split() == ["run", "id", "state", "turn", "seq", "version", "origin"]
     assert [row.split() for row in rows] == [
-        ["r-approval", "requires_action", "1", "4", "1"],
-        ["r-done", "completed", "1", "8", "1"],
-        ["r-question", "input_required", "1", "4", "1"],
+        ["r-approval", "requires_action", "1", "4", "1", "—"],
+        ["r-done", "completed", "1", "8", "1", "—"],
+        ["r-question", "input_required", "1", "4", "1", "—"],
     ]
 
 
