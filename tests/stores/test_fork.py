@@ -13,7 +13,7 @@ from agentfsm.errors import ForkError, ReplayError
 from agentfsm.llm.base import FinishReason, ModelResponse
 from agentfsm.states import Message, ToolCall
 from agentfsm.states.names import RecordKind
-from agentfsm.stores import RunStore, replay
+from agentfsm.stores import RunStore, open_store, replay
 from agentfsm.stores.fork import (
     AddMessage,
     EditCall,
@@ -308,3 +308,19 @@ def test_tampered_fork_records_are_refused(store: MemoryStore) -> None:
     )
     with pytest.raises(ReplayError, match="must be the first event"):
         replay([*store.events("origin")[:1], late])
+
+
+def test_a_fork_works_the_same_on_every_durable_store(store_url: str) -> None:
+    with open_store(store_url) as store:
+        recorded_run(store)
+        before = (store.load("origin"), store.events("origin"))
+        forked = fork(store, "origin", at=5, edit=EditCall("k0", {"item": "coffee"}))
+    with open_store(store_url) as store:  # another connection, as another process
+        agent = taken_up(store, forked.run_id, ModelResponse(content="Coffee."))
+        assert agent.pending[0].arguments == '{"item": "coffee"}'
+        BOUGHT.clear()
+        assert agent.resolve_action({"k0": "approve"}).state == "completed"
+        assert BOUGHT == ["coffee"]
+        assert replay_run(store, forked.run_id).messages == agent.messages
+        assert (store.load("origin"), store.events("origin")) == before
+        assert [run.run_id for run in store.list_runs()] == sorted(["origin", forked.run_id])
