@@ -34,7 +34,7 @@ from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import ToolCall
 from agentfsm.stores._credentials import redact
 from agentfsm.stores.base import RunStore
-from agentfsm.stores.fork import AddMessage, Edit, EditCall, ReplaceUserMessage, fork
+from agentfsm.stores.forking import AddMessage, Edit, EditCall, ReplaceUserMessage, fork
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.sqlite import DEFAULT_PATH, SQLiteStore
 from agentfsm.stores.urls import open_store as open_url

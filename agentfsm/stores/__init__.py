@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from agentfsm.stores._credentials import redact
 from agentfsm.stores.base import AsyncRunStore, RunStore, RunSummary
 from agentfsm.stores.exact_replay import replay
-from agentfsm.stores.fork import (
+from agentfsm.stores.forking import (
     AddMessage,
     Edit,
     EditCall,

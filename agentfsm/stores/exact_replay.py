@@ -6,9 +6,9 @@ closing. Replaying it from ``created`` through fresh compiled machines gives the
 the Agent stored after its last event, trace aside (the trace is what happened *inside*
 the transitions, and is stored, not logged).
 
-A fork's log (`agentfsm.stores.fork`) begins with a ``forked`` record that references its
+A fork's log (`agentfsm.stores.forking`) begins with a ``forked`` record that references its
 origin's log up to a rest point instead of copying it: replaying it needs ``origin``, which
-gives the origin's state there (`agentfsm.stores.fork.replay_run` resolves it from a store).
+gives the origin's state there (`agentfsm.stores.replay_run` resolves it from a store).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class _Run:
             raise self.fail(
                 event,
                 f"the run is a fork of run {point.run_id!r} at seq {point.seq}: replay it with "
-                "its origin (agentfsm.stores.fork.replay_run resolves it from the store)",
+                "its origin (agentfsm.stores.replay_run resolves it from the store)",
             )
         start = origin(point)
         self.data = start.model_copy(update={"run_id": self.data.run_id}).to_data()

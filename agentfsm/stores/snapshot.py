@@ -102,7 +102,7 @@ class Snapshot(BaseModel):
     started: tuple[str, ...] = ()
     """Ids of the open round's calls whose body started and has no stored answer yet."""
     origin: ForkPoint | None = None
-    """For a fork (`agentfsm.stores.fork`), the run and rest point it was forked from."""
+    """For a fork (`agentfsm.stores.forking`), the run and rest point it was forked from."""
     trace: tuple[TraceEntry, ...] = ()
     """What happened inside the transitions (model calls, tool executions…), in order."""
     seq: int = Field(default=0, ge=0)

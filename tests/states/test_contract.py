@@ -23,6 +23,7 @@ from agentfsm.states import (
     FailedReason,
     InputPolicy,
     MachineTable,
+    RecordKind,
 )
 from agentfsm.tools import MESSAGE_HOOKS, HookKind
 from agentfsm.verify import PROPERTIES
@@ -235,7 +236,16 @@ def test_the_decided_extensions_are_marked_as_not_built() -> None:
     text = section("## 6. Decided, not yet built")
 
     assert '!!! note "Decided 2026-11-24; not in the code yet"' in text
-    for name in ("Typed answers", "MCP tools", "Sub-agents", "Fork", "Temporal"):
+    for name in ("Typed answers", "MCP tools", "Sub-agents", "Temporal"):
         assert f"**{name}.**" in text
     # Not built means not in the tables: the page says so, and the code agrees.
     assert "output_invalid" not in {*RUN_TABLE.events, *LOOP_TABLE.events}
+
+
+def test_the_fork_records_are_the_contract_s() -> None:
+    text = section("## 3. Hooks and events")
+    forks = text[text.index("### Forks") :]
+
+    for kind in (RecordKind.FORKED, RecordKind.MESSAGE_REPLACED):
+        assert f"`{kind.value}`" in forks
+    assert "**Fork.**" not in section("## 6. Decided, not yet built")

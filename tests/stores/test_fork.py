@@ -14,7 +14,7 @@ from agentfsm.llm.base import FinishReason, ModelResponse
 from agentfsm.states import Message, ToolCall
 from agentfsm.states.names import RecordKind
 from agentfsm.stores import RunStore, open_store, replay
-from agentfsm.stores.fork import (
+from agentfsm.stores.forking import (
     AddMessage,
     EditCall,
     ReplaceUserMessage,
