@@ -211,7 +211,7 @@ def test_the_cli_commands_read_any_store_url_in_process(postgres_url: str) -> No
         store.save(make_snapshot("r1", 1, 1), make_events("r1", 1, 1), expected_version=None)
     out = io.StringIO()
     assert runs_command(postgres_url, out) == 0
-    assert out.getvalue().splitlines()[1].split() == ["r1", "busy", "1", "1", "1"]
+    assert out.getvalue().splitlines()[1].split() == ["r1", "busy", "1", "1", "1", "—"]
     out = io.StringIO()
     assert runs_command("memory:", out) == 0
     assert out.getvalue() == "no runs in 'memory:'\n"
