@@ -11,9 +11,9 @@ import pytest
 from agentfsm import Agent, MemoryStore, ScriptedModel, SQLiteStore, tool
 from agentfsm.errors import ForkError, ReplayError
 from agentfsm.llm.base import FinishReason, ModelResponse
-from agentfsm.states import Message, ToolCall
+from agentfsm.states import Event, Message, ToolCall
 from agentfsm.states.names import RecordKind
-from agentfsm.stores import RunStore, open_store, replay
+from agentfsm.stores import RunStore, Snapshot, open_store, replay
 from agentfsm.stores.forking import (
     AddMessage,
     EditCall,
@@ -226,6 +226,9 @@ def test_the_origin_s_stored_bytes_do_not_change(tmp_path: Path) -> None:
         ),
         ({"edit": AddMessage(" ")}, "must be non-empty text"),
         ({"new_run_id": "origin"}, "new_run_id='origin' is a stored run already"),
+        ({"edit": AddMessage(7)}, "must be a Message or a str"),  # type: ignore[arg-type]
+        ({"edit": EditCall("k0", {"x": {1}})}, "must be a JSON object"),  # type: ignore[dict-item]
+        ({"edit": EditCall("k0", 5)}, "must be a JSON object"),  # type: ignore[arg-type]
     ],
 )
 def test_a_bad_fork_is_refused_and_stores_nothing(
@@ -324,3 +327,47 @@ def test_a_fork_works_the_same_on_every_durable_store(store_url: str) -> None:
         assert replay_run(store, forked.run_id).messages == agent.messages
         assert (store.load("origin"), store.events("origin")) == before
         assert [run.run_id for run in store.list_runs()] == sorted(["origin", forked.run_id])
+
+
+def test_a_turn_ended_with_a_queued_input_is_no_rest_point() -> None:
+    store = MemoryStore()
+    holder: list[Agent] = []
+
+    @tool
+    def note(text: str) -> str:
+        """Take a note, and queue another input."""
+        holder[0].submit("And again.")
+        return "noted"
+
+    model = ScriptedModel(
+        [calls(("n", "note", '{"text": "x"}')), ModelResponse(content="One."),
+         ModelResponse(content="Two.")]
+    )  # fmt: skip
+    agent = Agent(model, [note], store=store, run_id="q", input_policy="queue")
+    holder.append(agent)
+    agent.start()
+    agent.submit("Note it.")
+    log = store.events("q")
+    ended = next(e.seq for e in log if e.event == "complete")
+
+    assert agent.turn == 2
+    assert log[ended].event == "submit"  # the queued input, in the same call
+    assert ended not in rest_points(store, "q")
+    assert rest_points(store, "q") == (1, log[-1].seq)
+
+
+def test_forks_whose_origins_go_round_are_refused() -> None:
+    store = MemoryStore()
+    for run_id, other in (("a", "b"), ("b", "a")):
+        record = Event(
+            seq=1, run_id=run_id, machine="conversation", event="forked", source="ready",
+            target="ready", at=0.0, data={"origin": other, "seq": 1},
+        )  # fmt: skip
+        snapshot = Snapshot(run_id=run_id, state="ready", seq=1)
+        store.save(snapshot, [record], expected_version=None)
+
+    with pytest.raises(ReplayError, match="go round in a circle"):
+        replay_run(store, "a")
+    late = store.events("a")[0].model_copy(update={"seq": 3})
+    with pytest.raises(ReplayError, match="must be the first event of a fork's log"):
+        replay([late])
