@@ -23,6 +23,7 @@ from agentfsm.states import (
     FailedReason,
     InputPolicy,
     MachineTable,
+    RecordKind,
 )
 from agentfsm.tools import MESSAGE_HOOKS, HookKind
 from agentfsm.verify import PROPERTIES
@@ -239,3 +240,9 @@ def test_the_decided_extensions_are_marked_as_not_built() -> None:
         assert f"**{name}.**" in text
     # Not built means not in the tables: the page says so, and the code agrees.
     assert "output_invalid" not in {*RUN_TABLE.events, *LOOP_TABLE.events}
+
+
+def test_the_conversation_records_are_the_contract_records() -> None:
+    rows = table(section("## 3. Hooks and events"), "| record | what changed |")
+
+    assert [event_of(cells[0]) for cells in rows] == [kind.value for kind in RecordKind]
