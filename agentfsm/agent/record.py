@@ -30,8 +30,10 @@ from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.snapshot import Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
+from agentfsm.tools.registry import AnyTool, ToolRegistry
 from agentfsm.tools.results import ToolResult
-from agentfsm.tools.system import Answer
+from agentfsm.tools.sources import ToolSource
+from agentfsm.tools.system import Answer, ToolSystem
 
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
@@ -56,13 +58,17 @@ class RunRecord:
         "_emitter",
         "_engine",
         "_grouping",
+        "_inputs",
+        "_listed",
         "_listeners",
         "_loop",
         "_messages",
+        "_own",
         "_pause_requested",
         "_quiet",
         "_round",
         "_run",
+        "_sources",
         "_started",
         "_store_failed",
         "_system",
@@ -71,6 +77,7 @@ class RunRecord:
         "_unsaved",
         "_version",
         "store",
+        "tools",
     )
 
     store: RunStore | None
@@ -90,6 +97,15 @@ class RunRecord:
     _answers: tuple[Answer, ...]
     _started: tuple[str, ...]
     _version: int
+    tools: ToolSystem
+    _own: tuple[AnyTool, ...]
+    """The application's own tools (and ``ask_user``): offered whatever the sources list."""
+    _sources: tuple[ToolSource, ...]
+    """Where the rest of the tools come from (MCP servers), listed when a turn starts."""
+    _listed: dict[str, tuple[JSONObject, ...]]
+    """The last recorded listing of each source, by prefix: what the run offers and runs."""
+    _inputs: dict[str, JSONObject]
+    """The open round's calls whose tool asked the user: their request (and answer)."""
     _cancel_requested: bool
     _pause_requested: bool
     _depth: int
@@ -135,6 +151,10 @@ class RunRecord:
         self._decisions: Mapping[str, Decision] = NO_DECISIONS
         self._answers: tuple[Answer, ...] = ()
         self._started: tuple[str, ...] = ()
+        self._inputs = {}
+        if self._listed:
+            self._listed = {}
+            self._offer(self._registry(self._listed))
         self._version = 0
         self._emitter.seq = 0
         self._ungrouped()
@@ -154,6 +174,10 @@ class RunRecord:
         self._decisions = dict(snapshot.decisions)
         self._answers = tuple((answer.result, answer.message) for answer in snapshot.answers)
         self._started = tuple(snapshot.started)
+        self._inputs = dict(snapshot.inputs)
+        if self._listed or snapshot.tool_lists:
+            self._listed = dict(snapshot.tool_lists)
+            self._offer(self._registry(self._listed))
         self._round = open_round(self._messages)
         self._version = snapshot.version
         self._emitter.seq = snapshot.seq
@@ -282,8 +306,32 @@ class RunRecord:
                 for result, message in self._answers
             ],
             started=self._started,
+            tool_lists=self._listed,
+            inputs=self._inputs,
             trusted=True,
         )
+
+    def _registry(self, listed: Mapping[str, tuple[JSONObject, ...]]) -> ToolRegistry:
+        """The application's tools and those of the sources' listings (nothing is contacted).
+
+        Raises:
+            DuplicateToolError: Two tools would share a name.
+            AgentFSMError: A source refuses its listing.
+        """
+        tools = list(self._own)
+        for source in self._sources:
+            if source.prefix in listed:
+                tools.extend(source.tools_of(listed[source.prefix]))
+        return ToolRegistry(tools)
+
+    def _offer(self, registry: ToolRegistry) -> None:
+        """Offer and run these tools from now on."""
+        self.tools.registry = registry
+
+    def _record_listing(self, prefix: str, listing: tuple[JSONObject, ...]) -> None:
+        """Record a source's listing (already offered) as a ``tools_listed`` record."""
+        self._listed[prefix] = listing
+        self._note(RecordKind.TOOLS_LISTED, {"server": prefix, "tools": list(listing)})
 
     def _claim(self) -> None:
         if self._grouping:

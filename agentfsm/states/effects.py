@@ -228,9 +228,10 @@ COUPLINGS: tuple[Coupling, ...] = (
 )
 """How the loop and the run move together (docs/contract.md §2): ``answered`` and ``exhausted``
 → run ``complete``; ``awaiting_action`` → ``need_action``; ``awaiting_input`` →
-``need_input`` (also after ``input_requested``); ``errored`` → run ``fail``; run ``resolve_action`` / ``provide_input`` → loop
-``resolved``; run ``cancel``, ``expire``, ``shutdown`` (of an unfinished turn) → loop
-``abort``; a failing hook: loop ``abort`` → run ``fail``."""
+``need_input`` (also after ``input_requested``); ``errored`` → run ``fail``; run
+``resolve_action`` / ``provide_input`` → loop ``resolved``; run ``cancel``, ``expire``,
+``shutdown`` (of an unfinished turn) → loop ``abort``; a failing hook: loop ``abort`` → run
+``fail``."""
 
 FOLLOW_UPS: frozenset[str] = frozenset(
     {_E.NEED_ACTION, _E.NEED_INPUT, _E.COMPLETE, _E.FAIL, _LE.RESOLVED}
