@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from agentfsm.agent.vocabulary import AgentEvent, AgentListener
+from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
 from agentfsm.fsm.trace import AnyTraceEntry
@@ -315,13 +316,22 @@ class RunRecord:
         """The application's tools and those of the sources' listings (nothing is contacted).
 
         Raises:
-            DuplicateToolError: Two tools would share a name.
+            MCPServerError: A source's tool would share a name with another tool.
             AgentFSMError: A source refuses its listing.
         """
         tools = list(self._own)
+        owners = dict.fromkeys((found.name for found in tools), "the application")
         for source in self._sources:
-            if source.prefix in listed:
-                tools.extend(source.tools_of(listed[source.prefix]))
+            listing = listed.get(source.prefix)
+            for found in () if listing is None else source.tools_of(listing):
+                owner = owners.setdefault(found.name, f"MCP server {source.prefix!r}")
+                if owner != f"MCP server {source.prefix!r}":
+                    raise MCPServerError(
+                        source.prefix,
+                        f"its tool {found.name!r} clashes with a tool of {owner} of the same "
+                        "name; give the server another prefix",
+                    )
+                tools.append(found)
         return ToolRegistry(tools)
 
     def _offer(self, registry: ToolRegistry) -> None:
