@@ -46,7 +46,7 @@ def test_the_listing_is_recorded_when_each_turn_starts_and_follows_the_server(
 ) -> None:
     tools = [declared("first")]
     server = MCPServer("raw", raw(tools), policies={"first": "allow"})
-    model = ScriptedModel().text("one").tool_call("raw__second", n=2).text("two")
+    model = ScriptedModel().text("one").tool_call("raw__first", n=2).text("two")
     store = SQLiteStore(tmp_path / "runs.db")
     agent = Agent(model, store=store, mcp_servers=[server], run_id="r")
     agent.start()
@@ -54,11 +54,13 @@ def test_the_listing_is_recorded_when_each_turn_starts_and_follows_the_server(
     agent.submit("turn one")
     offered_first = [n for n in agent.tools.registry.names if n.startswith("raw__")]
     tools.append(declared("second"))  # the server's list changes between the turns
-    server = MCPServer("raw", raw(tools), policies={"first": "allow", "second": "allow"})
-    agent._sources = (server,)  # (the same server, its new policies)
     done = agent.submit("turn two")
 
     assert offered_first == ["raw__first"]
+    assert [n for n in agent.tools.registry.names if n.startswith("raw__")] == [
+        "raw__first",
+        "raw__second",
+    ]
     assert done.state == "completed"
     assert [m.content for m in agent.messages if m.role == "tool"] == [""]  # ran: no content
     events = assert_replays(store, "r")
