@@ -22,6 +22,7 @@ from mcp import MCPError, types
 from agentfsm.errors import MCPConnectionError, MCPServerError
 from agentfsm.states.messages import ToolCall
 from agentfsm.tools import Decision, ToolContext, ToolPolicy, ToolStatus, ToolSystem
+from agentfsm.tools._mcp_results import form_content
 from agentfsm.tools.mcp import SEPARATOR, MCPServer, default_policy, load_tools_sync
 from agentfsm.tools.sources import InputRequest
 from tests.mcp.servers import POINT, declared, raw, structured, toolbox
@@ -388,3 +389,22 @@ def test_a_listing_that_never_ends_is_refused() -> None:
     endless = raw([declared(f"t{n}") for n in range(101)], page_size=1)
     with pytest.raises(MCPServerError, match="did not end after 100 pages"):
         load_tools_sync(MCPServer("raw", endless))
+
+
+@pytest.mark.parametrize(
+    ("kind", "answer", "content"),
+    [
+        ("integer", " 3 ", {"f": 3}),
+        ("number", "2.5", {"f": 2.5}),
+        ("boolean", "Yes", {"f": True}),
+        ("boolean", "no", {"f": False}),
+        ("integer", "three", {"f": "three"}),  # left to the server to refuse
+        ("string", '{"f": "x", "g": 1}', {"f": "x", "g": 1}),  # a JSON object is the content
+    ],
+)
+def test_an_answer_fills_a_form_of_one_field_in_its_type(
+    kind: str, answer: str, content: dict[str, object]
+) -> None:
+    schema = {"properties": {"f": {"type": kind}}}
+
+    assert form_content("p", "t", schema, answer) == content
