@@ -19,6 +19,7 @@ from agentfsm.stores.base import RunStore
 from agentfsm.tools.checks import tool_items
 from agentfsm.tools.hooks import Hooks
 from agentfsm.tools.registry import ToolRegistry
+from agentfsm.tools.sources import ToolSource
 
 if TYPE_CHECKING:
     from agentfsm.agent.core import Agent
@@ -37,6 +38,29 @@ def _model(model: object) -> None:
             "a Model (an object with .name and async .complete(...), such as OpenAIModel) or "
             "a spec string such as 'openai:gpt-4o-mini' or 'scripted:demo'",
         )
+
+
+def tool_sources(sources: object) -> tuple[ToolSource, ...]:
+    """Check ``mcp_servers``: tool sources (`MCPServer`, any `ToolSource`), prefixes unique.
+
+    Raises:
+        TypeError: Not an iterable of tool sources.
+        ValueError: Two sources share a prefix.
+    """
+    allowed = "an iterable of tool sources such as agentfsm.tools.mcp.MCPServer(...)"
+    if isinstance(sources, (str, bytes, Mapping)) or not isinstance(sources, Iterable):
+        checks.refuse_type("mcp_servers", sources, allowed)
+    found = tuple(sources)
+    for source in found:
+        if not isinstance(source, ToolSource):
+            raise TypeError(f"mcp_servers must be {allowed}; it holds {checks.given(source)}")
+    prefixes = [source.prefix for source in found]
+    twice = sorted({prefix for prefix in prefixes if prefixes.count(prefix) > 1})
+    if twice:
+        raise ValueError(
+            f"mcp_servers must each have a prefix of their own; {twice!r} is used more than once"
+        )
+    return found
 
 
 def _store(store: object) -> None:

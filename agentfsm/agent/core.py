@@ -44,6 +44,7 @@ from agentfsm.tools.hooks import HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
 from agentfsm.tools.results import ErrorDetails
+from agentfsm.tools.sources import ToolSource
 from agentfsm.tools.system import ToolSystem
 
 __all__ = ["Agent"]
@@ -82,6 +83,12 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             and `start` takes it up without re-running any enter action.
         context_window: The model's context window in tokens, for `context_usage`; None to
             use the model's ``context_window`` attribute or the known window of its name.
+        mcp_servers: Tool sources listed when each turn starts (`agentfsm.tools.mcp.MCPServer`,
+            or any `ToolSource`), each under its own prefix. Each listing is recorded in
+            the run's log (``tools_listed``), and the run offers and runs the recorded
+            tools: a restored run uses them without contacting the servers. A source that
+            announces a change is listed again between two rounds. A source that cannot be
+            listed when a turn starts, or whose tools clash with others, refuses the submit.
     """
 
     __slots__ = (
@@ -113,8 +120,10 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         engine: Engine = "compiled",
         store: RunStore | None = None,
         context_window: int | None = None,
+        mcp_servers: Iterable[ToolSource] = (),
     ) -> None:
         checks.agent_arguments(locals())
+        sources = checks.tool_sources(mcp_servers)
         self.model = resolve_model(model) if isinstance(model, str) else model
         """The model that answers."""
         self.hooks = hooks if isinstance(hooks, Hooks) else hooks_from(hooks or {})
@@ -124,7 +133,12 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         if ask_user and registry.find(ASK_USER) is None:
             registry.register(ask_user_tool())
         self.tools = ToolSystem(registry, hooks=self.hooks, timer=timer, clock=clock)
-        """The ToolSystem that runs the tool rounds."""
+        """The ToolSystem that runs the tool rounds (its registry changes with the listings
+        of ``mcp_servers``)."""
+        self._own = tuple(registry)
+        self._sources = sources
+        self._listed: dict[str, tuple[JSONObject, ...]] = {}
+        self._asking = None
         self.enabled_tools = None if enabled_tools is None else frozenset(enabled_tools)
         if self.enabled_tools is not None and ask_user:
             self.enabled_tools |= {ASK_USER}
@@ -377,11 +391,18 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         pending = self._data.pending
         self._run.send("provide_input", text=text)
         await self._user_input(text, defer=True)
-        self._decisions = {call_id: Decision.output(text) for call_id in pending}
+        answers = {call_id: Decision.output(text) for call_id in pending}
         payload: JSONObject = {
-            call_id: decision.model_dump(mode="json")
-            for call_id, decision in self._decisions.items()
+            call_id: decision.model_dump(mode="json") for call_id, decision in answers.items()
         }
+        if any(call_id in self._inputs for call_id in pending):
+            # A tool asked: its call is retried with the answer; the round's decisions stay.
+            self._inputs = {
+                call_id: {**request, "answer": text} if call_id in pending else request
+                for call_id, request in self._inputs.items()
+            }
+        else:
+            self._decisions = answers
         self._loop_machine().send("resolved", decisions=payload)
         await self._drive()
         return self.outcome()

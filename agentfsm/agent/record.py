@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from agentfsm.agent.vocabulary import AgentEvent, AgentListener
+from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
 from agentfsm.fsm.trace import AnyTraceEntry
@@ -30,8 +31,10 @@ from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.snapshot import ForkPoint, Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
+from agentfsm.tools.registry import AnyTool, ToolRegistry
 from agentfsm.tools.results import ToolResult
-from agentfsm.tools.system import Answer
+from agentfsm.tools.sources import ToolSource
+from agentfsm.tools.system import Answer, ToolSystem
 
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
@@ -56,14 +59,18 @@ class RunRecord:
         "_emitter",
         "_engine",
         "_grouping",
+        "_inputs",
+        "_listed",
         "_listeners",
         "_loop",
         "_messages",
         "_origin",
+        "_own",
         "_pause_requested",
         "_quiet",
         "_round",
         "_run",
+        "_sources",
         "_started",
         "_store_failed",
         "_system",
@@ -72,6 +79,7 @@ class RunRecord:
         "_unsaved",
         "_version",
         "store",
+        "tools",
     )
 
     store: RunStore | None
@@ -93,6 +101,15 @@ class RunRecord:
     _version: int
     _origin: ForkPoint | None
     """For a forked run, where it was forked from (kept in every snapshot it saves)."""
+    tools: ToolSystem
+    _own: tuple[AnyTool, ...]
+    """The application's own tools (and ``ask_user``): offered whatever the sources list."""
+    _sources: tuple[ToolSource, ...]
+    """Where the rest of the tools come from (MCP servers), listed when a turn starts."""
+    _listed: dict[str, tuple[JSONObject, ...]]
+    """The last recorded listing of each source, by prefix: what the run offers and runs."""
+    _inputs: dict[str, JSONObject]
+    """The open round's calls whose tool asked the user: their request (and answer)."""
     _cancel_requested: bool
     _pause_requested: bool
     _depth: int
@@ -138,6 +155,10 @@ class RunRecord:
         self._decisions: Mapping[str, Decision] = NO_DECISIONS
         self._answers: tuple[Answer, ...] = ()
         self._started: tuple[str, ...] = ()
+        self._inputs = {}
+        if self._listed:
+            self._listed = {}
+            self._offer(self._registry(self._listed))
         self._version = 0
         self._origin = None
         self._emitter.seq = 0
@@ -158,6 +179,10 @@ class RunRecord:
         self._decisions = dict(snapshot.decisions)
         self._answers = tuple((answer.result, answer.message) for answer in snapshot.answers)
         self._started = tuple(snapshot.started)
+        self._inputs = dict(snapshot.inputs)
+        if self._listed or snapshot.tool_lists:
+            self._listed = dict(snapshot.tool_lists)
+            self._offer(self._registry(self._listed))
         self._round = open_round(self._messages)
         self._version = snapshot.version
         self._origin = snapshot.origin
@@ -288,8 +313,41 @@ class RunRecord:
             ],
             started=self._started,
             origin=self._origin,
+            tool_lists=self._listed,
+            inputs=self._inputs,
             trusted=True,
         )
+
+    def _registry(self, listed: Mapping[str, tuple[JSONObject, ...]]) -> ToolRegistry:
+        """The application's tools and those of the sources' listings (nothing is contacted).
+
+        Raises:
+            MCPServerError: A source's tool would share a name with another tool.
+            AgentFSMError: A source refuses its listing.
+        """
+        tools = list(self._own)
+        owners = dict.fromkeys((found.name for found in tools), "the application")
+        for source in self._sources:
+            listing = listed.get(source.prefix)
+            for found in () if listing is None else source.tools_of(listing):
+                owner = owners.setdefault(found.name, f"MCP server {source.prefix!r}")
+                if owner != f"MCP server {source.prefix!r}":
+                    raise MCPServerError(
+                        source.prefix,
+                        f"its tool {found.name!r} clashes with a tool of {owner} of the same "
+                        "name; give the server another prefix",
+                    )
+                tools.append(found)
+        return ToolRegistry(tools)
+
+    def _offer(self, registry: ToolRegistry) -> None:
+        """Offer and run these tools from now on."""
+        self.tools.registry = registry
+
+    def _record_listing(self, prefix: str, listing: tuple[JSONObject, ...]) -> None:
+        """Record a source's listing (already offered) as a ``tools_listed`` record."""
+        self._listed[prefix] = listing
+        self._note(RecordKind.TOOLS_LISTED, {"server": prefix, "tools": list(listing)})
 
     def _claim(self) -> None:
         if self._grouping:

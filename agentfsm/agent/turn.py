@@ -25,11 +25,12 @@ from agentfsm.llm.base import (
     StreamingModel,
     check_finish,
 )
-from agentfsm.states.json import JSONValue
+from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
+from agentfsm.tools.registry import ToolRegistry
 from agentfsm.tools.results import (
     ErrorDetails,
     ToolErrorInfo,
@@ -37,7 +38,7 @@ from agentfsm.tools.results import (
     ToolStatus,
     failure_content,
 )
-from agentfsm.tools.system import ToolSystem
+from agentfsm.tools.sources import InputRequest, ToolSource
 
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
 """The error type of the tool message a resumed run gives a non-idempotent call that had
@@ -48,6 +49,7 @@ class TurnDriver(RunRecord):
     """Runs a turn from where its loop is until it ends, waits or pauses."""
 
     __slots__ = (
+        "_asking",
         "_clock",
         "_delta_listeners",
         "_edit",
@@ -58,13 +60,11 @@ class TurnDriver(RunRecord):
         "hooks",
         "input_timeout",
         "model",
-        "tools",
         "user_id",
     )
 
     model: Model
     hooks: Hooks
-    tools: ToolSystem
     enabled_tools: frozenset[str] | None
     user_id: str | None
     action_timeout: float | None
@@ -77,12 +77,17 @@ class TurnDriver(RunRecord):
     """The error that failed the last turn that failed (None if none did, here)."""
     _edit: tuple[ToolCall, ...] | None
     """The tool calls as the last ``after_llm`` handler edited them, until applied."""
+    _asking: tuple[ToolCall, InputRequest] | None
+    """The call of the running round whose tool asked the user, and what it asked."""
 
     async def _submit(self, text: str, *, from_queue: bool) -> None:
         """Submit an input that starts a turn; its user message is part of the transition."""
         args: dict[str, JSONValue] = {"text": text}
         if from_queue:
             args["from_queue"] = True
+        # Listed before the turn starts: a source that cannot be listed, or whose tools
+        # clash, refuses the submit, and nothing changes.
+        listings = await self._list_sources() if self._sources else None
         self._messages.append(Message.user(text))  # in the transition's snapshot
         # Requests of an earlier turn are forgotten; those made from now on (a listener of
         # this very submit) are this turn's.
@@ -94,8 +99,43 @@ class TurnDriver(RunRecord):
                 self._messages.pop()
             raise
         self._round = ()
+        if listings is not None:
+            self._install(*listings)
         await self._user_input(text, defer=False)
         await self._drive()
+
+    async def _list_sources(
+        self, sources: tuple[ToolSource, ...] | None = None
+    ) -> tuple[dict[str, tuple[JSONObject, ...]], ToolRegistry]:
+        """List ``sources`` (all by default) and the registry their listings make.
+
+        Raises:
+            AgentFSMError: A source could not be listed, or its tools cannot be offered
+                (a name clash included).
+        """
+        await self._commit()  # listing is an external effect
+        fresh = {source.prefix: await source.listing() for source in sources or self._sources}
+        return fresh, self._registry({**self._listed, **fresh})
+
+    def _install(self, fresh: dict[str, tuple[JSONObject, ...]], registry: ToolRegistry) -> None:
+        """Offer the tools of fresh listings from now on, each recorded (``tools_listed``)."""
+        self._offer(registry)
+        for prefix, listing in fresh.items():
+            self._record_listing(prefix, listing)
+
+    async def _relist_changed(self) -> None:
+        """Between two rounds: list again the sources that announced a change.
+
+        A source that cannot be listed now keeps its last listing (the turn goes on with it).
+        """
+        changed = tuple(source for source in self._sources if source.take_changed())
+        if not changed:
+            return
+        try:
+            listings = await self._list_sources(changed)
+        except AgentFSMError:
+            return
+        self._install(*listings)
 
     def _loop_machine(self) -> AnyMachine:
         if self._loop is None:  # resolve_action etc. before any turn: the run refuses first
@@ -350,7 +390,13 @@ class TurnDriver(RunRecord):
             on_start=self._on_start,
             on_answer=self._on_answer,
             stop=self._stop_between_calls,
+            resumes={c: r for c, r in self._inputs.items() if "answer" in r} or None,
+            on_input=self._on_input,
         )
+        if self._asking is not None:
+            self._defer(round_.messages[len(round_.results) :])
+            self._ask_user(*self._asking)
+            return
         if len(round_.results) < len(calls):
             # Stopped at the boundary between two calls: a cancel answers the rest
             # "cancelled"; a pause keeps the round open, and the rest run on resume.
@@ -368,6 +414,25 @@ class TurnDriver(RunRecord):
         loop.send("tools_finished")
         if loop.state == LoopState.EXHAUSTED:
             await self._finish(loop.state)
+        elif self._sources:
+            await self._relist_changed()
+
+    def _on_input(self, call: ToolCall, asked: InputRequest) -> None:
+        self._asking = (call, asked)
+
+    def _ask_user(self, call: ToolCall, asked: InputRequest) -> None:
+        """A call's tool asked the user: the round waits in input_required with the question."""
+        self._asking = None
+        self._started = tuple(i for i in self._started if i != call.id)
+        self._data.at_boundary = not self._started
+        self._inputs = {**self._inputs, call.id: {"request": asked.request}}
+        question = asked.question.strip() or f"The tool {call.name!r} needs your answer."
+        self._loop_machine().send(
+            "input_requested", call_id=call.id, question=question, request=asked.request
+        )
+        self._run.send(
+            "need_input", question=question, calls=[call.id], deadline=self._deadline(False)
+        )
 
     def _trace_round(self, calls: tuple[ToolCall, ...], results: tuple[ToolResult, ...]) -> None:
         for entry in tool_entries(
@@ -409,6 +474,8 @@ class TurnDriver(RunRecord):
         if result.call_id in self._started:
             self._started = tuple(i for i in self._started if i != result.call_id)
         self._answers = (*self._answers, (result, message))
+        if result.call_id in self._inputs:
+            self._inputs = {c: r for c, r in self._inputs.items() if c != result.call_id}
         # Between two calls of a round is a step boundary (docs/contract.md §3).
         self._data.at_boundary = not self._started
         self._note(
@@ -421,6 +488,7 @@ class TurnDriver(RunRecord):
         self._data.at_boundary = True
         self._messages.extend(round_messages(self._round, self._answers))
         self._answers, self._started, self._decisions = (), (), NO_DECISIONS
+        self._inputs = {}
         self._round = ()
         self._note(RecordKind.ROUND_CLOSED, {})
 

@@ -46,6 +46,7 @@ class TurnLoop(StateChart[RunData]):
     tools_finished = acting.to(thinking, cond=g.below_max_iterations) | acting.to(
         exhausted, cond=g.at_max_iterations
     )
+    input_requested = acting.to(awaiting_input)
     abort = (
         thinking.to(aborted)
         | acting.to(aborted)

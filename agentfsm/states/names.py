@@ -56,6 +56,10 @@ class RecordKind(StrEnum):
     """A fork's edit replaced the message at ``index`` (the last user message, or the
     assistant message whose pending call's arguments changed):
     ``{"index": i, "original": {...}, "message": {...}}``."""
+    TOOLS_LISTED = "tools_listed"
+    """A tool source (an MCP server) listed its tools, when the turn started or, after it
+    announced a change, between two rounds; the run uses this list from then on:
+    ``{"server": prefix, "tools": [{...}, ...]}`` (each tool as the server described it)."""
 
 
 class RunState(StrEnum):
@@ -144,6 +148,9 @@ class LoopEvent(StrEnum):
     """Every pending call got its decision or answer (argument ``decisions``)."""
     TOOLS_FINISHED = "tools_finished"
     """Every call of the round has its tool message."""
+    INPUT_REQUESTED = "input_requested"
+    """A call of the round (an MCP server's tool) needs the user's answer before it can end
+    (arguments ``call_id``, ``question``, ``request``: what the call is retried with)."""
     ABORT = "abort"
     """End the turn from outside (argument ``reason``)."""
 

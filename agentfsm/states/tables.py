@@ -170,6 +170,7 @@ LOOP_TABLE = MachineTable(
         *_rows(_LE.RESOLVED, _WAITING_LOOP, _L.ACTING, "decides_every_pending_call"),
         TransitionRow(_LE.TOOLS_FINISHED, _L.ACTING, _L.THINKING, "below_max_iterations"),
         TransitionRow(_LE.TOOLS_FINISHED, _L.ACTING, _L.EXHAUSTED, "at_max_iterations"),
+        TransitionRow(_LE.INPUT_REQUESTED, _L.ACTING, _L.AWAITING_INPUT),
         *_rows(_LE.ABORT, (_L.THINKING, _L.ACTING, *_WAITING_LOOP), _L.ABORTED),
     ),
     effects=LOOP_EFFECTS,

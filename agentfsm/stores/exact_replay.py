@@ -22,6 +22,7 @@ from agentfsm.errors import IllegalTransitionError, ReplayError
 from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE, Emitter, Machine, RunData
 from agentfsm.fsm.rounds import open_round, round_messages
 from agentfsm.states.events import Event
+from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.snapshot import ForkPoint, Snapshot, ToolAnswer
@@ -43,6 +44,8 @@ class _Run:
         self.answers: list[tuple[ToolResult, Message]] = []
         self.started: list[str] = []
         self.origin: ForkPoint | None = None
+        self.listed: dict[str, tuple[JSONObject, ...]] = {}
+        self.inputs: dict[str, JSONObject] = {}
 
     def seed(self, event: Event, origin: Callable[[ForkPoint], Snapshot] | None) -> None:
         """A fork's first event: become the origin's run where it was forked."""
@@ -72,6 +75,8 @@ class _Run:
         self.decisions = dict(start.decisions)
         self.answers = [(answer.result, answer.message) for answer in start.answers]
         self.started = list(start.started)
+        self.listed = dict(start.tool_lists)
+        self.inputs = dict(start.inputs)
         self.origin = point
 
     def snapshot(self, seq: int) -> Snapshot:
@@ -88,6 +93,8 @@ class _Run:
                 ToolAnswer(result=result, message=message) for result, message in self.answers
             ],
             started=self.started,
+            tool_lists=self.listed,
+            inputs=self.inputs,
             origin=self.origin,
         )
 
@@ -137,9 +144,27 @@ class _Run:
             decisions = event.data.get("decisions")
             if not isinstance(decisions, dict):
                 raise self.fail(event, "'resolved' carries no decisions")
-            self.decisions = {
+            parsed = {
                 call_id: self.parse(event, Decision, value) for call_id, value in decisions.items()
             }
+            if any(call_id in self.inputs for call_id in parsed):
+                for call_id, answer in parsed.items():  # a tool's question: the call is retried
+                    self.inputs[call_id] = {**self.inputs[call_id], "answer": answer.value}
+            else:
+                self.decisions = parsed
+        elif event.event == "input_requested":
+            self.input_requested(event)
+
+    def input_requested(self, event: Event) -> None:
+        call_id, request = event.data.get("call_id"), event.data.get("request")
+        if call_id not in {call.id for call in self.open_round()} or not isinstance(request, dict):
+            raise self.fail(
+                event, "'input_requested' must name a call of the open round and its request"
+            )
+        if call_id in self.started:
+            self.started.remove(str(call_id))
+        self.inputs[str(call_id)] = {"request": request}
+        self.data.at_boundary = not self.started
 
     def configure(self, event: Event) -> None:
         args = event.data
@@ -205,12 +230,14 @@ class _Run:
             raise self.fail(event, f"call {result.call_id!r} is not a call of the open round")
         if result.call_id in self.started:
             self.started.remove(result.call_id)
+        self.inputs.pop(result.call_id, None)
         self.answers.append((result, message))
         self.data.at_boundary = not self.started  # between two calls: a step boundary
 
     def _round_closed(self, event: Event) -> None:
         self.messages.extend(round_messages(self.open_round(), self.answers))
         self.answers, self.started, self.decisions = [], [], {}
+        self.inputs = {}
         self.data.at_boundary = True
 
     def _reset(self, event: Event) -> None:
@@ -250,6 +277,16 @@ class _Run:
         if original != self.messages[index]:
             raise self.fail(event, f"message {index} is not the 'original' the record names")
         self.messages[index] = self.parse(event, Message, event.data.get("message"))
+
+    def _tools_listed(self, event: Event) -> None:
+        server, tools = event.data.get("server"), event.data.get("tools")
+        if not isinstance(server, str) or not isinstance(tools, list):
+            raise self.fail(event, "'tools_listed' must carry a server's prefix and its tools")
+        if not all(
+            isinstance(entry, dict) and isinstance(entry.get("name"), str) for entry in tools
+        ):
+            raise self.fail(event, "'tools_listed' must list tools as objects with a name")
+        self.listed[server] = tuple(tools)  # type: ignore[arg-type]  # objects, checked above
 
     def open_round(self) -> tuple[ToolCall, ...]:
         return open_round(self.messages)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
 
 from agentfsm.fsm.data import RunData
 from agentfsm.fsm.trace import AnyTraceEntry, TraceEntry
+from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message
 from agentfsm.states.names import InputPolicy
 from agentfsm.tools.policy import Decision
@@ -103,6 +104,11 @@ class Snapshot(BaseModel):
     """Ids of the open round's calls whose body started and has no stored answer yet."""
     origin: ForkPoint | None = None
     """For a fork (`agentfsm.stores.forking`), the run and rest point it was forked from."""
+    tool_lists: dict[str, tuple[JSONObject, ...]] = Field(default_factory=dict)
+    """The last recorded listing of each tool source (MCP server), by its prefix."""
+    inputs: dict[str, JSONObject] = Field(default_factory=dict)
+    """The open round's calls whose tool asked the user, by call id: ``{"request": ...}``,
+    and ``"answer"`` once the user answered (the call is retried with both)."""
     trace: tuple[TraceEntry, ...] = ()
     """What happened inside the transitions (model calls, tool executions…), in order."""
     seq: int = Field(default=0, ge=0)
@@ -134,6 +140,8 @@ class Snapshot(BaseModel):
         answers: Sequence[ToolAnswer] = (),
         started: Sequence[str] = (),
         origin: ForkPoint | None = None,
+        tool_lists: Mapping[str, Sequence[JSONObject]] | None = None,
+        inputs: Mapping[str, JSONObject] | None = None,
         trusted: bool = False,
     ) -> Snapshot:
         """The snapshot of a run's machines' data, conversation and trace.
@@ -149,6 +157,8 @@ class Snapshot(BaseModel):
             answers: The open round's answered calls.
             started: The open round's calls started without an answer.
             origin: For a fork, where it was forked from.
+            tool_lists: The last listing of each tool source, by prefix.
+            inputs: The open round's calls whose tool asked the user.
             trusted: Skip validation: every value comes from a live run's own checked
                 models (the Agent builds one snapshot per event; validating its whole
                 conversation and trace again each time would make a long run quadratic).
@@ -177,6 +187,8 @@ class Snapshot(BaseModel):
             answers=tuple(answers),
             started=tuple(started),
             origin=origin,
+            tool_lists={name: tuple(tools) for name, tools in (tool_lists or {}).items()},
+            inputs=dict(inputs or {}),
             trace=tuple(trace),
             seq=seq,
             version=version,

@@ -22,6 +22,7 @@ from agentfsm.tools.results import (
     ToolResult,
     ToolStatus,
 )
+from agentfsm.tools.sources import InputRequest, ToolSource
 from agentfsm.tools.spec import NAME_PATTERN, Tool, tool
 from agentfsm.tools.system import Clock, Observer, Timer, ToolSystem
 
@@ -38,6 +39,7 @@ __all__ = [
     "HookHandler",
     "HookKind",
     "Hooks",
+    "InputRequest",
     "ObservationType",
     "Observer",
     "RoundResult",
@@ -49,6 +51,7 @@ __all__ = [
     "ToolPolicy",
     "ToolRegistry",
     "ToolResult",
+    "ToolSource",
     "ToolStatus",
     "ToolSystem",
     "tool",

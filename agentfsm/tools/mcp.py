@@ -18,9 +18,10 @@ Needs the ``mcp`` extra: ``pip install 'agentfsm[mcp]'``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import re
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -28,8 +29,10 @@ try:
     import anyio
     import mcp
     from mcp import types as mcp_types
+    from mcp.client.context import ClientRequestContext
     from mcp.server import Server
     from mcp.server.mcpserver import MCPServer as SDKServer
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as missing:  # pragma: no cover - the dev extra installs it
     raise ImportError(
         "agentfsm.tools.mcp needs the MCP SDK: install it with pip install 'agentfsm[mcp]'"
@@ -42,15 +45,16 @@ from agentfsm.errors import (
     InvalidToolNameError,
     MCPConnectionError,
     MCPServerError,
-    MCPToolError,
     ToolDefinitionError,
     ToolTimeoutError,
 )
 from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.tools._mcp_results import Answer, failure, output, retry_params
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.policy import ToolPolicy
 from agentfsm.tools.registry import AnyTool
-from agentfsm.tools.schema import compile_validator, schema_error
+from agentfsm.tools.schema import compile_validator
+from agentfsm.tools.sources import InputRequest
 from agentfsm.tools.spec import NAME_PATTERN, Tool
 
 __all__ = ["SEPARATOR", "MCPServer", "default_policy", "load_tools", "load_tools_sync"]
@@ -64,9 +68,7 @@ _MAX_PAGES = 100
 _CLOSING = 10.0
 """Seconds a call may take after its deadline to close its transport (the SDK's stdio client
 gives a server 2 s to exit before it kills it)."""
-_RESULT: TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult] = TypeAdapter(
-    mcp_types.CallToolResult | mcp_types.InputRequiredResult
-)
+_RESULT: TypeAdapter[Answer] = TypeAdapter(Answer)
 
 Target = str | Sequence[str] | mcp.StdioServerParameters | Server[Any] | SDKServer[Any]
 """Where a server is: a Streamable HTTP URL, a command line (``["python", "server.py"]``) or
@@ -118,7 +120,7 @@ class MCPServer:
         ValueError: The prefix, a policy or the timeout is not allowed.
     """
 
-    __slots__ = ("policies", "prefix", "target", "timeout", "trusted")
+    __slots__ = ("_changed", "policies", "prefix", "target", "timeout", "trusted")
 
     def __init__(
         self,
@@ -150,10 +152,57 @@ class MCPServer:
         """The application's policies, by the server's tool name (read-only)."""
         self.timeout = float(timeout)
         """Seconds one operation may take."""
+        self._changed = False
 
     def _client(self) -> mcp.Client:
-        # No response cache: a listing must be the server's current one.
-        return mcp.Client(self.target, read_timeout_seconds=self.timeout, cache=None)
+        # No response cache: a listing must be the server's current one. The elicitation
+        # callback declares that the user can be asked (through input_required results).
+        return mcp.Client(
+            self.target,
+            read_timeout_seconds=self.timeout,
+            cache=None,
+            elicitation_callback=_asked_mid_call,
+            message_handler=self._on_message,
+        )
+
+    async def _on_message(self, message: object) -> None:
+        """A notification on a session of an earlier protocol revision (before 2026-07-28)."""
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._changed = True
+        await anyio.lowlevel.checkpoint()
+
+    def take_changed(self) -> bool:
+        """Whether the server announced a change of its tools since this was last asked.
+
+        Announcements are heard while a call runs (``notifications/tools/list_changed``, or
+        on 2026-07-28 a ``subscriptions/listen`` stream opened beside the call).
+        """
+        changed, self._changed = self._changed, False
+        return changed
+
+    async def listing(self) -> tuple[JSONObject, ...]:
+        """The server's tools now, as JSON (what an Agent records as ``tools_listed``).
+
+        Raises:
+            MCPConnectionError: The server could not be reached, or did not answer in time.
+            MCPServerError: It answered with an error.
+        """
+        return tuple(
+            cast(JSONObject, remote.model_dump(mode="json", by_alias=True, exclude_none=True))
+            for remote in await self.list_tools()
+        )
+
+    def tools_of(self, listing: Sequence[JSONObject]) -> tuple[AnyTool, ...]:
+        """The tools of a `listing` (perhaps recorded in another process); nothing is contacted.
+
+        Raises:
+            MCPServerError: The listing is not one of MCP tools, or `tools_from` refuses it.
+        """
+        try:
+            listed = [mcp_types.Tool.model_validate(entry) for entry in listing]
+        except ValueError as exc:
+            raise MCPServerError(self.prefix, f"a recorded listing is not valid: {exc}") from None
+        return self.tools_from(listed)
 
     async def list_tools(self) -> tuple[mcp_types.Tool, ...]:
         """The server's tools, every page of the listing, as the SDK describes them.
@@ -182,7 +231,7 @@ class MCPServer:
                 self.prefix, f"listing its tools took longer than its timeout of {self.timeout}s"
             ) from None
         except Exception as exc:
-            raise _failure(self.prefix, "listing its tools", exc) from exc
+            raise failure(self.prefix, "listing its tools", exc) from exc
         return tuple(listed)
 
     def tools_from(self, listed: Sequence[mcp_types.Tool]) -> tuple[AnyTool, ...]:
@@ -240,34 +289,64 @@ class MCPServer:
 
     def _body(
         self, remote: str, offered: str, validator: Draft202012Validator | None
-    ) -> Callable[..., Awaitable[JSONValue]]:
-        async def call(agentfsm_context__: ToolContext, **arguments: object) -> JSONValue:
-            result = await self._call(remote, offered, agentfsm_context__.call_id, arguments)
-            return _output(self.prefix, offered, result, validator)
+    ) -> Callable[..., Awaitable[JSONValue | InputRequest]]:
+        async def call(
+            agentfsm_context__: ToolContext, **arguments: object
+        ) -> JSONValue | InputRequest:
+            context = agentfsm_context__
+            params = retry_params(self.prefix, remote, arguments, context.resume)
+            result = await self._call(params, offered, context.call_id)
+            return output(self.prefix, offered, result, validator)
 
         call.__name__ = offered
         return call
 
     async def _call(
-        self, remote: str, offered: str, call_id: str, arguments: Mapping[str, object]
-    ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
-        request = mcp_types.CallToolRequest(
-            params=mcp_types.CallToolRequestParams(name=remote, arguments=dict(arguments))
-        )
+        self, params: mcp_types.CallToolRequestParams, offered: str, call_id: str
+    ) -> Answer:
+        request = mcp_types.CallToolRequest(params=params)
+        remote = params.name
         try:
             # The deadline is kept here, by anyio, so that the SDK's transports close cleanly
             # (a stdio server is stopped, and killed if need be) before the call returns.
             with anyio.fail_after(self.timeout):
-                async with self._client() as client:
+                async with self._client() as client, self._watching(client):
                     # The session's call_tool would check the output schema with a validator
-                    # of its own: the request is sent as it is, and checked by `_output`.
+                    # of its own (and answer input requests itself): the request is sent as
+                    # it is, and its answer checked by `output`.
                     return await client.session.send_request(
                         request, _RESULT, request_read_timeout_seconds=self.timeout
                     )
         except TimeoutError:
             raise ToolTimeoutError(offered, call_id, self.timeout) from None
         except Exception as exc:
-            raise _failure(self.prefix, f"calling its tool {remote!r}", exc) from exc
+            raise failure(self.prefix, f"calling its tool {remote!r}", exc) from exc
+
+    @contextlib.asynccontextmanager
+    async def _watching(self, client: mcp.Client) -> AsyncIterator[None]:
+        """On 2026-07-28, listen for a change of the tool list while a call runs."""
+        tools = client.server_capabilities.tools
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (
+            tools is not None and tools.list_changed
+        ):
+            yield
+            return
+        async with (
+            anyio.create_task_group() as group,
+            client.listen(tools_list_changed=True) as subscription,
+        ):
+
+            async def watch() -> None:
+                async for _ in subscription:
+                    self._changed = True
+
+            group.start_soon(watch)
+            try:
+                yield
+            finally:
+                for _ in range(3):  # what the server sent before its answer is delivered
+                    await anyio.lowlevel.checkpoint()
+                group.cancel_scope.cancel()
 
     def __repr__(self) -> str:
         return f"MCPServer({self.prefix!r}, trusted={self.trusted!r})"
@@ -348,63 +427,16 @@ def _output_validator(prefix: str, remote: mcp_types.Tool) -> Draft202012Validat
     return compile_validator(cast(JSONObject, schema))
 
 
-def _output(
-    prefix: str,
-    offered: str,
-    result: mcp_types.CallToolResult | mcp_types.InputRequiredResult,
-    validator: Draft202012Validator | None,
-) -> JSONValue:
-    if isinstance(result, mcp_types.InputRequiredResult):
-        raise MCPServerError(
-            prefix,
-            f"its tool {offered!r} asked for input from the user, which agentfsm does not "
-            "answer yet",
-        )
-    if result.is_error:
-        raise MCPToolError(offered, _text(result.content) or "no detail given")
-    structured = cast(JSONValue, result.structured_content)
-    if validator is not None:
-        if structured is None:
-            raise MCPServerError(
-                prefix,
-                f"its tool {offered!r} declares an outputSchema but returned no structuredContent",
-            )
-        problem = schema_error(validator, cast(JSONObject, structured))
-        if problem is not None:
-            pointer, message = problem
-            raise MCPServerError(
-                prefix,
-                f"its tool {offered!r} returned structuredContent that does not match its "
-                f"outputSchema at {pointer or '/'!r}: {message}",
-            )
-    if structured is not None:
-        return structured
-    if all(isinstance(block, mcp_types.TextContent) for block in result.content):
-        return _text(result.content)
-    return [
-        cast(JSONObject, block.model_dump(mode="json", by_alias=True, exclude_none=True))
-        for block in result.content
-    ]
+async def _asked_mid_call(
+    context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+    """A server on a revision before 2026-07-28 asks the user in the middle of a call.
 
-
-def _text(content: Sequence[mcp_types.ContentBlock]) -> str:
-    return "\n".join(block.text for block in content if isinstance(block, mcp_types.TextContent))
-
-
-def _failure(prefix: str, doing: str, exc: BaseException) -> MCPServerError:
-    """The agentfsm error for an exception raised while ``doing`` something with a server."""
-    inner = getattr(exc, "exceptions", None)  # anyio's task groups wrap what went wrong
-    while isinstance(inner, tuple) and len(inner) == 1 and isinstance(inner[0], BaseException):
-        exc = inner[0]
-        inner = getattr(exc, "exceptions", None)
-    if isinstance(exc, MCPServerError):
-        return exc
-    detail = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, mcp.MCPError) and exc.code not in (
-        mcp_types.CONNECTION_CLOSED,
-        mcp_types.REQUEST_TIMEOUT,
-    ):
-        return MCPServerError(prefix, f"{doing} failed with a protocol error ({detail})")
-    return MCPConnectionError(
-        prefix, f"{doing} failed: the server is unreachable or went away ({detail})"
+    The call cannot wait for a user who may answer in another process, so the question is
+    refused; a server on 2026-07-28 asks through an input-required result instead.
+    """
+    return mcp_types.ErrorData(
+        code=mcp_types.INVALID_REQUEST,
+        message="agentfsm asks the user only through input-required results (protocol "
+        "2026-07-28), not in the middle of a call",
     )

@@ -49,6 +49,7 @@ from agentfsm.tools.results import (
     failure_content,
     json_output,
 )
+from agentfsm.tools.sources import InputRequest
 
 Observer = Callable[[ToolObservation], object]
 """Told of each observation as it happens; its return value is ignored and its exceptions
@@ -85,6 +86,8 @@ class _Round:
     """Whether any per-call hook has handlers (if not, the loop skips them entirely)."""
     on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None
     """Told of each body about to run (awaited if it returns an awaitable)."""
+    resumes: Mapping[str, JSONObject] | None = None
+    """The `ToolContext.resume` of the calls retried with the user's answer, by call id."""
 
 
 class ToolSystem:
@@ -205,6 +208,8 @@ class ToolSystem:
         on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
         on_answer: Callable[[ToolResult, Message], None] | None = None,
         stop: Callable[[], bool | Awaitable[bool]] | None = None,
+        resumes: Mapping[str, JSONObject] | None = None,
+        on_input: Callable[[ToolCall, InputRequest], None] | None = None,
     ) -> RoundResult:
         """Answer every call of one round, sequentially, in call order.
 
@@ -229,6 +234,12 @@ class ToolSystem:
                 round stops there: the calls not yet started are left unanswered and
                 ``after_tools`` does not fire (an Agent takes a cancel or a pause there,
                 docs/contract.md §3).
+            resumes: For calls whose tool asked the user (an `InputRequest`) and that are
+                now retried: their `ToolContext.resume` (the request and the answer).
+            on_input: Told of a call whose body returned an `InputRequest`: the round stops
+                there, that call and the ones after it unanswered, and ``after_tools`` does
+                not fire (an Agent then waits in ``input_required``). Without it, such a
+                call is answered with an error result saying what the tool asked.
 
         Returns:
             One result and one tool message per call, in call order, then the messages
@@ -243,7 +254,7 @@ class ToolSystem:
             HookFailedError: A hook handler raised.
         """
         calls = checks.round_inputs(calls, context, decisions, enabled, messages)
-        round_ = self._start(calls, context, decisions or {}, enabled, on_start)
+        round_ = self._start(calls, context, decisions or {}, enabled, on_start, resumes)
         conversation = list(messages)
         known = answered or {}
         added = () if known else await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
@@ -258,7 +269,15 @@ class ToolSystem:
                 continue
             if round_.hooked:
                 await self._fire(HookKind.BEFORE_EACH_TOOL, round_, conversation, call)
-            result, text = await self._answer(index, call, round_)
+            answer = await self._answer(index, call, round_)
+            if isinstance(answer, InputRequest):
+                if on_input is not None:
+                    on_input(call, answer)
+                    return RoundResult(
+                        tuple(results), tuple(conversation[len(messages) :]) + added
+                    )
+                answer = self._unanswerable(call, answer)
+            result, text = answer
             message = Message.tool(call.id, text, name=call.name)
             conversation.append(message)
             results.append(result)
@@ -286,6 +305,7 @@ class ToolSystem:
         decisions: Mapping[str, Decision],
         enabled: Collection[str] | None,
         on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
+        resumes: Mapping[str, JSONObject] | None = None,
     ) -> _Round:
         ids = Counter(call.id for call in calls)
         duplicates = tuple(sorted(i for i, count in ids.items() if count > 1))
@@ -297,9 +317,11 @@ class ToolSystem:
         allowed = None if enabled is None else frozenset(enabled)
         available = tuple(n for n in self.registry.names if allowed is None or n in allowed)
         hooked = any(kind in self._hooks for kind in _PER_CALL_HOOKS)
-        return _Round(context, decisions, allowed, available, hooked, on_start)
+        return _Round(context, decisions, allowed, available, hooked, on_start, resumes)
 
-    async def _answer(self, index: int, call: ToolCall, round_: _Round) -> tuple[ToolResult, str]:
+    async def _answer(
+        self, index: int, call: ToolCall, round_: _Round
+    ) -> tuple[ToolResult, str] | InputRequest:
         started = self._timer()
         try:
             found, kwargs = self._admit(call, round_)
@@ -310,7 +332,8 @@ class ToolSystem:
             attempted = Attempted(decision.value, None, 0)
         else:
             if found.context_parameter is not None:
-                kwargs[found.context_parameter] = round_.context.for_call(call.id)
+                resume = None if round_.resumes is None else round_.resumes.get(call.id)
+                kwargs[found.context_parameter] = round_.context.for_call(call.id, resume)
             if round_.on_start is not None:
                 starting = round_.on_start(call)
                 if starting is not None:
@@ -320,6 +343,8 @@ class ToolSystem:
         if attempted.error is not None:
             status = _execution_status(attempted.error, call)
             return self._failed(call, attempted.error, status, started, attempted.attempts)
+        if isinstance(attempted.value, InputRequest):
+            return attempted.value
         try:
             output, text = json_output(attempted.value)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -346,6 +371,24 @@ class ToolSystem:
         if reason is not None:
             raise ToolDeniedError(call.name, call.id, reason)
         return found, found.arguments.parse(call.id, call.arguments, self._limits)
+
+    def _unanswerable(self, call: ToolCall, asked: InputRequest) -> tuple[ToolResult, str]:
+        """A call whose tool asked the user, in a round nobody can answer it in."""
+        info = ToolErrorInfo(
+            type="InputRequired",
+            message=f"the tool asked the user {asked.question!r}, and this round has no way "
+            "to ask: run it in an Agent (which waits in input_required) to answer it",
+        )
+        result = ToolResult.model_construct(
+            call_id=call.id,
+            tool_name=call.name,
+            status=ToolStatus.ERROR,
+            output=None,
+            error=info,
+            duration=0.0,
+            attempts=1,
+        )
+        return result, failure_content(ToolStatus.ERROR, info)
 
     def _failed(
         self, call: ToolCall, error: Exception, status: ToolStatus, started: float, attempts: int

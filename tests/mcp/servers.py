@@ -9,24 +9,44 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp import types
 from mcp.server import Server
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.server.request_state import RequestStateSecurity
+from pydantic import BaseModel
 
 READ_ONLY = types.ToolAnnotations(read_only_hint=True)
 SAFE = types.ToolAnnotations(destructive_hint=False, open_world_hint=False, idempotent_hint=True)
 OPEN_WORLD = types.ToolAnnotations(destructive_hint=False)  # openWorldHint defaults to true
 
 
+KEY = b"agentfsm tests: the toolbox's request-state key"
+"""Shared by every toolbox process, so a question asked by one is answered to the next."""
+
+
+class Seat(BaseModel):
+    """The form the ``book`` tool asks the user to fill."""
+
+    seat: str
+
+
+def ask_seat() -> Elicit[Seat]:
+    """The question ``book`` cannot do without."""
+    return Elicit("Which seat do you want?", Seat)
+
+
 def toolbox(written: dict[str, str] | None = None) -> MCPServer:
     """A server whose tools cover the annotations table and the ways a call can end.
 
-    ``write`` stores its notes in ``written``, so an in-process test can see what ran.
+    ``write`` stores its notes in ``written``, so an in-process test can see what ran;
+    ``book`` asks the user a question (an input-required result) before it answers;
+    ``learn`` adds a tool, ``shout``, and announces that the tool list changed.
     """
-    server = MCPServer("toolbox")
+    server = MCPServer("toolbox", request_state_security=RequestStateSecurity(keys=[KEY]))
     written = {} if written is None else written
 
     @server.tool(annotations=READ_ONLY)
@@ -74,7 +94,31 @@ def toolbox(written: dict[str, str] | None = None) -> MCPServer:
         """Kill the server's process in the middle of the call."""
         os._exit(3)
 
+    _asking_and_growing(server, written)
     return server
+
+
+def _asking_and_growing(server: MCPServer, written: dict[str, str]) -> None:
+    """``book``, which asks the user, and ``learn``, which changes the tool list."""
+
+    @server.tool()
+    def book(flight: str, seat: Annotated[Seat, Resolve(ask_seat)]) -> str:
+        """Book a seat on a flight (asks the user which seat)."""
+        written[flight] = seat.seat
+        return f"booked {flight}, seat {seat.seat}"
+
+    @server.tool(annotations=READ_ONLY)
+    async def learn(ctx: Context) -> str:
+        """Learn a new tool, shout, and announce it."""
+        if "shout" not in {t.name for t in await server.list_tools()}:
+
+            @server.tool(annotations=READ_ONLY)
+            def shout(text: str) -> str:
+                """Shout the text."""
+                return text.upper()
+
+        await ctx.notify_tools_changed()
+        return "learned shout"
 
 
 POINT = {

@@ -6,6 +6,7 @@ argument validation before any call, and how each kind of answer becomes a `Tool
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -21,7 +22,9 @@ from mcp import MCPError, types
 from agentfsm.errors import MCPConnectionError, MCPServerError
 from agentfsm.states.messages import ToolCall
 from agentfsm.tools import Decision, ToolContext, ToolPolicy, ToolStatus, ToolSystem
+from agentfsm.tools._mcp_results import form_content
 from agentfsm.tools.mcp import SEPARATOR, MCPServer, default_policy, load_tools_sync
+from agentfsm.tools.sources import InputRequest
 from tests.mcp.servers import POINT, declared, raw, structured, toolbox
 
 CONTEXT = ToolContext(run_id="run-1", turn=1, iteration=1)
@@ -319,17 +322,89 @@ def test_a_listing_that_outlives_the_timeout_fails_clearly() -> None:
         load_tools_sync(server)
 
 
-def test_a_server_asking_for_user_input_is_an_error_result_for_now() -> None:
+def test_a_server_asking_only_with_a_request_state_is_an_error_result() -> None:
     asking = types.InputRequiredResult(request_state="opaque")
     server = MCPServer("raw", raw([declared()], asking), policies={"point": "allow"})
 
     (result,) = round_of(server, call("raw__point", n=1))
 
     assert (result.status, result.error.type) == (ToolStatus.ERROR, "MCPServerError")
-    assert "asked for input from the user" in result.error.message
+    assert "only a request state, no question" in result.error.message
+
+
+def test_a_question_in_a_round_that_cannot_ask_is_an_error_result_naming_it() -> None:
+    notes: dict[str, str] = {}
+    server = MCPServer("tb", toolbox(notes), policies={"book": "allow"})
+
+    (result,) = round_of(server, call("tb__book", flight="LH1"))
+
+    assert (result.status, result.error.type) == (ToolStatus.ERROR, "InputRequired")
+    assert "'Which seat do you want?'" in result.error.message
+    assert notes == {}  # the body did not run: the server is waiting for the answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "booked"), [("12C", "12C"), ('{"seat": "3A"}', "3A")], ids=["text", "json"]
+)
+def test_the_retry_carries_the_answer_and_the_request_state(answer: str, booked: str) -> None:
+    notes: dict[str, str] = {}
+    system = ToolSystem(
+        load_tools_sync(MCPServer("tb", toolbox(notes), policies={"book": "allow"}))
+    )
+    asked: list[tuple[str, InputRequest]] = []
+
+    book = [call("tb__book", flight="LH1")]
+
+    stopped = asyncio.run(
+        system.run_round(book, CONTEXT, on_input=lambda c, r: asked.append((c.id, r)))
+    )
+    ((call_id, request),) = asked
+    resume = {"request": json.loads(json.dumps(request.request)), "answer": answer}
+    retried = asyncio.run(system.run_round(book, CONTEXT, resumes={"c1": resume}))
+
+    assert (call_id, request.question) == ("c1", "Which seat do you want?")
+    assert stopped.results == ()  # the round stopped at the call that asked
+    assert retried.results[0].output == {"result": f"booked LH1, seat {booked}"}
+    assert notes == {"LH1": booked}
+
+
+def test_an_answer_that_does_not_fit_a_form_of_several_fields_is_an_error_result() -> None:
+    request = {"key": "k", "schema": {"properties": {"a": {}, "b": {}}}, "request_state": "s"}
+    server = MCPServer("tb", toolbox(), policies={"book": "allow"})
+    system = ToolSystem(load_tools_sync(server))
+
+    (result,) = asyncio.run(
+        system.run_round(
+            [call("tb__book", flight="LH1")],
+            CONTEXT,
+            resumes={"c1": {"request": request, "answer": "just text"}},
+        )
+    ).results
+
+    assert result.error.type == "MCPServerError"
+    assert "answer with a JSON object of them" in result.error.message
 
 
 def test_a_listing_that_never_ends_is_refused() -> None:
     endless = raw([declared(f"t{n}") for n in range(101)], page_size=1)
     with pytest.raises(MCPServerError, match="did not end after 100 pages"):
         load_tools_sync(MCPServer("raw", endless))
+
+
+@pytest.mark.parametrize(
+    ("kind", "answer", "content"),
+    [
+        ("integer", " 3 ", {"f": 3}),
+        ("number", "2.5", {"f": 2.5}),
+        ("boolean", "Yes", {"f": True}),
+        ("boolean", "no", {"f": False}),
+        ("integer", "three", {"f": "three"}),  # left to the server to refuse
+        ("string", '{"f": "x", "g": 1}', {"f": "x", "g": 1}),  # a JSON object is the content
+    ],
+)
+def test_an_answer_fills_a_form_of_one_field_in_its_type(
+    kind: str, answer: str, content: dict[str, object]
+) -> None:
+    schema = {"properties": {"f": {"type": kind}}}
+
+    assert form_content("p", "t", schema, answer) == content

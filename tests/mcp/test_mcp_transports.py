@@ -7,6 +7,7 @@ returns, nothing hangs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -18,9 +19,13 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from agentfsm import Agent, ScriptedModel
+from agentfsm.errors import MCPConnectionError
 from agentfsm.states.messages import ToolCall
+from agentfsm.stores import SQLiteStore, replay
 from agentfsm.tools import ToolContext, ToolStatus, ToolSystem
 from agentfsm.tools.mcp import MCPServer, load_tools_sync
+from agentfsm.verify import check_log
 from tests.mcp.servers import toolbox
 
 SERVER_SCRIPT = str(Path(__file__).with_name("servers.py"))
@@ -42,8 +47,8 @@ class NoSleep:
         self.waits.append(seconds)
 
 
-@pytest.fixture
-def http_url() -> Iterator[str]:
+@contextlib.contextmanager
+def serving() -> Iterator[str]:
     """The toolbox served over Streamable HTTP by uvicorn on 127.0.0.1, an ephemeral port."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -62,6 +67,13 @@ def http_url() -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    """`serving`, for one test."""
+    with serving() as url:
+        yield url
 
 
 def test_a_stdio_server_lists_and_answers_from_its_own_process() -> None:
@@ -115,3 +127,41 @@ def test_a_server_that_does_not_answer_in_time_is_a_timeout_result() -> None:
     assert (result.status, result.error.type) == (ToolStatus.TIMEOUT, "ToolTimeoutError")
     assert result.duration < 30
     assert after.status is ToolStatus.SUCCESS
+
+
+def test_with_the_http_server_gone_replay_and_a_restored_run_need_it_for_nothing(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    model = (
+        ScriptedModel().tool_call("web__add", a=1, b=2).tool_call("web__write", path="p", text="t")
+    )
+    with serving() as url:
+        server = MCPServer("web", url, trusted=True, timeout=20)
+        agent = Agent(model, store=store, mcp_servers=[server], run_id="r")
+        agent.start()
+        waiting = agent.submit("add, then write")
+        agent.close()
+    # the server is gone (its port closed): replay and a restored run use the record
+    events = list(store.events("r"))
+    stored = store.load("r")
+    restored = Agent(
+        ScriptedModel().text("never"),
+        store=store,
+        mcp_servers=[MCPServer("web", url, trusted=True, timeout=2)],
+        run_id="r",
+    )
+    restored.start()
+
+    assert waiting.state == "requires_action"
+    assert replay(events, stored) == replay(events)
+    assert check_log(events).ok
+    assert stored is not None
+    assert [t["name"] for t in stored.tool_lists["web"]][:2] == ["add", "write"]
+    assert [c.name for c in restored.pending] == ["web__write"]
+    assert "web__add" in restored.tools.registry.names
+    restored.cancel()
+    with pytest.raises(MCPConnectionError):  # the next turn would have to list it again
+        restored.submit("again")
+    assert restored.turn == 1
+    restored.close()

@@ -236,7 +236,7 @@ def test_the_decided_extensions_are_marked_as_not_built() -> None:
     text = section("## 6. Decided, not yet built")
 
     assert '!!! note "Decided 2026-11-24; not in the code yet"' in text
-    for name in ("Typed answers", "MCP tools", "Sub-agents", "Temporal"):
+    for name in ("Typed answers", "Sub-agents", "Temporal"):
         assert f"**{name}.**" in text
     # Not built means not in the tables: the page says so, and the code agrees.
     assert "output_invalid" not in {*RUN_TABLE.events, *LOOP_TABLE.events}
@@ -249,3 +249,7 @@ def test_the_fork_records_are_the_contract_s() -> None:
     for kind in (RecordKind.FORKED, RecordKind.MESSAGE_REPLACED):
         assert f"`{kind.value}`" in forks
     assert "**Fork.**" not in section("## 6. Decided, not yet built")
+def test_the_conversation_records_are_the_contract_records() -> None:
+    rows = table(section("## 3. Hooks and events"), "| record | what changed |")
+
+    assert [event_of(cells[0]) for cells in rows] == [kind.value for kind in RecordKind]

@@ -1,0 +1,188 @@
+"""What an MCP server's answer to a call becomes: a value, an error, or a question for the user.
+
+Private to `agentfsm.tools.mcp` (needs the ``mcp`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+import mcp
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
+from mcp import types as mcp_types
+
+from agentfsm.errors import MCPConnectionError, MCPServerError, MCPToolError
+from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.tools.schema import schema_error
+from agentfsm.tools.sources import InputRequest
+
+Answer = mcp_types.CallToolResult | mcp_types.InputRequiredResult
+"""What a server answers a ``tools/call`` with (2026-07-28: or that it needs input)."""
+
+
+def output(
+    prefix: str, offered: str, result: Answer, validator: Draft202012Validator | None
+) -> JSONValue | InputRequest:
+    """The tool's value (checked against its outputSchema), or the question it asks.
+
+    Raises:
+        MCPToolError: The server answered with ``isError``.
+        MCPServerError: The answer breaks the tool's outputSchema, or asks for input
+            agentfsm cannot give (sampling, roots, a URL to visit).
+    """
+    if isinstance(result, mcp_types.InputRequiredResult):
+        return input_request(prefix, offered, result)
+    if result.is_error:
+        raise MCPToolError(offered, text(result.content) or "no detail given")
+    structured = cast(JSONValue, result.structured_content)
+    if validator is not None:
+        if structured is None:
+            raise MCPServerError(
+                prefix,
+                f"its tool {offered!r} declares an outputSchema but returned no structuredContent",
+            )
+        problem = schema_error(validator, cast(JSONObject, structured))
+        if problem is not None:
+            pointer, message = problem
+            raise MCPServerError(
+                prefix,
+                f"its tool {offered!r} returned structuredContent that does not match its "
+                f"outputSchema at {pointer or '/'!r}: {message}",
+            )
+    if structured is not None:
+        return structured
+    if all(isinstance(block, mcp_types.TextContent) for block in result.content):
+        return text(result.content)
+    return [
+        cast(JSONObject, block.model_dump(mode="json", by_alias=True, exclude_none=True))
+        for block in result.content
+    ]
+
+
+def input_request(
+    prefix: str, offered: str, result: mcp_types.InputRequiredResult
+) -> InputRequest:
+    """The question of an input-required result: its first form elicitation.
+
+    The other requests of the result are asked again by the server on the retry, one
+    question at a time. The request state is kept verbatim, as the protocol asks.
+
+    Raises:
+        MCPServerError: The result asks for nothing agentfsm can put to the user.
+    """
+    for key, asked in (result.input_requests or {}).items():
+        if isinstance(asked, mcp_types.ElicitRequest) and isinstance(
+            asked.params, mcp_types.ElicitRequestFormParams
+        ):
+            schema = asked.params.requested_schema
+            return InputRequest(
+                asked.params.message,
+                {
+                    "key": key,
+                    "schema": cast(JSONObject, _dump(schema)),
+                    "request_state": result.request_state,
+                },
+            )
+    methods = sorted({asked.method for asked in (result.input_requests or {}).values()})
+    raise MCPServerError(
+        prefix,
+        f"its tool {offered!r} needs input agentfsm cannot ask the user for "
+        f"({', '.join(methods) or 'only a request state, no question'}); agentfsm answers "
+        "form elicitations only",
+    )
+
+
+def _dump(value: object) -> JSONValue:
+    if hasattr(value, "model_dump"):
+        return cast(JSONValue, value.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return cast(JSONValue, value)
+
+
+def retry_params(
+    prefix: str, remote: str, arguments: Mapping[str, object], resume: JSONObject | None
+) -> mcp_types.CallToolRequestParams:
+    """The ``tools/call`` params: the first call's, or a retry's with the user's answer.
+
+    Raises:
+        MCPServerError: The answer does not fit the server's form.
+    """
+    params = mcp_types.CallToolRequestParams(name=remote, arguments=dict(arguments))
+    if resume is None:
+        return params
+    request = cast(JSONObject, resume.get("request") or {})
+    answer = str(resume.get("answer", ""))
+    key = str(request.get("key", ""))
+    content = form_content(prefix, remote, cast(JSONObject, request.get("schema") or {}), answer)
+    params.input_responses = {key: mcp_types.ElicitResult(action="accept", content=content)}
+    state = request.get("request_state")
+    params.request_state = state if isinstance(state, str) else None
+    return params
+
+
+def form_content(
+    prefix: str, remote: str, schema: JSONObject, answer: str
+) -> dict[str, str | int | float | bool | list[str] | None]:
+    """The user's answer as the form's content.
+
+    A JSON object is the content as it is; any other text fills a form of one field,
+    converted to that field's type.
+
+    Raises:
+        MCPServerError: The form has several fields and the answer is not a JSON object.
+    """
+    try:
+        parsed = json.loads(answer)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return cast("dict[str, str | int | float | bool | list[str] | None]", parsed)
+    fields = cast(JSONObject, schema.get("properties") or {})
+    if len(fields) != 1:
+        raise MCPServerError(
+            prefix,
+            f"its tool {remote!r} asked for a form of the fields {sorted(fields)!r}: answer "
+            f"with a JSON object of them, not {answer!r}",
+        )
+    ((name, field),) = fields.items()
+    kind = field.get("type") if isinstance(field, dict) else None
+    return {name: _typed(answer, kind)}
+
+
+def _typed(answer: str, kind: JSONValue) -> str | int | float | bool:
+    text_ = answer.strip()
+    try:
+        if kind == "integer":
+            return int(text_)
+        if kind == "number":
+            return float(text_)
+    except ValueError:
+        return answer
+    if kind == "boolean" and text_.lower() in ("true", "yes", "false", "no"):
+        return text_.lower() in ("true", "yes")
+    return answer
+
+
+def text(content: Sequence[mcp_types.ContentBlock]) -> str:
+    """The text blocks of a result's content, one per line."""
+    return "\n".join(block.text for block in content if isinstance(block, mcp_types.TextContent))
+
+
+def failure(prefix: str, doing: str, exc: BaseException) -> MCPServerError:
+    """The agentfsm error for an exception raised while ``doing`` something with a server."""
+    inner = getattr(exc, "exceptions", None)  # anyio's task groups wrap what went wrong
+    while isinstance(inner, tuple) and len(inner) == 1 and isinstance(inner[0], BaseException):
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
+    if isinstance(exc, MCPServerError):
+        return exc
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, mcp.MCPError) and exc.code not in (
+        mcp_types.CONNECTION_CLOSED,
+        mcp_types.REQUEST_TIMEOUT,
+    ):
+        return MCPServerError(prefix, f"{doing} failed with a protocol error ({detail})")
+    return MCPConnectionError(
+        prefix, f"{doing} failed: the server is unreachable or went away ({detail})"
+    )
