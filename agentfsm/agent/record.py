@@ -218,6 +218,12 @@ class RunRecord:
                     self._undelivered[:0] = items[index + 1 :]
                     raise
 
+    def _holds_only_starts(self) -> bool:
+        """Whether all the batch holds is ``tool_started`` records (no claim either)."""
+        return not self._claim_due and all(
+            event.event == RecordKind.TOOL_STARTED for event in self._unsaved
+        )
+
     async def _tell(self) -> None:
         """At a step boundary: listeners hear of what happened so far (stored first).
 

@@ -81,6 +81,65 @@ def test_the_events_between_two_external_effects_are_saved_in_one_transaction() 
     assert max(len(batch) for batch in store.batches) > 1
 
 
+def test_with_listeners_an_idempotent_body_runs_before_its_start_is_stored() -> None:
+    store = BatchLog()
+    stored_then: dict[str, list[str]] = {}
+
+    def on_run(line: str) -> None:
+        stored_then[line] = [e.event for e in store.events(RUN_ID)]
+
+    the_agent = agent(store, RUN_ID, on_run=on_run, listeners=[lambda item: None])
+    the_agent.start()
+    the_agent.submit("Plan my trip")
+
+    # The step boundary before each call stored (and told) all but the call's own start:
+    # an idempotent body may run again after a crash (I11), so its start waits for the
+    # next commit; book's is stored before it runs.
+    assert stored_then["weather:Paris"][-1] == "model_replied"
+    assert stored_then["book:Rome"][-1] == "tool_started"
+    assert stored_then["weather:Nice"][-1] == "tool_result"
+    assert stored_then["weather:Nice"].count("tool_started") == 2
+    assert [e.event for e in store.events(RUN_ID)].count("tool_started") == len(ROUND)
+
+
+def test_a_resumed_run_is_claimed_before_an_idempotent_body_runs() -> None:
+    first = BatchLog()
+    crashed = MemoryStore()
+
+    def on_run(line: str) -> None:
+        if line == "weather:Nice" and crashed.load(RUN_ID) is None:
+            # what a process killed in the round's last body leaves behind: the round open,
+            # Nice started (stored with book's answer), run again on resume (idempotent)
+            stored = first.load(RUN_ID)
+            assert stored is not None
+            crashed.save(
+                stored.model_copy(update={"version": 1}),
+                first.events(RUN_ID),
+                expected_version=None,
+            )
+
+    dying = agent(first, RUN_ID, on_run=on_run)
+    dying.start()
+    dying.submit("Plan my trip")
+    restored = crashed.load(RUN_ID)
+    assert restored is not None
+    assert restored.state == RunState.BUSY
+    versions: list[int] = []
+
+    def version_at_body(line: str) -> None:
+        stored = crashed.load(RUN_ID)
+        assert stored is not None
+        versions.append(stored.version)
+
+    resumer = agent(crashed, RUN_ID, on_run=version_at_body)
+    resumer.start()
+
+    assert resumer.state == RunState.COMPLETED
+    # the run was claimed (stored as version 2) before weather:Nice ran again, though no
+    # answer waited: of two resumers, the second fails on the claim before running anything
+    assert versions == [2]
+
+
 def test_a_listener_hears_each_event_once_stored_and_in_order(tmp_path: Path) -> None:
     store = BatchLog()
     told: list[object] = []
