@@ -7,7 +7,9 @@ starts (`TemporaryPostgres`, durable: ``fsync`` and ``synchronous_commit`` on, o
 socket). The Agent saves its snapshot and the new event at every event, so the extra cost
 per saved event is reported too, and the durable-run ratio: a run's time with the store over
 the same run's with none. Resume: ``Agent(…, store=…, run_id=…)`` of a finished run of
-`ITERATIONS` iterations, which loads its snapshot and restores both machines.
+`ITERATIONS` iterations, which loads its snapshot and restores both machines. Saves per run:
+the stored version of a finished run (one per save). One more row runs the same workload on
+SQLite FULL with the three tools declared idempotent (no save of their own before each body).
 
 The peer row: LangGraph's own PostgreSQL checkpointer (langgraph-checkpoint-postgres's
 `PostgresSaver`) on the same workload and the same server, with ``durability="sync"`` (each
@@ -35,12 +37,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentfsm import Agent, Event, MemoryStore, RunStore, SQLiteStore
+from agentfsm import Agent, Event, MemoryStore, RunStore, SQLiteStore, Tool
 from agentfsm.stores.postgres import PostgresStore
 from agentfsm.testing.postgres_server import TemporaryPostgres
 from benchmarks.loops.agentfsm_loop import TOOLS, BenchModel
-from benchmarks.loops.workload import FINAL, PROMPT, Listener
+from benchmarks.loops.workload import FINAL, PROMPT, SCHEMA, TOOL_BODIES, Listener
 from benchmarks.targets import durable_run_target
+
+IDEMPOTENT_TOOLS = [
+    Tool(body, name=name, parameters=SCHEMA, idempotent=True) for name, body in TOOL_BODIES.items()
+]
+"""The same three tools declared idempotent: no save of its own before each body (I11)."""
+IDEMPOTENT = "SQLiteStore FULL, idempotent tools"
+"""The row of the same run on SQLite FULL with `IDEMPOTENT_TOOLS` (ratio to no store)."""
 
 ITERATIONS = 10
 REPEATS = 7
@@ -59,11 +68,16 @@ class EventCounter(Listener):
             self.events += 1
 
 
-def agent(store: RunStore | None, listener: Listener, run_id: str | None = None) -> Agent:
+def agent(
+    store: RunStore | None,
+    listener: Listener,
+    run_id: str | None = None,
+    tools: list[Tool] = TOOLS,
+) -> Agent:
     """An Agent of the workload on ``store``."""
     return Agent(
         BenchModel(ITERATIONS),
-        TOOLS,
+        tools,
         listeners=[listener],
         max_iterations=ITERATIONS,
         ask_user=False,
@@ -72,14 +86,14 @@ def agent(store: RunStore | None, listener: Listener, run_id: str | None = None)
     )
 
 
-def run_seconds(store: RunStore | None, runs: int) -> tuple[float, int]:
+def run_seconds(store: RunStore | None, runs: int, tools: list[Tool] = TOOLS) -> tuple[float, int]:
     """Seconds for ``runs`` whole runs on ``store``, and the events each run emitted."""
     listener = EventCounter()
 
     async def many() -> float:
         start = time.perf_counter()
         for _ in range(runs):
-            one = agent(store, listener)
+            one = agent(store, listener, tools=tools)
             await one.astart()
             outcome = await one.asubmit(PROMPT)
             if outcome.reply != FINAL:
@@ -110,7 +124,8 @@ def open_stores(directory: Path, server: TemporaryPostgres, stack: ExitStack) ->
         "SQLiteStore FULL": SQLiteStore(directory / "full.db"),
         "PostgresStore": PostgresStore(server.new_database()),
     }
-    for store in stores.values():
+    stores[IDEMPOTENT] = stores["SQLiteStore FULL"]  # the same file, idempotent tools
+    for store in set(stores.values()):
         if store is not None:
             stack.enter_context(store)
     return stores
@@ -180,20 +195,23 @@ def _measure(
         if name not in ("no store", "LangGraph, no checkpointer")
     }
     finished: dict[str, str] = {}
+    saves: dict[str, int] = {}
     for name, store in stores.items():
         if store is not None:
-            done = agent(store, Listener())
+            done = agent(store, Listener(), tools=tools_of(name))
             done.start()
             done.submit(PROMPT)
             done.close()
             finished[name] = done.run_id
+            stored = store.load(done.run_id)
+            saves[name] = 0 if stored is None else stored.version  # one version per save
     for name, (run, saver) in peers.items():
         if saver is not None:
             run(ITERATIONS)
             finished[name] = f"{name.rsplit('=', 1)[-1]}-0"  # the runner's first thread
     for _ in range(repeats):
         for name, store in stores.items():  # interleaved
-            seconds, events = run_seconds(store, RUNS)
+            seconds, events = run_seconds(store, RUNS, tools_of(name))
             per_iteration[name].append(seconds / RUNS / ITERATIONS * 1e6)
             if store is not None:
                 resume[name].append(resume_seconds(store, finished[name], RESUMES) * 1e6)
@@ -218,7 +236,13 @@ def _measure(
             for n in medians
         },
         "resume_us": {n: statistics.median(v) for n, v in resume.items()},
+        "saves_per_run": saves,
     }
+
+
+def tools_of(candidate: str) -> list[Tool]:
+    """The tools ``candidate`` runs with."""
+    return IDEMPOTENT_TOOLS if candidate == IDEMPOTENT else TOOLS
 
 
 def main() -> None:
@@ -235,16 +259,17 @@ def main() -> None:
     )
     print(
         f"{'store':<42} {'µs/iteration':>13} {'x no store':>10} {'µs/saved event':>15} "
-        f"{'µs/resume':>10}"
+        f"{'µs/resume':>10} {'saves/run':>9}"
     )
     for name, micros in results["per_iteration_us"].items():  # type: ignore[attr-defined]
         saved = results["per_saved_event_us"].get(name)  # type: ignore[attr-defined]
         resumed = results["resume_us"].get(name)  # type: ignore[attr-defined]
         ratio = results["durable_run_ratio"][name]  # type: ignore[index]
+        saves = results["saves_per_run"].get(name, "")  # type: ignore[attr-defined]
         print(
             f"{name:<42} {micros:>13.1f} {ratio:>10.2f} "
             f"{'' if saved is None else f'{saved:.1f}':>15} "
-            f"{'' if resumed is None else f'{resumed:.1f}':>10}"
+            f"{'' if resumed is None else f'{resumed:.1f}':>10} {saves:>9}"
         )
     target = durable_run_target(results)
     print(f"target: {target.goal}: {target.measured}, {'met' if target.met else 'NOT met'}")

@@ -162,17 +162,19 @@ def store_table(store: dict[str, dict[str, float]]) -> list[str]:
 def persist_table(persist: dict[str, Any]) -> list[str]:
     """The Markdown table of the Agent's cost with each store, and the peer's."""
     lines = [
-        "| store | µs / iteration | durable-run ratio | µs / saved event | µs / resume |",
-        "|---|---:|---:|---:|---:|",
+        "| store | µs / iteration | durable-run ratio | µs / saved event | µs / resume "
+        "| saves / run |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name, micros in persist["per_iteration_us"].items():
         saved = persist["per_saved_event_us"].get(name)
         resumed = persist["resume_us"].get(name)
         ratio = persist["durable_run_ratio"][name]
+        saves = persist.get("saves_per_run", {}).get(name, "")
         lines.append(
             f"| {name} | {micros:,.1f} | {ratio:.2f}x | "
             f"{'' if saved is None else f'{saved:,.1f}'} | "
-            f"{'' if resumed is None else f'{resumed:,.1f}'} |"
+            f"{'' if resumed is None else f'{resumed:,.1f}'} | {saves} |"
         )
     return lines
 

@@ -3,7 +3,8 @@
 The conversation, the open round and the trace, saved before each event is delivered (I11).
 
 Group commit: during a step, the events a run produces between two external effects (a model
-call, a tool body, the return to the caller) wait in a batch; `RunRecord._commit`, awaited
+call, a tool body, the return to the caller; an idempotent tool's body only if more than
+``tool_started`` records wait, see `TurnDriver._may_start_unsaved`) wait in a batch; `RunRecord._commit`, awaited
 just before the effect, saves the batch and the snapshot after it in one transaction, then
 delivers its events (and the trace entries among them) in order. Nothing is delivered before
 it is stored. Outside a step (``reset``) and while a failed step is settled, each event is
