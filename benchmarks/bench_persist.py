@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -174,18 +175,46 @@ def langgraph_resume_seconds(saver: Any, thread: str, resumes: int) -> float:
     return (time.perf_counter() - start) / resumes
 
 
+FSYNCS = 100  # per sample
+
+
+def fsync_commit_seconds(path: Path) -> float:
+    """Median seconds of one SQLite commit of one small row, WAL, ``synchronous=FULL``.
+
+    What the disk asks of each save on SQLite FULL whatever the store does (one fsync):
+    a durable run's saves times the quietest repetition's median, over the run with no store,
+    is about a floor for its ratio (the disk is shared: fsync latency varies from one moment
+    to the next).
+    """
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=FULL")
+        connection.execute("CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v TEXT)")
+        times = []
+        for _ in range(FSYNCS):
+            start = time.perf_counter()
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("INSERT INTO t (v) VALUES (?)", ("x" * 200,))
+            connection.execute("COMMIT")
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+    finally:
+        connection.close()
+
+
 def measure(directory: Path, repeats: int) -> dict[str, object]:
     """µs per iteration per store, the extra per saved event, µs per resume; the peers."""
     with ExitStack() as stack:
         server = stack.enter_context(TemporaryPostgres(durable=True))
         stores = open_stores(directory, server, stack)
         peers = stack.enter_context(langgraph_candidates(server))
-        return _measure(stores, peers, repeats)
+        return _measure(stores, peers, repeats, directory / "fsync.db")
     raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow
 
 
 def _measure(
-    stores: dict[str, RunStore | None], peers: dict[str, Any], repeats: int
+    stores: dict[str, RunStore | None], peers: dict[str, Any], repeats: int, fsync_db: Path
 ) -> dict[str, object]:
     per_iteration: dict[str, list[float]] = {name: [] for name in [*stores, *peers]}
     events = 0
@@ -209,7 +238,9 @@ def _measure(
         if saver is not None:
             run(ITERATIONS)
             finished[name] = f"{name.rsplit('=', 1)[-1]}-0"  # the runner's first thread
+    fsync_commit: list[float] = []
     for _ in range(repeats):
+        fsync_commit.append(fsync_commit_seconds(fsync_db) * 1e6)
         for name, store in stores.items():  # interleaved
             seconds, events = run_seconds(store, RUNS, tools_of(name))
             per_iteration[name].append(seconds / RUNS / ITERATIONS * 1e6)
@@ -237,6 +268,7 @@ def _measure(
         },
         "resume_us": {n: statistics.median(v) for n, v in resume.items()},
         "saves_per_run": saves,
+        "fsync_commit_us": min(fsync_commit),  # the quietest sample: a floor
     }
 
 
@@ -271,6 +303,14 @@ def main() -> None:
             f"{'' if saved is None else f'{saved:.1f}':>15} "
             f"{'' if resumed is None else f'{resumed:.1f}':>10} {saves:>9}"
         )
+    fsync = results["fsync_commit_us"]
+    full_saves = results["saves_per_run"]["SQLiteStore FULL"]  # type: ignore[index]
+    bare = results["per_iteration_us"]["no store"] * ITERATIONS  # type: ignore[index]
+    print(
+        f"one fsync'd SQLite commit of one row: {fsync:.0f} µs (quietest median); "
+        f"{full_saves} of them alone "
+        f"would make a run {1 + full_saves * fsync / bare:.1f}x the run with no store"  # type: ignore[operator]
+    )
     target = durable_run_target(results)
     print(f"target: {target.goal}: {target.measured}, {'met' if target.met else 'NOT met'}")
     if options.json:
