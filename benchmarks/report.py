@@ -231,11 +231,15 @@ def render(results: dict[str, Any], appendix: dict[str, str]) -> str:
         "",
         f"The Agent with a store (bench_persist.py): runs of {results['persist']['iterations']} "
         f"iterations, {results['persist']['events_per_run']} events each, every event saved "
-        "with the run's snapshot; a resume is `Agent(..., store=store, run_id=run_id)` of a "
-        "finished run. The durable-run ratio is a run's time with the store over the same "
-        "run's with none. PostgreSQL runs on a server the benchmark starts (durable: fsync and "
-        "synchronous_commit on, a Unix socket). The LangGraph rows are the peer: its own "
-        "`PostgresSaver` on the same server and workload, its ratio over the same graph "
+        "with the run's snapshot, by group commit (saves per run: one transaction each); a "
+        "resume is `Agent(..., store=store, run_id=run_id)` of a finished run. The durable-run "
+        "ratio is a run's time with the store over the same run's with none; one row runs the "
+        "same workload with its three tools declared idempotent. One fsync'd SQLite commit of "
+        "one row took "
+        f"{results['persist'].get('fsync_commit_us', float('nan')):,.0f} µs here (the quietest "
+        "repetition's median). PostgreSQL runs on a server the benchmark starts (durable: "
+        "fsync and synchronous_commit on, a Unix socket). The LangGraph rows are the peer: "
+        "its own `PostgresSaver` on the same server and workload, its ratio over the same graph "
         "without a checkpointer, its resume a `get_state` of a finished thread.",
         "",
         *persist_table(results["persist"]),
