@@ -9,6 +9,7 @@ a worker thread, so an async `Agent` awaits its saves without blocking the event
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -133,6 +134,11 @@ def _workers() -> ThreadPoolExecutor:
     if not _WORKERS:
         _WORKERS.append(ThreadPoolExecutor(thread_name_prefix="agentfsm-store"))
     return _WORKERS[0]
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    # A forked child has none of its parent's threads: it starts workers of its own.
+    os.register_at_fork(after_in_child=_WORKERS.clear)
 
 
 def _outcome(function: Callable[[], T]) -> tuple[T, None] | tuple[None, BaseException]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from agentfsm.llm.base import ModelResponse
 from agentfsm.states import RunState
 from agentfsm.states.json import JSONObject
 from agentfsm.stores import AsyncRunStore, RunStore, Snapshot
+from agentfsm.stores.base import off_loop
 from agentfsm.stores.postgres import PostgresStore
 from tests.stores.durable_support import ROUND, agent, respond, side_effects
 
@@ -260,3 +262,18 @@ def test_postgres_asave_and_aload(postgres_url: str) -> None:
         snapshot, events = the_agent.snapshot(), source.events(RUN_ID)
         asyncio.run(store.asave(snapshot, events, expected_version=None))
         assert asyncio.run(store.aload(RUN_ID)) == snapshot
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (3.12+: fork with threads)
+def test_a_forked_child_awaits_its_saves_in_threads_of_its_own() -> None:
+    asyncio.run(off_loop(lambda: 1))  # the parent has a worker, idle
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child, which exits without returning here
+        code = 1
+        try:
+            code = 0 if asyncio.run(asyncio.wait_for(off_loop(lambda: 2), 10)) == 2 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
