@@ -7,7 +7,9 @@ starts (`TemporaryPostgres`, durable: ``fsync`` and ``synchronous_commit`` on, o
 socket). The Agent saves its snapshot and the new event at every event, so the extra cost
 per saved event is reported too, and the durable-run ratio: a run's time with the store over
 the same run's with none. Resume: ``Agent(…, store=…, run_id=…)`` of a finished run of
-`ITERATIONS` iterations, which loads its snapshot and restores both machines.
+`ITERATIONS` iterations, which loads its snapshot and restores both machines. Saves per run:
+the stored version of a finished run (one per save). One more row runs the same workload on
+SQLite FULL with the three tools declared idempotent (no save of their own before each body).
 
 The peer row: LangGraph's own PostgreSQL checkpointer (langgraph-checkpoint-postgres's
 `PostgresSaver`) on the same workload and the same server, with ``durability="sync"`` (each
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -35,12 +38,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentfsm import Agent, Event, MemoryStore, RunStore, SQLiteStore
+from agentfsm import Agent, Event, MemoryStore, RunStore, SQLiteStore, Tool
 from agentfsm.stores.postgres import PostgresStore
 from agentfsm.testing.postgres_server import TemporaryPostgres
 from benchmarks.loops.agentfsm_loop import TOOLS, BenchModel
-from benchmarks.loops.workload import FINAL, PROMPT, Listener
+from benchmarks.loops.workload import FINAL, PROMPT, SCHEMA, TOOL_BODIES, Listener
 from benchmarks.targets import durable_run_target
+
+IDEMPOTENT_TOOLS = [
+    Tool(body, name=name, parameters=SCHEMA, idempotent=True) for name, body in TOOL_BODIES.items()
+]
+"""The same three tools declared idempotent: no save of its own before each body (I11)."""
+IDEMPOTENT = "SQLiteStore FULL, idempotent tools"
+"""The row of the same run on SQLite FULL with `IDEMPOTENT_TOOLS` (ratio to no store)."""
 
 ITERATIONS = 10
 REPEATS = 7
@@ -59,11 +69,16 @@ class EventCounter(Listener):
             self.events += 1
 
 
-def agent(store: RunStore | None, listener: Listener, run_id: str | None = None) -> Agent:
+def agent(
+    store: RunStore | None,
+    listener: Listener,
+    run_id: str | None = None,
+    tools: list[Tool] = TOOLS,
+) -> Agent:
     """An Agent of the workload on ``store``."""
     return Agent(
         BenchModel(ITERATIONS),
-        TOOLS,
+        tools,
         listeners=[listener],
         max_iterations=ITERATIONS,
         ask_user=False,
@@ -72,14 +87,14 @@ def agent(store: RunStore | None, listener: Listener, run_id: str | None = None)
     )
 
 
-def run_seconds(store: RunStore | None, runs: int) -> tuple[float, int]:
+def run_seconds(store: RunStore | None, runs: int, tools: list[Tool] = TOOLS) -> tuple[float, int]:
     """Seconds for ``runs`` whole runs on ``store``, and the events each run emitted."""
     listener = EventCounter()
 
     async def many() -> float:
         start = time.perf_counter()
         for _ in range(runs):
-            one = agent(store, listener)
+            one = agent(store, listener, tools=tools)
             await one.astart()
             outcome = await one.asubmit(PROMPT)
             if outcome.reply != FINAL:
@@ -110,7 +125,8 @@ def open_stores(directory: Path, server: TemporaryPostgres, stack: ExitStack) ->
         "SQLiteStore FULL": SQLiteStore(directory / "full.db"),
         "PostgresStore": PostgresStore(server.new_database()),
     }
-    for store in stores.values():
+    stores[IDEMPOTENT] = stores["SQLiteStore FULL"]  # the same file, idempotent tools
+    for store in set(stores.values()):
         if store is not None:
             stack.enter_context(store)
     return stores
@@ -159,18 +175,48 @@ def langgraph_resume_seconds(saver: Any, thread: str, resumes: int) -> float:
     return (time.perf_counter() - start) / resumes
 
 
+FSYNCS = 100  # per sample
+
+
+def fsync_commit_seconds(path: Path) -> float:
+    """Median seconds of one SQLite commit of one small row, WAL, ``synchronous=FULL``.
+
+    What the disk asks of each save on SQLite FULL whatever the store does (one fsync), for
+    the reader to weigh a durable run's saves against (the disk is shared: fsync latency
+    varies from one moment to the next, so this is not subtracted from anything).
+    """
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=FULL")
+        connection.execute("CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v TEXT)")
+        for _ in range(FSYNCS):  # a WAL as long as the measured commits need, then reused
+            connection.execute("INSERT INTO t (v) VALUES (?)", ("x" * 200,))
+        connection.execute("PRAGMA wal_checkpoint(RESTART)")  # (as a store's WAL, in use)
+        times = []
+        for _ in range(FSYNCS):
+            start = time.perf_counter()
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("INSERT INTO t (v) VALUES (?)", ("x" * 200,))
+            connection.execute("COMMIT")
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+    finally:
+        connection.close()
+
+
 def measure(directory: Path, repeats: int) -> dict[str, object]:
     """µs per iteration per store, the extra per saved event, µs per resume; the peers."""
     with ExitStack() as stack:
         server = stack.enter_context(TemporaryPostgres(durable=True))
         stores = open_stores(directory, server, stack)
         peers = stack.enter_context(langgraph_candidates(server))
-        return _measure(stores, peers, repeats)
+        return _measure(stores, peers, repeats, directory / "fsync.db")
     raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow
 
 
 def _measure(
-    stores: dict[str, RunStore | None], peers: dict[str, Any], repeats: int
+    stores: dict[str, RunStore | None], peers: dict[str, Any], repeats: int, fsync_db: Path
 ) -> dict[str, object]:
     per_iteration: dict[str, list[float]] = {name: [] for name in [*stores, *peers]}
     events = 0
@@ -180,20 +226,25 @@ def _measure(
         if name not in ("no store", "LangGraph, no checkpointer")
     }
     finished: dict[str, str] = {}
+    saves: dict[str, int] = {}
     for name, store in stores.items():
         if store is not None:
-            done = agent(store, Listener())
+            done = agent(store, Listener(), tools=tools_of(name))
             done.start()
             done.submit(PROMPT)
             done.close()
             finished[name] = done.run_id
+            stored = store.load(done.run_id)
+            saves[name] = 0 if stored is None else stored.version  # one version per save
     for name, (run, saver) in peers.items():
         if saver is not None:
             run(ITERATIONS)
             finished[name] = f"{name.rsplit('=', 1)[-1]}-0"  # the runner's first thread
+    fsync_commit: list[float] = []
     for _ in range(repeats):
+        fsync_commit.append(fsync_commit_seconds(fsync_db) * 1e6)
         for name, store in stores.items():  # interleaved
-            seconds, events = run_seconds(store, RUNS)
+            seconds, events = run_seconds(store, RUNS, tools_of(name))
             per_iteration[name].append(seconds / RUNS / ITERATIONS * 1e6)
             if store is not None:
                 resume[name].append(resume_seconds(store, finished[name], RESUMES) * 1e6)
@@ -218,7 +269,14 @@ def _measure(
             for n in medians
         },
         "resume_us": {n: statistics.median(v) for n, v in resume.items()},
+        "saves_per_run": saves,
+        "fsync_commit_us": min(fsync_commit),  # the quietest sample: a floor
     }
+
+
+def tools_of(candidate: str) -> list[Tool]:
+    """The tools ``candidate`` runs with."""
+    return IDEMPOTENT_TOOLS if candidate == IDEMPOTENT else TOOLS
 
 
 def main() -> None:
@@ -235,17 +293,20 @@ def main() -> None:
     )
     print(
         f"{'store':<42} {'µs/iteration':>13} {'x no store':>10} {'µs/saved event':>15} "
-        f"{'µs/resume':>10}"
+        f"{'µs/resume':>10} {'saves/run':>9}"
     )
     for name, micros in results["per_iteration_us"].items():  # type: ignore[attr-defined]
         saved = results["per_saved_event_us"].get(name)  # type: ignore[attr-defined]
         resumed = results["resume_us"].get(name)  # type: ignore[attr-defined]
         ratio = results["durable_run_ratio"][name]  # type: ignore[index]
+        saves = results["saves_per_run"].get(name, "")  # type: ignore[attr-defined]
         print(
             f"{name:<42} {micros:>13.1f} {ratio:>10.2f} "
             f"{'' if saved is None else f'{saved:.1f}':>15} "
-            f"{'' if resumed is None else f'{resumed:.1f}':>10}"
+            f"{'' if resumed is None else f'{resumed:.1f}':>10} {saves:>9}"
         )
+    fsync = results["fsync_commit_us"]
+    print(f"one fsync'd SQLite commit of one row: {fsync:.0f} µs (the quietest median)")
     target = durable_run_target(results)
     print(f"target: {target.goal}: {target.measured}, {'met' if target.met else 'NOT met'}")
     if options.json:

@@ -162,17 +162,19 @@ def store_table(store: dict[str, dict[str, float]]) -> list[str]:
 def persist_table(persist: dict[str, Any]) -> list[str]:
     """The Markdown table of the Agent's cost with each store, and the peer's."""
     lines = [
-        "| store | µs / iteration | durable-run ratio | µs / saved event | µs / resume |",
-        "|---|---:|---:|---:|---:|",
+        "| store | µs / iteration | durable-run ratio | µs / saved event | µs / resume "
+        "| saves / run |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name, micros in persist["per_iteration_us"].items():
         saved = persist["per_saved_event_us"].get(name)
         resumed = persist["resume_us"].get(name)
         ratio = persist["durable_run_ratio"][name]
+        saves = persist.get("saves_per_run", {}).get(name, "")
         lines.append(
             f"| {name} | {micros:,.1f} | {ratio:.2f}x | "
             f"{'' if saved is None else f'{saved:,.1f}'} | "
-            f"{'' if resumed is None else f'{resumed:,.1f}'} |"
+            f"{'' if resumed is None else f'{resumed:,.1f}'} | {saves} |"
         )
     return lines
 
@@ -229,11 +231,15 @@ def render(results: dict[str, Any], appendix: dict[str, str]) -> str:
         "",
         f"The Agent with a store (bench_persist.py): runs of {results['persist']['iterations']} "
         f"iterations, {results['persist']['events_per_run']} events each, every event saved "
-        "with the run's snapshot; a resume is `Agent(..., store=store, run_id=run_id)` of a "
-        "finished run. The durable-run ratio is a run's time with the store over the same "
-        "run's with none. PostgreSQL runs on a server the benchmark starts (durable: fsync and "
-        "synchronous_commit on, a Unix socket). The LangGraph rows are the peer: its own "
-        "`PostgresSaver` on the same server and workload, its ratio over the same graph "
+        "with the run's snapshot, by group commit (saves per run: one transaction each); a "
+        "resume is `Agent(..., store=store, run_id=run_id)` of a finished run. The durable-run "
+        "ratio is a run's time with the store over the same run's with none; one row runs the "
+        "same workload with its three tools declared idempotent. One fsync'd SQLite commit of "
+        "one row took "
+        f"{results['persist'].get('fsync_commit_us', float('nan')):,.0f} µs here (the quietest "
+        "repetition's median). PostgreSQL runs on a server the benchmark starts (durable: "
+        "fsync and synchronous_commit on, a Unix socket). The LangGraph rows are the peer: "
+        "its own `PostgresSaver` on the same server and workload, its ratio over the same graph "
         "without a checkpointer, its resume a `get_state` of a finished thread.",
         "",
         *persist_table(results["persist"]),

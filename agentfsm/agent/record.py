@@ -3,11 +3,12 @@
 The conversation, the open round and the trace, saved before each event is delivered (I11).
 
 Group commit: during a step, the events a run produces between two external effects (a model
-call, a tool body, the return to the caller) wait in a batch; `RunRecord._commit`, awaited
-just before the effect, saves the batch and the snapshot after it in one transaction, then
-delivers its events (and the trace entries among them) in order. Nothing is delivered before
-it is stored. Outside a step (``reset``) and while a failed step is settled, each event is
-saved on its own as it happens, as before.
+call, a tool body, the return to the caller; an idempotent tool's body only if more than
+``tool_started`` records wait, see `TurnDriver._may_start_unsaved`) wait in a batch;
+`RunRecord._commit`, awaited just before the effect, saves the batch and the snapshot after
+it in one transaction, then delivers its events (and the trace entries among them) in order.
+Nothing is delivered before it is stored. Outside a step (``reset``) and while a failed step
+is settled, each event is saved on its own as it happens, as before.
 
 `RunRecord` is the lowest layer of the `Agent`: it holds what a run is made of and knows how
 to restore it from a `Snapshot`, save it, and tell listeners of it. It decides nothing about
@@ -247,6 +248,12 @@ class RunRecord:
                 except BaseException:
                     self._undelivered[:0] = items[index + 1 :]
                     raise
+
+    def _holds_only_starts(self) -> bool:
+        """Whether all the batch holds is ``tool_started`` records (no claim either)."""
+        return not self._claim_due and all(
+            event.event == RecordKind.TOOL_STARTED for event in self._unsaved
+        )
 
     async def _tell(self) -> None:
         """At a step boundary: listeners hear of what happened so far (stored first).

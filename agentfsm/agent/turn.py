@@ -468,7 +468,19 @@ class TurnDriver(RunRecord):
         self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
-        await self._commit()  # stored before the body runs: it never runs twice (I11)
+        if not (self._grouping and self._may_start_unsaved(call)):
+            await self._commit()  # stored before the body runs: it never runs twice (I11)
+
+    def _may_start_unsaved(self, call: ToolCall) -> bool:
+        """Whether ``call``'s body may run before its ``tool_started`` is stored.
+
+        Only an idempotent tool's, which a crash in its body runs again (I11), and only when
+        all else is stored (with listeners, the step boundary before the call stored it): a
+        model reply or an answer is never lost to a crash in a body, nor is the claim of a
+        restored run (a losing resumer runs nothing).
+        """
+        found = self.tools.registry.find(call.name)
+        return found is not None and found.idempotent and self._holds_only_starts()
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
         if result.call_id in self._started:

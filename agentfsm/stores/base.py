@@ -9,7 +9,9 @@ a worker thread, so an async `Agent` awaits its saves without blocking the event
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, TypeVar, runtime_checkable
@@ -124,8 +126,36 @@ class AsyncRunStore(RunStore, Protocol):
 T = TypeVar("T")
 
 
+_WORKERS: list[ThreadPoolExecutor] = []
+"""The worker threads stores block in (created on first use, shared by every store)."""
+
+
+def _workers() -> ThreadPoolExecutor:
+    if not _WORKERS:
+        _WORKERS.append(ThreadPoolExecutor(thread_name_prefix="agentfsm-store"))
+    return _WORKERS[0]
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    # A forked child has none of its parent's threads: it starts workers of its own.
+    os.register_at_fork(after_in_child=_WORKERS.clear)
+
+
+def _outcome(function: Callable[[], T]) -> tuple[T, None] | tuple[None, BaseException]:
+    """``function()``'s result, or what it raised, as a value (see `off_loop`)."""
+    try:
+        return function(), None
+    except BaseException as error:  # re-raised by off_loop, on the event loop's thread
+        return None, error
+
+
 async def off_loop(function: Callable[[], T]) -> T:
     """Run ``function`` in a worker thread; if cancelled meanwhile, wait for it, then raise.
+
+    One hop to the thread and one back, nothing more (no task, no shield, no context copy):
+    a durable run awaits one per save. What ``function`` raises comes back as a value and is
+    raised here, so its traceback holds no worker's frame, and through it no future and no
+    event loop (a reference cycle that would keep a loop alive until a garbage collection).
 
     Args:
         function: A blocking call (a store's write or read).
@@ -133,15 +163,22 @@ async def off_loop(function: Callable[[], T]) -> T:
     Returns:
         What ``function`` returned.
     """
-    task = asyncio.ensure_future(asyncio.to_thread(function))
+    working = _workers().submit(_outcome, function)
     try:
-        return await asyncio.shield(task)
+        result, error = await asyncio.wrap_future(working)
     except asyncio.CancelledError:
-        # The thread cannot be stopped: let it finish, so the store holds a known outcome.
-        await asyncio.wait({task})
-        if not task.cancelled():
-            task.exception()  # retrieved: the cancellation is what the caller hears of
+        if not working.cancelled():  # (a call cancelled before it began never runs)
+            # The thread cannot be stopped: let it finish, so the store holds a known outcome.
+            await asyncio.wait({asyncio.wrap_future(working)})
         raise
+    finally:
+        del working
+    if error is not None:
+        try:
+            raise error
+        finally:
+            del error  # (no cycle through this frame either)
+    return result  # type: ignore[return-value]  # (None only with an error)
 
 
 def check_save(

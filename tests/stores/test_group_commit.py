@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from agentfsm.llm.base import ModelResponse
 from agentfsm.states import RunState
 from agentfsm.states.json import JSONObject
 from agentfsm.stores import AsyncRunStore, RunStore, Snapshot
+from agentfsm.stores.base import off_loop
 from agentfsm.stores.postgres import PostgresStore
 from tests.stores.durable_support import ROUND, agent, respond, side_effects
 
@@ -79,6 +81,65 @@ def test_the_events_between_two_external_effects_are_saved_in_one_transaction() 
     stored = [seq for batch in store.batches for seq in batch]
     assert stored == list(range(1, the_agent.snapshot().seq + 1))
     assert max(len(batch) for batch in store.batches) > 1
+
+
+def test_with_listeners_an_idempotent_body_runs_before_its_start_is_stored() -> None:
+    store = BatchLog()
+    stored_then: dict[str, list[str]] = {}
+
+    def on_run(line: str) -> None:
+        stored_then[line] = [e.event for e in store.events(RUN_ID)]
+
+    the_agent = agent(store, RUN_ID, on_run=on_run, listeners=[lambda item: None])
+    the_agent.start()
+    the_agent.submit("Plan my trip")
+
+    # The step boundary before each call stored (and told) all but the call's own start:
+    # an idempotent body may run again after a crash (I11), so its start waits for the
+    # next commit; book's is stored before it runs.
+    assert stored_then["weather:Paris"][-1] == "model_replied"
+    assert stored_then["book:Rome"][-1] == "tool_started"
+    assert stored_then["weather:Nice"][-1] == "tool_result"
+    assert stored_then["weather:Nice"].count("tool_started") == 2
+    assert [e.event for e in store.events(RUN_ID)].count("tool_started") == len(ROUND)
+
+
+def test_a_resumed_run_is_claimed_before_an_idempotent_body_runs() -> None:
+    first = BatchLog()
+    crashed = MemoryStore()
+
+    def on_run(line: str) -> None:
+        if line == "weather:Nice" and crashed.load(RUN_ID) is None:
+            # what a process killed in the round's last body leaves behind: the round open,
+            # Nice started (stored with book's answer), run again on resume (idempotent)
+            stored = first.load(RUN_ID)
+            assert stored is not None
+            crashed.save(
+                stored.model_copy(update={"version": 1}),
+                first.events(RUN_ID),
+                expected_version=None,
+            )
+
+    dying = agent(first, RUN_ID, on_run=on_run)
+    dying.start()
+    dying.submit("Plan my trip")
+    restored = crashed.load(RUN_ID)
+    assert restored is not None
+    assert restored.state == RunState.BUSY
+    versions: list[int] = []
+
+    def version_at_body(line: str) -> None:
+        stored = crashed.load(RUN_ID)
+        assert stored is not None
+        versions.append(stored.version)
+
+    resumer = agent(crashed, RUN_ID, on_run=version_at_body)
+    resumer.start()
+
+    assert resumer.state == RunState.COMPLETED
+    # the run was claimed (stored as version 2) before weather:Nice ran again, though no
+    # answer waited: of two resumers, the second fails on the claim before running anything
+    assert versions == [2]
 
 
 def test_a_listener_hears_each_event_once_stored_and_in_order(tmp_path: Path) -> None:
@@ -201,3 +262,18 @@ def test_postgres_asave_and_aload(postgres_url: str) -> None:
         snapshot, events = the_agent.snapshot(), source.events(RUN_ID)
         asyncio.run(store.asave(snapshot, events, expected_version=None))
         assert asyncio.run(store.aload(RUN_ID)) == snapshot
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (3.12+: fork with threads)
+def test_a_forked_child_awaits_its_saves_in_threads_of_its_own() -> None:
+    asyncio.run(off_loop(lambda: 1))  # the parent has a worker, idle
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child, which exits without returning here
+        code = 1
+        try:
+            code = 0 if asyncio.run(asyncio.wait_for(off_loop(lambda: 2), 10)) == 2 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
