@@ -340,13 +340,16 @@ class TurnDriver(RunRecord):
         self._data.at_boundary = False
         self._settle_unknown()
         calls = self._round
-        round_ = await self.tools.run_round(
+        answers = self._answers
+        round_ = await self.tools.run_checked_round(  # the run's own inputs: types known
             calls,
             context,
             decisions=self._decisions,
             enabled=self.enabled_tools,
             messages=self._messages,
-            answered={result.call_id: (result, message) for result, message in self._answers},
+            answered={result.call_id: (result, message) for result, message in answers}
+            if answers
+            else None,
             on_start=self._on_start,
             on_answer=self._on_answer,
             stop=self._stop_between_calls,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from pydantic import ValidationError
 
@@ -129,7 +129,8 @@ class ArgumentParser:
     def _convert(self, call_id: str, arguments: JSONObject) -> dict[str, object]:
         model = self._signature.model
         if model is None:
-            return dict(arguments)
+            # Just decoded from the text, so nobody else holds it: no copy.
+            return cast("dict[str, object]", arguments)
         try:
             instance = model.model_validate(arguments)
         except ValidationError as exc:

@@ -22,6 +22,9 @@ from tenacity.wait import WaitBaseT
 from agentfsm.errors import ToolTimeoutError
 from agentfsm.tools.spec import Tool
 
+_PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+"""Types a body's value may have that are never awaitable (checked before the slow test)."""
+
 Sleep = Callable[[float], Awaitable[None]]
 """How retries wait: ``await sleep(seconds)``; inject a fake one in tests."""
 
@@ -57,10 +60,17 @@ async def execute(
 ) -> Attempted:
     """Run ``tool``'s body with ``kwargs``, retrying only when the tool allows it."""
     if not (tool.idempotent and tool.retry_on and retry.max_attempts > 1):
+        function = tool.function
         try:
-            return Attempted(await _once(tool, kwargs, call_id, retry), None, 1)
+            if tool.timeout is None and function is not None:  # `_once`, inlined
+                value = function(**kwargs)
+                if type(value) not in _PLAIN and inspect.isawaitable(value):
+                    value = await value
+            else:
+                value = await _once(tool, kwargs, call_id, retry)
         except Exception as exc:  # the body's failure: data for the model, not a crash
             return Attempted(None, exc, 1)
+        return Attempted(value, None, 1)
     retrying = AsyncRetrying(
         stop=stop_after_attempt(retry.max_attempts),
         wait=retry.wait,

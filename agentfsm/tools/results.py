@@ -12,6 +12,7 @@ from agentfsm._compat import StrEnum
 from agentfsm._redact import redact
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
+from agentfsm.states.unchecked import unchecked
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -188,6 +189,40 @@ class ToolResult(BaseModel):
     def to_message(self) -> Message:
         """The tool message answering the call."""
         return Message.tool(self.call_id, self.content(), name=self.tool_name)
+
+
+_RESULT_GIVEN = set(ToolResult.model_fields)
+"""Every field of a `ToolResult`: `tool_result` gives them all."""
+
+
+def tool_result(
+    call_id: str,
+    tool_name: str,
+    status: ToolStatus,
+    output: JSONValue,
+    error: ToolErrorInfo | None,
+    duration: float,
+    attempts: int,
+) -> ToolResult:
+    """A `ToolResult` built without validation, by the `ToolSystem` for each call it answers.
+
+    The caller guarantees what validation would check: ``error`` is None exactly when
+    ``status`` is ``success``, ``output`` is JSON (from `json_output`) and ``attempts`` is
+    not negative. A ``duration`` below zero (a timer that went backwards) is taken as 0.
+    """
+    return unchecked(
+        ToolResult,
+        {
+            "call_id": call_id,
+            "tool_name": tool_name,
+            "status": status,
+            "output": output,
+            "error": error,
+            "duration": float(duration) if duration > 0 else 0.0,
+            "attempts": attempts,
+        },
+        _RESULT_GIVEN,
+    )
 
 
 _SCALARS = (int, float, bool)
