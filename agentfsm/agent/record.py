@@ -25,12 +25,12 @@ from agentfsm.fsm.rounds import open_round
 from agentfsm.fsm.trace import AnyTraceEntry
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
-from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.snapshot import Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
-from agentfsm.tools.results import ToolResult
+from agentfsm.tools.results import ToolResult, result_json
 from agentfsm.tools.system import Answer
 
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
@@ -218,6 +218,13 @@ class RunRecord:
                     self._undelivered[:0] = items[index + 1 :]
                     raise
 
+    def _due(self) -> bool:
+        """Whether `_commit` has anything to do: a batch or a claim waits.
+
+        If not, the hot path skips the call (an awaited coroutine costs more than this).
+        """
+        return bool(self._undelivered) or self._claim_due
+
     async def _tell(self) -> None:
         """At a step boundary: listeners hear of what happened so far (stored first).
 
@@ -308,7 +315,7 @@ class RunRecord:
         """
         if self.store is None and not self._listeners:
             return {}
-        return model.model_dump(mode="json")
+        return message_json(model) if isinstance(model, Message) else result_json(model)
 
     def _note(self, kind: RecordKind, data: JSONObject) -> None:
         """Record a change to the conversation (already made) as a ``conversation`` event."""

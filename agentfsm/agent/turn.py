@@ -157,7 +157,8 @@ class TurnDriver(RunRecord):
         if loop.state == LoopState.ACTING:
             await self._tool_round()
         while loop.state == LoopState.THINKING:
-            await self._tell()
+            if self._due():
+                await self._tell()
             if self._stop_at_boundary():
                 break
             await self._think()
@@ -165,7 +166,8 @@ class TurnDriver(RunRecord):
                 await self._tool_round()
         if self._data.state == RunState.BUSY:
             await self._finish(loop.state)
-        await self._commit()
+        if self._due():
+            await self._commit()
         self._apply_requests()
         await self._next_queued()
 
@@ -203,7 +205,12 @@ class TurnDriver(RunRecord):
     def _stop_requested(self) -> bool:
         return self._cancel_requested or self._pause_requested or self._data.cancel_requested
 
-    async def _stop_between_calls(self) -> bool:
+    def _stop_between_calls(self) -> bool | Awaitable[bool]:
+        if self._due() and self._listeners:
+            return self._told_then_stop()
+        return self._stop_requested()
+
+    async def _told_then_stop(self) -> bool:
         await self._tell()
         return self._stop_requested()
 
@@ -234,8 +241,10 @@ class TurnDriver(RunRecord):
         return taken
 
     async def _think(self) -> None:
-        self._append(await self._fire(HookKind.BEFORE_LLM))
-        await self._commit()  # the model call is an external effect
+        if HookKind.BEFORE_LLM in self.hooks:
+            self._append(await self._fire(HookKind.BEFORE_LLM))
+        if self._due():
+            await self._commit()  # the model call is an external effect
         started = self._timer()
         self._data.at_boundary = False
         try:
@@ -261,7 +270,9 @@ class TurnDriver(RunRecord):
             )
         )
         reply = response.to_message()
-        added = await self._fire(HookKind.AFTER_LLM, reply)
+        added = (
+            await self._fire(HookKind.AFTER_LLM, reply) if HookKind.AFTER_LLM in self.hooks else ()
+        )
         reply = self._edited(reply)
         if self._cancel_requested or self._data.cancel_requested:
             # The boundary after the model call: the reply is kept, its calls are answered
@@ -296,15 +307,14 @@ class TurnDriver(RunRecord):
     def _classify(self, reply: Message) -> None:
         """Append the reply and send model_replied with the round's shape (and the reply)."""
         calls = reply.tool_calls
-        # An ask_user call without a usable question is left to the round, which answers it
-        # with an error tool message the model can correct itself from.
-        malformed = {c.id for c in calls if c.name == ASK_USER and question_of(c) is None}
-        waiting = tuple(
-            call_id
-            for call_id in self.tools.awaiting_decision(calls, self.enabled_tools)
-            if call_id not in malformed
-        )
-        asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
+        waiting = self.tools.awaiting_decision(calls, self.enabled_tools)
+        asking: list[ToolCall] = []
+        if waiting and any(c.name == ASK_USER for c in calls):
+            # An ask_user call without a usable question is left to the round, which
+            # answers it with an error tool message the model can correct itself from.
+            malformed = {c.id for c in calls if c.name == ASK_USER and question_of(c) is None}
+            waiting = tuple(call_id for call_id in waiting if call_id not in malformed)
+            asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
         self._round = calls
         self._messages.append(reply)
         loop = self._loop_machine()
@@ -330,7 +340,8 @@ class TurnDriver(RunRecord):
         return None if timeout is None else self._clock() + timeout
 
     async def _tool_round(self) -> None:
-        await self._tell()
+        if self._due():
+            await self._tell()
         if self._stop_requested():
             self._stop_at_boundary()  # the boundary before the round's first call
             return
@@ -402,15 +413,19 @@ class TurnDriver(RunRecord):
             text = failure_content(ToolStatus.ERROR, info)
             self._on_answer(result, Message.tool(call_id, text, name=name))
 
-    async def _on_start(self, call: ToolCall) -> None:
+    def _on_start(self, call: ToolCall) -> Awaitable[None] | None:
         self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
-        await self._commit()  # stored before the body runs: it never runs twice (I11)
+        # Stored before the body runs: it never runs twice (I11).
+        return self._commit() if self._due() else None
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
-        if result.call_id in self._started:
-            self._started = tuple(i for i in self._started if i != result.call_id)
+        started = self._started
+        if started == (result.call_id,):  # (calls run one at a time: the usual case)
+            self._started = ()
+        elif result.call_id in started:
+            self._started = tuple(i for i in started if i != result.call_id)
         self._answers = (*self._answers, (result, message))
         # Between two calls of a round is a step boundary (docs/contract.md §3).
         self._data.at_boundary = not self._started

@@ -15,6 +15,7 @@ import inspect
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import WaitBaseT
@@ -43,9 +44,12 @@ class RetrySettings:
     """Seconds a timed-out async body is given to finish cancelling."""
 
 
-@dataclass(frozen=True, slots=True)
-class Attempted:
-    """What running a body produced: its value or its exception, and how many tries."""
+class Attempted(NamedTuple):
+    """What running a body produced: its value or its exception, and how many tries.
+
+    (A named tuple: one is made per call, and it builds in a third of a frozen dataclass's
+    time.)
+    """
 
     value: object
     """What the body returned (None if it raised)."""

@@ -14,8 +14,8 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 from tenacity import wait_random_exponential
 from tenacity.wait import WaitBaseT
@@ -78,9 +78,8 @@ _NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 _NO_ANSWERS: Mapping[str, Answer] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class _Round:
-    """The inputs of one round, shared by its calls."""
+class _Round(NamedTuple):
+    """The inputs of one round, shared by its calls (a named tuple: cheap to build)."""
 
     context: ToolContext
     decisions: Mapping[str, Decision]
@@ -365,7 +364,8 @@ class ToolSystem:
                 starting = round_.on_start(call)
                 if starting is not None:
                     await starting
-            self._observe(ObservationType.STARTED, round_, index, call, None)
+            if self._observer is not None:
+                self._observe(ObservationType.STARTED, round_, index, call, None)
             attempted = await execute(found, kwargs, call.id, self._retry)
         if attempted.error is not None:
             status = _execution_status(attempted.error, call)

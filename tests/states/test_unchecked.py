@@ -2,7 +2,8 @@
 
 Each fast constructor (`tool_message`, `assistant_message`, `tool_result`, `llm_call_entry`,
 `tool_entries`) is compared with pydantic's validated construction of the same record on
-generated values: equal, with the same fields marked as given, the same JSON, and frozen.
+generated values: equal, with the same fields marked as given, the same JSON, and frozen;
+each fast dump (`message_json`, `result_json`) with pydantic's ``model_dump(mode="json")``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,14 @@ from hypothesis import strategies as st
 
 from agentfsm.fsm.trace import LLMCallTrace, ToolExecutionTrace, llm_call_entry, tool_entries
 from agentfsm.llm.base import FinishReason, ModelResponse, Usage
-from agentfsm.states.messages import Message, ToolCall, assistant_message, tool_message
-from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, tool_result
+from agentfsm.states.messages import (
+    Message,
+    ToolCall,
+    assistant_message,
+    message_json,
+    tool_message,
+)
+from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, result_json, tool_result
 
 ids = st.text(min_size=1, max_size=8)
 texts = st.text(max_size=12)
@@ -174,3 +181,29 @@ def test_tool_entries_are_the_validated_entries(
 def test_tool_entries_refuse_calls_and_results_that_do_not_pair_up() -> None:
     with pytest.raises(ValueError, match=r"shorter|longer"):
         tool_entries([ToolCall(id="c", name="f")], [], 1, 1, 0.0)
+
+
+messages = st.one_of(
+    st.builds(Message.user, texts),
+    st.builds(Message.system, texts),
+    st.builds(
+        Message.assistant,
+        st.none() | texts,
+        st.lists(calls, min_size=1, max_size=3, unique_by=lambda c: c.id).map(tuple),
+    ),
+    st.builds(Message.tool, ids, texts, st.none() | texts),
+)
+
+
+@given(messages)
+def test_message_json_is_the_model_dump(message: Message) -> None:
+    assert message_json(message) == message.model_dump(mode="json")
+    assert list(message_json(message)) == list(message.model_dump(mode="json"))
+
+
+@given(results())
+def test_result_json_is_the_model_dump(fields: dict[str, Any]) -> None:
+    result = ToolResult(**fields)
+
+    assert result_json(result) == result.model_dump(mode="json")
+    assert list(result_json(result)) == list(result.model_dump(mode="json"))
