@@ -16,7 +16,7 @@ from agentfsm.agent.vocabulary import ASK_USER, INCOMPLETE_MESSAGE, question_of
 from agentfsm.errors import AgentFSMError, ModelError
 from agentfsm.fsm import AnyMachine
 from agentfsm.fsm.rounds import round_messages
-from agentfsm.fsm.trace import LLMRetryTrace, UserInputTrace, llm_call_entry, tool_entries
+from agentfsm.fsm.trace import LLMRetryTrace, llm_call_entry, tool_entries, user_input_entry
 from agentfsm.llm.base import (
     Model,
     ModelDelta,
@@ -26,7 +26,7 @@ from agentfsm.llm.base import (
     check_finish,
 )
 from agentfsm.states.json import JSONValue
-from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.messages import Message, ToolCall, user_message
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
@@ -83,7 +83,7 @@ class TurnDriver(RunRecord):
         args: dict[str, JSONValue] = {"text": text}
         if from_queue:
             args["from_queue"] = True
-        self._messages.append(Message.user(text))  # in the transition's snapshot
+        self._messages.append(user_message(text))  # in the transition's snapshot
         # Requests of an earlier turn are forgotten; those made from now on (a listener of
         # this very submit) are this turn's.
         self._cancel_requested = self._pause_requested = False
@@ -103,7 +103,7 @@ class TurnDriver(RunRecord):
         return self._loop
 
     async def _user_input(self, text: str, *, defer: bool) -> None:
-        self._record(UserInputTrace(turn=self._data.turn, text=text, at=self._clock()))
+        self._record(user_input_entry(self._data.turn, text, self._clock()))
         added = await self._fire(HookKind.AFTER_USER_INPUT)
         if defer:
             self._defer(added)

@@ -102,6 +102,8 @@ AnyTraceEntry = UserInputTrace | LLMCallTrace | LLMRetryTrace | ToolExecutionTra
 """Any trace entry, as a plain union for annotations."""
 
 
+_USER_INPUT_GIVEN = {"turn", "text", "at"}
+"""The fields `user_input_entry` gives (``kind`` is the default): shared, see `unchecked`."""
 _LLM_CALL_GIVEN = {
     "model",
     "turn",
@@ -126,6 +128,15 @@ _TOOL_EXECUTION_GIVEN = {
     "at",
 }
 """The fields `tool_entries` gives each entry."""
+
+
+def user_input_entry(turn: int, text: str, at: float) -> UserInputTrace:
+    """The trace entry of a user input (``text`` already checked to be a str), unvalidated."""
+    return unchecked(
+        UserInputTrace,
+        {"kind": "user_input", "turn": turn, "text": text, "at": float(at)},
+        _USER_INPUT_GIVEN,
+    )
 
 
 def llm_call_entry(

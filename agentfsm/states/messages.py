@@ -107,10 +107,21 @@ class Message(BaseModel):
         return out
 
 
+_USER_GIVEN = {"role", "content"}
+"""The fields `Message.user` gives (shared: see `unchecked`)."""
 _TOOL_GIVEN = {"role", "tool_call_id", "content", "name"}
 """The fields `Message.tool` gives (shared: see `unchecked`)."""
 _ASSISTANT_GIVEN = {"role", "content", "tool_calls"}
 """The fields `Message.assistant` gives."""
+
+
+def user_message(content: str) -> Message:
+    """`Message.user`, built without validation: for text already checked to be a str."""
+    return unchecked(
+        Message,
+        {"role": "user", "content": content, "tool_calls": (), "tool_call_id": None, "name": None},
+        _USER_GIVEN,
+    )
 
 
 def tool_message(tool_call_id: str, content: str, name: str | None = None) -> Message:

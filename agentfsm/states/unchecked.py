@@ -27,7 +27,6 @@ def _slot_setter(name: str) -> Callable[[object, object], None]:
 
 
 _new = object.__new__
-_set_attribute = object.__setattr__
 _set_fields_set = _slot_setter("__pydantic_fields_set__")
 _set_extra = _slot_setter("__pydantic_extra__")
 _set_private = _slot_setter("__pydantic_private__")
@@ -38,14 +37,19 @@ def unchecked(cls: type[M], values: dict[str, object], fields_set: set[str]) -> 
 
     Args:
         cls: A pydantic model with no private attributes and no extra fields.
-        values: Every field of ``cls``, each a value its validation would have kept as it
-            is (the caller guarantees it); the dict becomes the instance's, not copied.
+        values: Every field of ``cls`` in the order the class declares them, each a value its
+            validation would have kept as it is (the caller guarantees it).
         fields_set: The fields a validated construction would have marked as given. It may
             be shared by every instance of a call site: pydantic reads it, and copies it
             before any change; it must be a set, not a frozenset.
     """
     record = _new(cls)
-    _set_attribute(record, "__dict__", values)
+    # Field by field into the instance's own dict, in the class's field order: the dict
+    # then shares its keys with every other instance of the class (a split table), about a
+    # third smaller than a dict of its own, which matters for runs that hold many records.
+    fields = record.__dict__
+    for name, value in values.items():
+        fields[name] = value
     _set_fields_set(record, fields_set)
     _set_extra(record, None)
     _set_private(record, None)

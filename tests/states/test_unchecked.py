@@ -15,7 +15,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentfsm.fsm.trace import LLMCallTrace, ToolExecutionTrace, llm_call_entry, tool_entries
+from agentfsm.fsm.trace import (
+    LLMCallTrace,
+    ToolExecutionTrace,
+    UserInputTrace,
+    llm_call_entry,
+    tool_entries,
+    user_input_entry,
+)
 from agentfsm.llm.base import FinishReason, ModelResponse, Usage
 from agentfsm.states.messages import (
     Message,
@@ -23,6 +30,7 @@ from agentfsm.states.messages import (
     assistant_message,
     message_json,
     tool_message,
+    user_message,
 )
 from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, result_json, tool_result
 
@@ -65,6 +73,16 @@ def results(draw: st.DrawFn) -> dict[str, Any]:
         "duration": draw(seconds),
         "attempts": draw(st.integers(0, 5)),
     }
+
+
+@given(texts)
+def test_user_message_is_message_user(content: str) -> None:
+    same(user_message(content), Message.user(content))
+
+
+@given(st.integers(0, 99), texts, clock_values)
+def test_user_input_entry_is_the_validated_entry(turn: int, text: str, at: float) -> None:
+    same(user_input_entry(turn, text, at), UserInputTrace(turn=turn, text=text, at=at))
 
 
 @given(ids, texts, st.none() | texts)
