@@ -63,13 +63,13 @@ CANDIDATES = (
     Candidate("agentfsm Agent, sync facade", "agentfsm", agentfsm_loop.make_sync),
     Candidate(
         "agentfsm Agent, async, fast extra",
-        "agentfsm",
+        "agentfsm, fast extra",
         lambda listener: agentfsm_loop.make_async(listener, fast=True),
         is_async=True,
     ),
     Candidate(
         "agentfsm Agent, sync facade, fast extra",
-        "agentfsm",
+        "agentfsm, fast extra",
         lambda listener: agentfsm_loop.make_sync(listener, fast=True),
     ),
     Candidate(
