@@ -333,6 +333,8 @@ class Hooks:
         return tuple(self._handlers.get(kind, ()))
 
     def __contains__(self, kind: object) -> bool:
+        if not self._handlers:  # no hook has a handler: the usual case on the hot path
+            return False
         return bool(self._handlers.get(kind)) if isinstance(kind, HookKind) else False
 
     def has_any(self, kinds: Iterable[HookKind]) -> bool:
