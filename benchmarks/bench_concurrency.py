@@ -36,16 +36,34 @@ Factory = Callable[[Listener, float], Callable[[int], Awaitable[object]]]
 
 
 def _factories() -> dict[str, Factory]:
-    from benchmarks.loops import agentfsm_loop, hand, pydantic_graph_loop
+    from benchmarks.loops import (
+        agentfsm_loop,
+        burr_loop,
+        hand,
+        langgraph_loop,
+        pydantic_graph_loop,
+    )
 
     return {
         "hand-written loop, async": hand.make_async,
         "agentfsm Agent, async": agentfsm_loop.make_async,
+        "agentfsm Agent, async, fast extra": lambda listener, latency: agentfsm_loop.make_async(
+            listener, latency, fast=True
+        ),
         "pydantic-graph": pydantic_graph_loop.make_async,
+        "Apache Burr": burr_loop.make_async,
+        "LangGraph StateGraph": langgraph_loop.make_async,
     }
 
 
-CANDIDATES = ("hand-written loop, async", "agentfsm Agent, async", "pydantic-graph")
+CANDIDATES = (
+    "hand-written loop, async",
+    "agentfsm Agent, async",
+    "agentfsm Agent, async, fast extra",
+    "pydantic-graph",
+    "Apache Burr",
+    "LangGraph StateGraph",
+)
 
 
 def _resident_kib() -> int:
@@ -108,10 +126,10 @@ def main() -> None:
         f"{options.runs:,} concurrent runs x {ITERATIONS} iterations, model latency "
         f"{LATENCY * 1000:.0f} ms (bound {ITERATIONS * LATENCY:.2f} s)"
     )
-    print(f"{'candidate':<28} {'wall s':>7} {'x bound':>8} {'peak MiB':>9} {'KiB/run':>8}")
+    print(f"{'candidate':<34} {'wall s':>7} {'x bound':>8} {'peak MiB':>9} {'KiB/run':>8}")
     for name, row in results.items():
         print(
-            f"{name:<28} {row['wall_s']:>7.2f} {row['ratio_to_bound']:>8.2f} "
+            f"{name:<34} {row['wall_s']:>7.2f} {row['ratio_to_bound']:>8.2f} "
             f"{row['peak_mib']:>9.1f} {row['peak_kib_per_run']:>8.1f}"
         )
     if options.json:

@@ -62,6 +62,17 @@ CANDIDATES = (
     Candidate("agentfsm Agent, async", "agentfsm", agentfsm_loop.make_async, is_async=True),
     Candidate("agentfsm Agent, sync facade", "agentfsm", agentfsm_loop.make_sync),
     Candidate(
+        "agentfsm Agent, async, fast extra",
+        "agentfsm, fast extra",
+        lambda listener: agentfsm_loop.make_async(listener, fast=True),
+        is_async=True,
+    ),
+    Candidate(
+        "agentfsm Agent, sync facade, fast extra",
+        "agentfsm, fast extra",
+        lambda listener: agentfsm_loop.make_sync(listener, fast=True),
+    ),
+    Candidate(
         "agentfsm Agent, reference engine",
         "agentfsm",
         lambda listener: agentfsm_loop.make_async(listener, engine="reference"),

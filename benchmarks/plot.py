@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 COLOURS = {
     "hand-written": "#7f7f7f",
     "agentfsm": "#1f77b4",
+    "agentfsm, fast extra": "#17becf",
     "python-statemachine": "#9467bd",
     "pydantic-graph": "#e377c2",
     "burr": "#ff7f0e",

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agentfsm.agent.core import Agent
 
 _ENGINES = ("compiled", "reference")
+_POLICIES = tuple(p.value for p in InputPolicy)
 
 
 def _model(model: object) -> None:
@@ -101,7 +102,7 @@ def agent_arguments(arguments: Mapping[str, object]) -> None:
     checks.text("system_prompt", arguments["system_prompt"], empty=True, optional=True)
     checks.whole("max_iterations", arguments["max_iterations"], minimum=1)
     checks.whole("max_turns", arguments["max_turns"], minimum=1, optional=True)
-    checks.choice("input_policy", arguments["input_policy"], [p.value for p in InputPolicy])
+    checks.choice("input_policy", arguments["input_policy"], _POLICIES)
     _hooks(arguments["hooks"])
     _listeners(arguments["listeners"])
     checks.text("run_id", arguments["run_id"], optional=True)

@@ -27,13 +27,13 @@ from agentfsm.fsm.rounds import open_round
 from agentfsm.fsm.trace import AnyTraceEntry
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
-from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.snapshot import ForkPoint, Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
-from agentfsm.tools.results import ToolResult
+from agentfsm.tools.results import ToolResult, result_json
 from agentfsm.tools.sources import ToolSource
 from agentfsm.tools.system import Answer, ToolSystem
 
@@ -255,6 +255,13 @@ class RunRecord:
             event.event == RecordKind.TOOL_STARTED for event in self._unsaved
         )
 
+    def _due(self) -> bool:
+        """Whether `_commit` has anything to do: a batch or a claim waits.
+
+        If not, the hot path skips the call (an awaited coroutine costs more than this).
+        """
+        return bool(self._undelivered) or self._claim_due
+
     async def _tell(self) -> None:
         """At a step boundary: listeners hear of what happened so far (stored first).
 
@@ -379,7 +386,7 @@ class RunRecord:
         """
         if self.store is None and not self._listeners:
             return {}
-        return model.model_dump(mode="json")
+        return message_json(model) if isinstance(model, Message) else result_json(model)
 
     def _note(self, kind: RecordKind, data: JSONObject) -> None:
         """Record a change to the conversation (already made) as a ``conversation`` event."""

@@ -16,7 +16,7 @@ from agentfsm.agent.vocabulary import ASK_USER, INCOMPLETE_MESSAGE, question_of
 from agentfsm.errors import AgentFSMError, ModelError
 from agentfsm.fsm import AnyMachine
 from agentfsm.fsm.rounds import round_messages
-from agentfsm.fsm.trace import LLMRetryTrace, UserInputTrace, llm_call_entry, tool_entries
+from agentfsm.fsm.trace import LLMRetryTrace, llm_call_entry, tool_entries, user_input_entry
 from agentfsm.llm.base import (
     Model,
     ModelDelta,
@@ -26,7 +26,7 @@ from agentfsm.llm.base import (
     check_finish,
 )
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.messages import Message, ToolCall, user_message
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
@@ -88,7 +88,7 @@ class TurnDriver(RunRecord):
         # Listed before the turn starts: a source that cannot be listed, or whose tools
         # clash, refuses the submit, and nothing changes.
         listings = await self._list_sources() if self._sources else None
-        self._messages.append(Message.user(text))  # in the transition's snapshot
+        self._messages.append(user_message(text))  # in the transition's snapshot
         # Requests of an earlier turn are forgotten; those made from now on (a listener of
         # this very submit) are this turn's.
         self._cancel_requested = self._pause_requested = False
@@ -143,7 +143,7 @@ class TurnDriver(RunRecord):
         return self._loop
 
     async def _user_input(self, text: str, *, defer: bool) -> None:
-        self._record(UserInputTrace(turn=self._data.turn, text=text, at=self._clock()))
+        self._record(user_input_entry(self._data.turn, text, self._clock()))
         added = await self._fire(HookKind.AFTER_USER_INPUT)
         if defer:
             self._defer(added)
@@ -197,7 +197,8 @@ class TurnDriver(RunRecord):
         if loop.state == LoopState.ACTING:
             await self._tool_round()
         while loop.state == LoopState.THINKING:
-            await self._tell()
+            if self._due():
+                await self._tell()
             if self._stop_at_boundary():
                 break
             await self._think()
@@ -205,7 +206,8 @@ class TurnDriver(RunRecord):
                 await self._tool_round()
         if self._data.state == RunState.BUSY:
             await self._finish(loop.state)
-        await self._commit()
+        if self._due():
+            await self._commit()
         self._apply_requests()
         await self._next_queued()
 
@@ -243,7 +245,12 @@ class TurnDriver(RunRecord):
     def _stop_requested(self) -> bool:
         return self._cancel_requested or self._pause_requested or self._data.cancel_requested
 
-    async def _stop_between_calls(self) -> bool:
+    def _stop_between_calls(self) -> bool | Awaitable[bool]:
+        if self._due() and self._listeners:
+            return self._told_then_stop()
+        return self._stop_requested()
+
+    async def _told_then_stop(self) -> bool:
         await self._tell()
         return self._stop_requested()
 
@@ -274,8 +281,10 @@ class TurnDriver(RunRecord):
         return taken
 
     async def _think(self) -> None:
-        self._append(await self._fire(HookKind.BEFORE_LLM))
-        await self._commit()  # the model call is an external effect
+        if HookKind.BEFORE_LLM in self.hooks:
+            self._append(await self._fire(HookKind.BEFORE_LLM))
+        if self._due():
+            await self._commit()  # the model call is an external effect
         started = self._timer()
         self._data.at_boundary = False
         try:
@@ -301,7 +310,9 @@ class TurnDriver(RunRecord):
             )
         )
         reply = response.to_message()
-        added = await self._fire(HookKind.AFTER_LLM, reply)
+        added = (
+            await self._fire(HookKind.AFTER_LLM, reply) if HookKind.AFTER_LLM in self.hooks else ()
+        )
         reply = self._edited(reply)
         if self._cancel_requested or self._data.cancel_requested:
             # The boundary after the model call: the reply is kept, its calls are answered
@@ -336,15 +347,14 @@ class TurnDriver(RunRecord):
     def _classify(self, reply: Message) -> None:
         """Append the reply and send model_replied with the round's shape (and the reply)."""
         calls = reply.tool_calls
-        # An ask_user call without a usable question is left to the round, which answers it
-        # with an error tool message the model can correct itself from.
-        malformed = {c.id for c in calls if c.name == ASK_USER and question_of(c) is None}
-        waiting = tuple(
-            call_id
-            for call_id in self.tools.awaiting_decision(calls, self.enabled_tools)
-            if call_id not in malformed
-        )
-        asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
+        waiting = self.tools.awaiting_decision(calls, self.enabled_tools)
+        asking: list[ToolCall] = []
+        if waiting and any(c.name == ASK_USER for c in calls):
+            # An ask_user call without a usable question is left to the round, which
+            # answers it with an error tool message the model can correct itself from.
+            malformed = {c.id for c in calls if c.name == ASK_USER and question_of(c) is None}
+            waiting = tuple(call_id for call_id in waiting if call_id not in malformed)
+            asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
         self._round = calls
         self._messages.append(reply)
         loop = self._loop_machine()
@@ -370,7 +380,8 @@ class TurnDriver(RunRecord):
         return None if timeout is None else self._clock() + timeout
 
     async def _tool_round(self) -> None:
-        await self._tell()
+        if self._due():
+            await self._tell()
         if self._stop_requested():
             self._stop_at_boundary()  # the boundary before the round's first call
             return
@@ -380,13 +391,16 @@ class TurnDriver(RunRecord):
         self._data.at_boundary = False
         self._settle_unknown()
         calls = self._round
-        round_ = await self.tools.run_round(
+        answers = self._answers
+        round_ = await self.tools.run_checked_round(  # the run's own inputs: types known
             calls,
             context,
             decisions=self._decisions,
             enabled=self.enabled_tools,
             messages=self._messages,
-            answered={result.call_id: (result, message) for result, message in self._answers},
+            answered={result.call_id: (result, message) for result, message in answers}
+            if answers
+            else None,
             on_start=self._on_start,
             on_answer=self._on_answer,
             stop=self._stop_between_calls,
@@ -464,12 +478,13 @@ class TurnDriver(RunRecord):
             text = failure_content(ToolStatus.ERROR, info)
             self._on_answer(result, Message.tool(call_id, text, name=name))
 
-    async def _on_start(self, call: ToolCall) -> None:
+    def _on_start(self, call: ToolCall) -> Awaitable[None] | None:
         self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
-        if not (self._grouping and self._may_start_unsaved(call)):
-            await self._commit()  # stored before the body runs: it never runs twice (I11)
+        if not self._due() or (self._grouping and self._may_start_unsaved(call)):
+            return None
+        return self._commit()  # stored before the body runs: it never runs twice (I11)
 
     def _may_start_unsaved(self, call: ToolCall) -> bool:
         """Whether ``call``'s body may run before its ``tool_started`` is stored.
@@ -483,8 +498,11 @@ class TurnDriver(RunRecord):
         return found is not None and found.idempotent and self._holds_only_starts()
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
-        if result.call_id in self._started:
-            self._started = tuple(i for i in self._started if i != result.call_id)
+        started = self._started
+        if started == (result.call_id,):  # (calls run one at a time: the usual case)
+            self._started = ()
+        elif result.call_id in started:
+            self._started = tuple(i for i in started if i != result.call_id)
         self._answers = (*self._answers, (result, message))
         if result.call_id in self._inputs:
             self._inputs = {c: r for c, r in self._inputs.items() if c != result.call_id}

@@ -111,6 +111,8 @@ paused_in_input_required, paused_in_completed, paused_in_failed = (
 
 
 def _count(value: object) -> int:
+    if type(value) is int:  # the usual case, in one test (a bool is never exactly an int)
+        return value if value > 0 else 0
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 

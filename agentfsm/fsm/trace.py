@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentfsm.llm.base import ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
+from agentfsm.states.unchecked import unchecked
 from agentfsm.tools.results import ToolResult, ToolStatus
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -101,38 +102,94 @@ AnyTraceEntry = UserInputTrace | LLMCallTrace | LLMRetryTrace | ToolExecutionTra
 """Any trace entry, as a plain union for annotations."""
 
 
+_USER_INPUT_GIVEN = {"turn", "text", "at"}
+"""The fields `user_input_entry` gives (``kind`` is the default): shared, see `unchecked`."""
+_LLM_CALL_GIVEN = {
+    "model",
+    "turn",
+    "iteration",
+    "duration",
+    "tool_call_count",
+    "finish_reason",
+    "usage",
+    "at",
+}
+"""The fields `llm_call_entry` gives (``kind`` is the default): shared, see `unchecked`."""
+_TOOL_EXECUTION_GIVEN = {
+    "name",
+    "arguments",
+    "call_id",
+    "turn",
+    "iteration",
+    "status",
+    "result",
+    "duration",
+    "error_type",
+    "at",
+}
+"""The fields `tool_entries` gives each entry."""
+
+
+def user_input_entry(turn: int, text: str, at: float) -> UserInputTrace:
+    """The trace entry of a user input (``text`` already checked to be a str), unvalidated."""
+    return unchecked(
+        UserInputTrace,
+        {"kind": "user_input", "turn": turn, "text": text, "at": float(at)},
+        _USER_INPUT_GIVEN,
+    )
+
+
 def llm_call_entry(
     model: str, response: ModelResponse, turn: int, iteration: int, duration: float, at: float
 ) -> LLMCallTrace:
-    """The trace entry of one model call that returned ``response``."""
-    return LLMCallTrace(
-        model=response.model or model,
-        turn=turn,
-        iteration=iteration,
-        duration=max(duration, 0.0),
-        tool_call_count=len(response.tool_calls),
-        finish_reason=response.finish_reason.value,
-        usage=response.usage,
-        at=at,
+    """The trace entry of one model call that returned ``response``.
+
+    Built without validation (one per iteration): every value comes from the validated
+    ``response`` or is made a float here; a test pins it equal to the validated entry.
+    """
+    return unchecked(
+        LLMCallTrace,
+        {
+            "kind": "llm_call",
+            "model": response.model or model,
+            "turn": turn,
+            "iteration": iteration,
+            "duration": float(duration) if duration > 0 else 0.0,
+            "tool_call_count": len(response.tool_calls),
+            "finish_reason": response.finish_reason.value,
+            "usage": response.usage,
+            "at": float(at),
+        },
+        _LLM_CALL_GIVEN,
     )
 
 
 def tool_entries(
     calls: Sequence[ToolCall], results: Sequence[ToolResult], turn: int, iteration: int, at: float
 ) -> list[ToolExecutionTrace]:
-    """The trace entries of a tool round: one per call, in call order."""
+    """The trace entries of a tool round: one per call, in call order.
+
+    Built without validation (one per call), from validated calls and results; a test pins
+    each equal to the validated entry.
+    """
+    moment = float(at)
     return [
-        ToolExecutionTrace(
-            name=call.name,
-            arguments=call.arguments,
-            call_id=call.id,
-            turn=turn,
-            iteration=iteration,
-            status=result.status,
-            result=result,
-            duration=result.duration,
-            error_type=result.error.type if result.error else None,
-            at=at,
+        unchecked(
+            ToolExecutionTrace,
+            {
+                "kind": "tool_execution",
+                "name": call.name,
+                "arguments": call.arguments,
+                "call_id": call.id,
+                "turn": turn,
+                "iteration": iteration,
+                "status": result.status,
+                "result": result,
+                "duration": float(result.duration),
+                "error_type": result.error.type if result.error else None,
+                "at": moment,
+            },
+            _TOOL_EXECUTION_GIVEN,
         )
         for call, result in zip(calls, results, strict=True)
     ]

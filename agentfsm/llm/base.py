@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentfsm._compat import StrEnum
 from agentfsm.errors import ModelResponseError
 from agentfsm.states.json import JSONObject
-from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.messages import Message, ToolCall, assistant_message
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -60,10 +60,8 @@ class ModelResponse(BaseModel):
 
     def to_message(self) -> Message:
         """The assistant message that records this response in the conversation."""
-        return Message.assistant(
-            self.content if self.content is not None or self.tool_calls else "",
-            self.tool_calls,
-        )
+        content = self.content if self.content is not None or self.tool_calls else ""
+        return assistant_message(content, self.tool_calls)
 
 
 UNUSABLE_FINISH: dict[FinishReason, str] = {

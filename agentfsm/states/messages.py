@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentfsm.states.json import JSONObject
+from agentfsm.states.unchecked import unchecked
 
 Role = Literal["system", "user", "assistant", "tool"]
 """Who a message is from: the system prompt, the user, the model, or a tool's result."""
@@ -104,3 +105,89 @@ class Message(BaseModel):
         if self.name is not None:
             out["name"] = self.name
         return out
+
+
+_USER_GIVEN = {"role", "content"}
+"""The fields `Message.user` gives (shared: see `unchecked`)."""
+_TOOL_GIVEN = {"role", "tool_call_id", "content", "name"}
+"""The fields `Message.tool` gives (shared: see `unchecked`)."""
+_ASSISTANT_GIVEN = {"role", "content", "tool_calls"}
+"""The fields `Message.assistant` gives."""
+
+
+def user_message(content: str) -> Message:
+    """`Message.user`, built without validation: for text already checked to be a str."""
+    return unchecked(
+        Message,
+        {"role": "user", "content": content, "tool_calls": (), "tool_call_id": None, "name": None},
+        _USER_GIVEN,
+    )
+
+
+def tool_message(tool_call_id: str, content: str, name: str | None = None) -> Message:
+    """`Message.tool`, built without validation: for the answer to a validated `ToolCall`.
+
+    The caller guarantees the types (``tool_call_id`` and ``content`` are str, ``name`` a
+    str or None), which is all a tool message's validation checks.
+    """
+    return unchecked(
+        Message,
+        {
+            "role": "tool",
+            "content": content,
+            "tool_calls": (),
+            "tool_call_id": tool_call_id,
+            "name": name,
+        },
+        _TOOL_GIVEN,
+    )
+
+
+def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> Message:
+    """`Message.assistant`, validated by hand: the same message, or the same refusal.
+
+    A model's reply becomes one of these every iteration; its role rules are checked here
+    directly (content or calls, unique call ids), and anything unusual (calls that are not
+    a tuple of `ToolCall`) goes through the validated constructor.
+
+    Raises:
+        pydantic.ValidationError: As `Message.assistant` would.
+    """
+    if (
+        type(tool_calls) is not tuple
+        or (content is None and not tool_calls)
+        or (content is not None and type(content) is not str)
+        or any(type(call) is not ToolCall for call in tool_calls)
+        or len({call.id for call in tool_calls}) != len(tool_calls)
+    ):
+        return Message.assistant(content, tool_calls)
+    return unchecked(
+        Message,
+        {
+            "role": "assistant",
+            "content": content,
+            "tool_calls": tool_calls,
+            "tool_call_id": None,
+            "name": None,
+        },
+        _ASSISTANT_GIVEN,
+    )
+
+
+def message_json(message: Message) -> JSONObject:
+    """``message.model_dump(mode="json")``, built directly (a test pins them equal).
+
+    A run records every message it adds as JSON; this is a third of pydantic's cost.
+    """
+    if type(message) is not Message:  # a subclass may serialise differently
+        return message.model_dump(mode="json")
+    return {
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": [
+            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            for call in message.tool_calls
+        ],
+        "tool_call_id": message.tool_call_id,
+        "name": message.name,
+    }

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from pydantic import ValidationError
 
 from agentfsm.errors import ToolArgumentsError
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.tools.schema import Signature, compile_validator, json_pointer, schema_error
+from agentfsm.tools.accelerator import ArgumentsValidator
+from agentfsm.tools.schema import Signature, json_pointer
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +72,13 @@ class ArgumentParser:
     def __init__(self, tool_name: str, signature: Signature) -> None:
         self._tool_name = tool_name
         self._signature = signature
-        self._validator = compile_validator(signature.schema)
+        self._validator = ArgumentsValidator(tool_name, signature.schema)
         self._expected = _expected_properties(signature.schema)
+
+    @property
+    def validator(self) -> ArgumentsValidator:
+        """The tool's schema validator (its ``engine`` says which validator judges)."""
+        return self._validator
 
     def parse(self, call_id: str, text: str, limits: ArgumentLimits) -> dict[str, object]:
         """The keyword arguments for the body (without the context), or raise.
@@ -99,7 +105,7 @@ class ArgumentParser:
                 f"{self._expected}",
             )
         try:
-            problem = schema_error(self._validator, arguments)
+            problem = self._validator.error(arguments)
             if problem is not None:
                 pointer, message = problem
                 self._refuse(call_id, pointer, f"{message}; {self._expected}")
@@ -129,7 +135,8 @@ class ArgumentParser:
     def _convert(self, call_id: str, arguments: JSONObject) -> dict[str, object]:
         model = self._signature.model
         if model is None:
-            return dict(arguments)
+            # Just decoded from the text, so nobody else holds it: no copy.
+            return cast("dict[str, object]", arguments)
         try:
             instance = model.model_validate(arguments)
         except ValidationError as exc:

@@ -14,7 +14,7 @@ so there `HookContext.add_message` raises `HookMessageError` and adds nothing.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agentfsm._checks import given
 from agentfsm._compat import StrEnum
@@ -333,7 +333,14 @@ class Hooks:
         return tuple(self._handlers.get(kind, ()))
 
     def __contains__(self, kind: object) -> bool:
+        if not self._handlers:  # no hook has a handler: the usual case on the hot path
+            return False
         return bool(self._handlers.get(kind)) if isinstance(kind, HookKind) else False
+
+    def has_any(self, kinds: Iterable[HookKind]) -> bool:
+        """Whether any of ``kinds`` has a handler (cheap when no hook has any)."""
+        handlers = self._handlers
+        return bool(handlers) and any(handlers.get(kind) for kind in kinds)
 
     async def fire(self, context: HookContext) -> tuple[Message, ...]:
         """Call every handler of ``context.kind`` in order; return the messages they added.

@@ -101,7 +101,7 @@ class ToolRegistry:
         key = (len(self._tools), None if enabled is None else frozenset(enabled))
         offered = self._offered.get(key)
         if offered is None:  # tools are only ever added, so the count names the set
-            offered = tuple(found.to_openai() for found in self.enabled(enabled))
+            offered = tuple(found.offered() for found in self.enabled(enabled))
             self._offered[key] = offered
         return list(offered)
 

@@ -12,6 +12,7 @@ from agentfsm._compat import StrEnum
 from agentfsm._redact import redact
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
+from agentfsm.states.unchecked import unchecked
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -190,7 +191,62 @@ class ToolResult(BaseModel):
         return Message.tool(self.call_id, self.content(), name=self.tool_name)
 
 
+_RESULT_GIVEN = set(ToolResult.model_fields)
+"""Every field of a `ToolResult`: `tool_result` gives them all."""
+
+
+def tool_result(
+    call_id: str,
+    tool_name: str,
+    status: ToolStatus,
+    output: JSONValue,
+    error: ToolErrorInfo | None,
+    duration: float,
+    attempts: int,
+) -> ToolResult:
+    """A `ToolResult` built without validation, by the `ToolSystem` for each call it answers.
+
+    The caller guarantees what validation would check: ``error`` is None exactly when
+    ``status`` is ``success``, ``output`` is JSON (from `json_output`) and ``attempts`` is
+    not negative. A ``duration`` below zero (a timer that went backwards) is taken as 0.
+    """
+    return unchecked(
+        ToolResult,
+        {
+            "call_id": call_id,
+            "tool_name": tool_name,
+            "status": status,
+            "output": output,
+            "error": error,
+            "duration": float(duration) if duration > 0 else 0.0,
+            "attempts": attempts,
+        },
+        _RESULT_GIVEN,
+    )
+
+
 _SCALARS = (int, float, bool)
+_PLAIN_OUTPUT = frozenset({str, int, float, bool, type(None)})
+
+
+def result_json(result: ToolResult) -> dict[str, JSONValue]:
+    """``result.model_dump(mode="json")``, built directly (a test pins them equal).
+
+    A run records every result as JSON; this is a third of pydantic's cost. An output
+    that is an array or an object goes through pydantic, which copies it.
+    """
+    if type(result) is not ToolResult or type(result.output) not in _PLAIN_OUTPUT:
+        return result.model_dump(mode="json")
+    error = result.error
+    return {
+        "call_id": result.call_id,
+        "tool_name": result.tool_name,
+        "status": str(result.status),
+        "output": result.output,
+        "error": None if error is None else {"type": error.type, "message": error.message},
+        "duration": result.duration,
+        "attempts": result.attempts,
+    }
 
 
 def json_output(value: object) -> tuple[JSONValue, str]:

@@ -69,6 +69,7 @@ class Tool(Generic[P, R]):
     """
 
     __slots__ = (
+        "_offered",
         "_parser",
         "_schema_text",
         "_signature",
@@ -134,6 +135,7 @@ class Tool(Generic[P, R]):
         self._signature = _signature_of(self.name, function, parameters)
         self._parser = ArgumentParser(self.name, self._signature)
         self._schema_text = _json_copyable(self._signature.schema)
+        self._offered: tuple[str, str, JSONObject] | None = None
 
     @property
     def parameters(self) -> JSONObject:
@@ -165,6 +167,17 @@ class Tool(Generic[P, R]):
                 "parameters": self.parameters,
             },
         }
+
+    def offered(self) -> JSONObject:
+        """`to_openai`, built once and shared: by every registry and run offering the tool.
+
+        Treat it as read-only. Built again if the tool's name or description changed.
+        """
+        cached = self._offered
+        if cached is None or cached[0] != self.name or cached[1] != self.description:
+            cached = (self.name, self.description, self.to_openai())
+            self._offered = cached
+        return cached[2]
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the function directly: no checks, no timeout, no retries.

@@ -14,7 +14,8 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from types import MappingProxyType
+from typing import NamedTuple
 
 from tenacity import wait_random_exponential
 from tenacity.wait import WaitBaseT
@@ -30,7 +31,7 @@ from agentfsm.errors import (
     UnknownToolError,
 )
 from agentfsm.states.json import JSONObject
-from agentfsm.states.messages import Message, ToolCall
+from agentfsm.states.messages import Message, ToolCall, tool_message
 from agentfsm.tools import checks
 from agentfsm.tools.arguments import ArgumentLimits
 from agentfsm.tools.context import ToolContext
@@ -48,6 +49,7 @@ from agentfsm.tools.results import (
     ToolStatus,
     failure_content,
     json_output,
+    tool_result,
 )
 from agentfsm.tools.sources import InputRequest
 
@@ -73,15 +75,16 @@ _DEFAULT_WAIT = wait_random_exponential(multiplier=0.1, max=5.0)
 
 _PER_CALL_HOOKS = (HookKind.BEFORE_EACH_TOOL, HookKind.AFTER_EACH_TOOL, HookKind.ON_ERROR)
 
+_NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
+_NO_ANSWERS: Mapping[str, Answer] = MappingProxyType({})
 
-@dataclass(frozen=True, slots=True)
-class _Round:
-    """The inputs of one round, shared by its calls."""
+
+class _Round(NamedTuple):
+    """The inputs of one round, shared by its calls (a named tuple: cheap to build)."""
 
     context: ToolContext
     decisions: Mapping[str, Decision]
     enabled: frozenset[str] | None
-    available: tuple[str, ...]
     hooked: bool
     """Whether any per-call hook has handlers (if not, the loop skips them entirely)."""
     on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None
@@ -254,40 +257,114 @@ class ToolSystem:
             HookFailedError: A hook handler raised.
         """
         calls = checks.round_inputs(calls, context, decisions, enabled, messages)
-        round_ = self._start(calls, context, decisions or {}, enabled, on_start, resumes)
-        conversation = list(messages)
-        known = answered or {}
-        added = () if known else await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
+        return await self.run_checked_round(
+            calls,
+            context,
+            decisions=decisions,
+            enabled=enabled,
+            messages=messages,
+            answered=answered,
+            on_start=on_start,
+            on_answer=on_answer,
+            stop=stop,
+            resumes=resumes,
+            on_input=on_input,
+        )
+
+    async def run_checked_round(
+        self,
+        calls: tuple[ToolCall, ...],
+        context: ToolContext,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        enabled: Collection[str] | None = None,
+        messages: Sequence[Message] = (),
+        answered: Mapping[str, Answer] | None = None,
+        on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
+        on_answer: Callable[[ToolResult, Message], None] | None = None,
+        stop: Callable[[], bool | Awaitable[bool]] | None = None,
+        resumes: Mapping[str, JSONObject] | None = None,
+        on_input: Callable[[ToolCall, InputRequest], None] | None = None,
+    ) -> RoundResult:
+        """`run_round` for inputs of the right types, as the `Agent` passes its own.
+
+        The types of the arguments are not checked again (walking the whole conversation
+        every round would cost more than the round's bookkeeping); the round's own rules
+        (unique call ids, decisions that name calls of the round) still are.
+
+        Raises:
+            ToolRoundError: As `run_round`.
+            HookMessageError: As `run_round`.
+            HookFailedError: As `run_round`.
+        """
+        round_ = self._start(
+            calls, context, decisions or _NO_DECISIONS, enabled, on_start, resumes
+        )
+        added: tuple[Message, ...] = ()
+        known = answered or _NO_ANSWERS
+        if not known and HookKind.BEFORE_TOOLS in self._hooks:
+            added = await self._fire(HookKind.BEFORE_TOOLS, round_, list(messages))
         results: list[ToolResult] = []
+        new: list[Message] = []  # the round's tool messages so far (after ``messages``)
         for index, call in enumerate(calls):
             if results and stop is not None and call.id not in known and await _asked(stop):
-                return RoundResult(tuple(results), tuple(conversation[len(messages) :]) + added)
+                return RoundResult(tuple(results), (*new, *added))
             if call.id in known:
                 result, message = known[call.id]
-                conversation.append(message)
+                new.append(message)
                 results.append(result)
                 continue
             if round_.hooked:
-                await self._fire(HookKind.BEFORE_EACH_TOOL, round_, conversation, call)
-            answer = await self._answer(index, call, round_)
-            if isinstance(answer, InputRequest):
-                if on_input is not None:
-                    on_input(call, answer)
-                    return RoundResult(
-                        tuple(results), tuple(conversation[len(messages) :]) + added
-                    )
-                answer = self._unanswerable(call, answer)
+                await self._fire(HookKind.BEFORE_EACH_TOOL, round_, [*messages, *new], call)
+            answer = await self._answer_or_ask(index, call, round_, on_input)
+            if answer is None:  # the tool asked the user: the round stops at this call
+                return RoundResult(tuple(results), (*new, *added))
             result, text = answer
-            message = Message.tool(call.id, text, name=call.name)
-            conversation.append(message)
+            message = tool_message(call.id, text, call.name)
+            new.append(message)
             results.append(result)
-            if on_answer is not None:
-                on_answer(result, message)
+            await self._finish_call(
+                round_, index, call, (result, message), on_answer, messages, new
+            )
+        if HookKind.AFTER_TOOLS in self._hooks:
+            conversation = [*messages, *new, *added]
+            added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation)
+        return RoundResult(tuple(results), (*new, *added))
+
+    async def _finish_call(
+        self,
+        round_: _Round,
+        index: int,
+        call: ToolCall,
+        answer: Answer,
+        on_answer: Callable[[ToolResult, Message], None] | None,
+        messages: Sequence[Message],
+        new: list[Message],
+    ) -> None:
+        """A call has its answer: tell ``on_answer``, the observer and the per-call hooks."""
+        result, message = answer
+        if on_answer is not None:
+            on_answer(result, message)
+        if self._observer is not None:
             self._observe(ObservationType.FINISHED, round_, index, call, result)
-            if round_.hooked:
-                await self._after_call(round_, conversation, call, result)
-        added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation + list(added))
-        return RoundResult(tuple(results), tuple(conversation[len(messages) :]) + added)
+        if round_.hooked:
+            await self._after_call(round_, [*messages, *new], call, result)
+
+    async def _answer_or_ask(
+        self,
+        index: int,
+        call: ToolCall,
+        round_: _Round,
+        on_input: Callable[[ToolCall, InputRequest], None] | None,
+    ) -> tuple[ToolResult, str] | None:
+        """A call's answer; None if its tool asked the user and ``on_input`` took the question."""
+        answer = await self._answer(index, call, round_)
+        if not isinstance(answer, InputRequest):
+            return answer
+        if on_input is None:
+            return self._unanswerable(call, answer)
+        on_input(call, answer)
+        return None
 
     async def _after_call(
         self, round_: _Round, conversation: list[Message], call: ToolCall, result: ToolResult
@@ -307,17 +384,22 @@ class ToolSystem:
         on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
         resumes: Mapping[str, JSONObject] | None = None,
     ) -> _Round:
-        ids = Counter(call.id for call in calls)
-        duplicates = tuple(sorted(i for i, count in ids.items() if count > 1))
-        if duplicates:
+        ids = {call.id for call in calls}
+        if len(ids) != len(calls):
+            counts = Counter(call.id for call in calls)
+            duplicates = tuple(sorted(i for i, count in counts.items() if count > 1))
             raise ToolRoundError("call ids must be unique within a round", duplicates)
-        strays = tuple(sorted(set(decisions) - set(ids)))
-        if strays:
+        if decisions and not ids.issuperset(decisions):
+            strays = tuple(sorted(set(decisions) - ids))
             raise ToolRoundError("decisions name calls that are not in the round", strays)
         allowed = None if enabled is None else frozenset(enabled)
-        available = tuple(n for n in self.registry.names if allowed is None or n in allowed)
-        hooked = any(kind in self._hooks for kind in _PER_CALL_HOOKS)
-        return _Round(context, decisions, allowed, available, hooked, on_start, resumes)
+        hooked = self._hooks.has_any(_PER_CALL_HOOKS)
+        return _Round(context, decisions, allowed, hooked, on_start, resumes)
+
+    def _available(self, round_: _Round) -> tuple[str, ...]:
+        """The tools the round may call, by name (for the message of a refusal)."""
+        allowed = round_.enabled
+        return tuple(n for n in self.registry.names if allowed is None or n in allowed)
 
     async def _answer(
         self, index: int, call: ToolCall, round_: _Round
@@ -338,7 +420,8 @@ class ToolSystem:
                 starting = round_.on_start(call)
                 if starting is not None:
                     await starting
-            self._observe(ObservationType.STARTED, round_, index, call, None)
+            if self._observer is not None:
+                self._observe(ObservationType.STARTED, round_, index, call, None)
             attempted = await execute(found, kwargs, call.id, self._retry)
         if attempted.error is not None:
             status = _execution_status(attempted.error, call)
@@ -350,23 +433,18 @@ class ToolSystem:
         except (TypeError, ValueError, RecursionError) as exc:
             bad = ToolOutputError(call.name, call.id, type(attempted.value).__name__, str(exc))
             return self._failed(call, bad, ToolStatus.ERROR, started, attempted.attempts)
-        result = ToolResult.model_construct(
-            call_id=call.id,
-            tool_name=call.name,
-            status=ToolStatus.SUCCESS,
-            output=output,
-            error=None,
-            duration=self._timer() - started,
-            attempts=attempted.attempts,
+        duration = self._timer() - started
+        result = tool_result(
+            call.id, call.name, ToolStatus.SUCCESS, output, None, duration, attempted.attempts
         )
         return result, text
 
     def _admit(self, call: ToolCall, round_: _Round) -> tuple[AnyTool, dict[str, object]]:
         if round_.enabled is not None and call.name not in round_.enabled:
-            raise ToolDisabledError(call.name, call.id, round_.available)
+            raise ToolDisabledError(call.name, call.id, self._available(round_))
         found = self.registry.find(call.name)
         if found is None:
-            raise UnknownToolError(call.name, round_.available, call_id=call.id)
+            raise UnknownToolError(call.name, self._available(round_), call_id=call.id)
         reason = refusal(found.policy, found.client_side, round_.decisions.get(call.id))
         if reason is not None:
             raise ToolDeniedError(call.name, call.id, reason)
@@ -394,15 +472,8 @@ class ToolSystem:
         self, call: ToolCall, error: Exception, status: ToolStatus, started: float, attempts: int
     ) -> tuple[ToolResult, str]:
         info = ToolErrorInfo(type=type(error).__name__, message=str(error))
-        result = ToolResult.model_construct(
-            call_id=call.id,
-            tool_name=call.name,
-            status=status,
-            output=None,
-            error=info,
-            duration=self._timer() - started,
-            attempts=attempts,
-        )
+        duration = self._timer() - started
+        result = tool_result(call.id, call.name, status, None, info, duration, attempts)
         return result, failure_content(status, info)
 
     def _observe(

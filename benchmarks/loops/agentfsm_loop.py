@@ -10,6 +10,7 @@ engine instead of the compiled tables.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from functools import cache
 
@@ -27,8 +28,28 @@ from benchmarks.loops.workload import (
     call_id,
 )
 
-TOOLS = [Tool(body, name=name, parameters=SCHEMA) for name, body in TOOL_BODIES.items()]
-"""The three tools, built once and shared by every Agent."""
+
+def _tools(fast: bool) -> list[Tool[..., object]]:
+    """The three tools, validated by jsonschema alone, or accelerated by jsonschema-rs."""
+    saved = os.environ.get("AGENTFSM_FAST")
+    os.environ["AGENTFSM_FAST"] = "1" if fast else "0"
+    try:
+        tools = [Tool(body, name=name, parameters=SCHEMA) for name, body in TOOL_BODIES.items()]
+    finally:
+        if saved is None:
+            del os.environ["AGENTFSM_FAST"]
+        else:
+            os.environ["AGENTFSM_FAST"] = saved
+    engine = tools[0].arguments.validator.engine
+    if engine != ("jsonschema-rs" if fast else "jsonschema"):
+        raise RuntimeError(f"the tools are validated by {engine} (is the fast extra installed?)")
+    return tools
+
+
+TOOLS = _tools(fast=False)
+"""The three tools, built once and shared by every Agent: the same validator as the others."""
+FAST_TOOLS = _tools(fast=True)
+"""The same tools with the ``fast`` extra's accelerator (jsonschema-rs)."""
 
 
 @cache
@@ -79,12 +100,16 @@ class BenchModel:
 
 
 def new_agent(
-    n: int, listener: Listener, latency: float = 0.0, engine: Engine = "compiled"
+    n: int,
+    listener: Listener,
+    latency: float = 0.0,
+    engine: Engine = "compiled",
+    fast: bool = False,
 ) -> Agent:
-    """An Agent for one run of ``n`` iterations."""
+    """An Agent for one run of ``n`` iterations (with the accelerator if ``fast``)."""
     return Agent(
         BenchModel(n, latency),
-        TOOLS,
+        FAST_TOOLS if fast else TOOLS,
         listeners=[listener],
         max_iterations=n,
         ask_user=False,
@@ -92,11 +117,13 @@ def new_agent(
     )
 
 
-def make_sync(listener: Listener, engine: Engine = "compiled") -> Callable[[int], str | None]:
+def make_sync(
+    listener: Listener, engine: Engine = "compiled", fast: bool = False
+) -> Callable[[int], str | None]:
     """A runner through the synchronous facade (``start``, ``submit``, ``close``)."""
 
     def run(n: int) -> str | None:
-        agent = new_agent(n, listener, engine=engine)
+        agent = new_agent(n, listener, engine=engine, fast=fast)
         agent.start()
         outcome = agent.submit(PROMPT)
         agent.close()
@@ -106,12 +133,12 @@ def make_sync(listener: Listener, engine: Engine = "compiled") -> Callable[[int]
 
 
 def make_async(
-    listener: Listener, latency: float = 0.0, engine: Engine = "compiled"
+    listener: Listener, latency: float = 0.0, engine: Engine = "compiled", fast: bool = False
 ) -> Callable[[int], Awaitable[str | None]]:
     """A runner through the async core (``astart``, ``asubmit``)."""
 
     async def run(n: int) -> str | None:
-        agent = new_agent(n, listener, latency, engine)
+        agent = new_agent(n, listener, latency, engine, fast)
         await agent.astart()
         outcome = await agent.asubmit(PROMPT)
         return outcome.reply

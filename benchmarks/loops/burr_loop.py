@@ -9,8 +9,9 @@ otherwise, ``tools → model``; the run halts after ``answer``. The listener is 
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from burr.core import Application, ApplicationBuilder, State, action, default, expr
@@ -80,6 +81,47 @@ def make_sync(listener: Listener) -> Callable[[int], str]:
 
     def run(n: int) -> str:
         _, _, state = build(n, hook).run(halt_after=["answer"])
+        return str(state["answer"])
+
+    return run
+
+
+def _async_model(latency: float) -> Any:
+    """The ``model`` action as a coroutine, awaiting ``latency`` seconds per call."""
+
+    @action(reads=["messages", "iterations", "calls"], writes=["messages", "calls", "pending"])
+    async def model(state: State) -> State:
+        """Await the model, then append its next reply."""
+        if latency:
+            await asyncio.sleep(latency)
+        reply = script(state["iterations"])[state["calls"]]
+        return state.append(messages=reply).update(
+            calls=state["calls"] + 1, pending=bool(reply["tool_calls"])
+        )
+
+    return model
+
+
+def make_async(listener: Listener, latency: float = 0.0) -> Callable[[int], Awaitable[str]]:
+    """A runner: the same application with an async ``model`` action, run with ``arun``."""
+    hook = ListenerHook(listener)
+    model_action = _async_model(latency)
+
+    async def run(n: int) -> str:
+        app = (
+            ApplicationBuilder()
+            .with_actions(model=model_action, tools=tools, answer=answer)
+            .with_transitions(
+                ("model", "tools", expr("pending")),
+                ("model", "answer", default),
+                ("tools", "model", default),
+            )
+            .with_state(messages=[{"role": "user", "content": PROMPT}], iterations=n, calls=0)
+            .with_entrypoint("model")
+            .with_hooks(hook)
+            .build()
+        )
+        _, _, state = await app.arun(halt_after=["answer"])
         return str(state["answer"])
 
     return run

@@ -10,8 +10,9 @@ own thread.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import Any
 
@@ -104,6 +105,38 @@ def make_sync(
         for update in graph.stream(start, config, stream_mode="updates", **options):
             listener(update)
             last = update.get("model")
+        assert last is not None
+        return str(last["messages"][-1].content)
+
+    return run
+
+
+def make_async(listener: Listener, latency: float = 0.0) -> Callable[[int], Awaitable[str]]:
+    """A runner: the same graph, streamed with ``astream``; no checkpointer.
+
+    Its ``model`` node is a coroutine awaiting ``latency`` seconds per call.
+    """
+
+    async def model(state: _Run) -> dict[str, Any]:
+        if latency:
+            await asyncio.sleep(latency)
+        return _model(state)
+
+    graph = StateGraph(_Run)
+    graph.add_node("model", model)
+    graph.add_node("tools", _tools)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", _route, ["tools", END])
+    graph.add_edge("tools", "model")
+    compiled = graph.compile()
+
+    async def run(n: int) -> str:
+        config: dict[str, Any] = {"recursion_limit": 2 * n + 5}
+        start = {"messages": [HumanMessage(PROMPT)], "iterations": n}
+        last = None
+        async for update in compiled.astream(start, config, stream_mode="updates"):
+            listener(update)
+            last = update.get("model", last)
         assert last is not None
         return str(last["messages"][-1].content)
 

@@ -85,3 +85,17 @@ def test_changing_an_offered_schema_changes_nothing() -> None:
     offered[0]["function"]["parameters"]["required"] = []  # type: ignore[index, call-overload]
 
     assert registry.get("echo").parameters["required"] == ["text"]
+
+
+def test_a_tool_is_offered_once_for_every_registry_and_rebuilt_when_it_changes() -> None:
+    shared = Tool(echo)
+    first, second = ToolRegistry([shared]), ToolRegistry([shared])
+
+    offered = first.openai_tools()[0]
+
+    assert second.openai_tools()[0] is offered  # one schema copy for every run offering it
+    assert offered == shared.to_openai()
+    shared.description = "Say it back, louder."
+    assert ToolRegistry([shared]).openai_tools()[0]["function"]["description"] == (  # type: ignore[index, call-overload]
+        "Say it back, louder."
+    )

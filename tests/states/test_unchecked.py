@@ -1,0 +1,227 @@
+"""The hot path's unvalidated records equal the validated ones, field set and JSON included.
+
+Each fast constructor (`tool_message`, `assistant_message`, `tool_result`, `llm_call_entry`,
+`tool_entries`) is compared with pydantic's validated construction of the same record on
+generated values: equal, with the same fields marked as given, the same JSON, and frozen;
+each fast dump (`message_json`, `result_json`) with pydantic's ``model_dump(mode="json")``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentfsm.fsm.trace import (
+    LLMCallTrace,
+    ToolExecutionTrace,
+    UserInputTrace,
+    llm_call_entry,
+    tool_entries,
+    user_input_entry,
+)
+from agentfsm.llm.base import FinishReason, ModelResponse, Usage
+from agentfsm.states.messages import (
+    Message,
+    ToolCall,
+    assistant_message,
+    message_json,
+    tool_message,
+    user_message,
+)
+from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, result_json, tool_result
+
+ids = st.text(min_size=1, max_size=8)
+texts = st.text(max_size=12)
+calls = st.builds(ToolCall, id=ids, name=texts, arguments=texts)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
+seconds = st.floats(min_value=0, max_value=1e9, allow_nan=False) | st.integers(0, 10**6)
+clock_values = st.floats(allow_nan=False, allow_infinity=False) | st.integers(-(10**9), 10**9)
+
+
+def same(fast: pydantic.BaseModel, checked: pydantic.BaseModel) -> None:
+    """``fast`` is ``checked``: equal, the same fields given, the same JSON, and frozen."""
+    assert fast == checked
+    assert type(fast) is type(checked)
+    assert fast.model_fields_set == checked.model_fields_set
+    assert fast.model_dump_json() == checked.model_dump_json()
+    assert repr(fast) == repr(checked)
+    name = next(iter(type(fast).model_fields))
+    with pytest.raises(pydantic.ValidationError):
+        setattr(fast, name, getattr(fast, name))
+
+
+@st.composite
+def results(draw: st.DrawFn) -> dict[str, Any]:
+    """The fields of a valid `ToolResult`: an error exactly when the status is no success."""
+    status = draw(st.sampled_from(ToolStatus))
+    failed = status is not ToolStatus.SUCCESS
+    error = ToolErrorInfo(type=draw(texts), message=draw(texts)) if failed else None
+    return {
+        "call_id": draw(ids),
+        "tool_name": draw(texts),
+        "status": status,
+        "output": None if failed else draw(json_values),
+        "error": error,
+        "duration": draw(seconds),
+        "attempts": draw(st.integers(0, 5)),
+    }
+
+
+@given(texts)
+def test_user_message_is_message_user(content: str) -> None:
+    same(user_message(content), Message.user(content))
+
+
+@given(st.integers(0, 99), texts, clock_values)
+def test_user_input_entry_is_the_validated_entry(turn: int, text: str, at: float) -> None:
+    same(user_input_entry(turn, text, at), UserInputTrace(turn=turn, text=text, at=at))
+
+
+@given(ids, texts, st.none() | texts)
+def test_tool_message_is_message_tool(call_id: str, content: str, name: str | None) -> None:
+    same(tool_message(call_id, content, name), Message.tool(call_id, content, name=name))
+
+
+@given(st.none() | texts, st.lists(calls, max_size=4).map(tuple))
+def test_assistant_message_is_message_assistant(
+    content: str | None, tool_calls: tuple[ToolCall, ...]
+) -> None:
+    try:
+        checked = Message.assistant(content, tool_calls)
+    except pydantic.ValidationError as refused:
+        message = refused.errors()[0]["msg"]
+    else:
+        same(assistant_message(content, tool_calls), checked)
+        return
+    with pytest.raises(pydantic.ValidationError) as also:
+        assistant_message(content, tool_calls)
+    assert also.value.errors()[0]["msg"] == message
+
+
+def test_assistant_message_refuses_what_message_assistant_refuses() -> None:
+    twice = (ToolCall(id="c", name="f"), ToolCall(id="c", name="g"))
+
+    with pytest.raises(pydantic.ValidationError, match="must be unique"):
+        assistant_message(None, twice)
+    with pytest.raises(pydantic.ValidationError, match="needs content"):
+        assistant_message(None, ())
+
+
+def test_assistant_message_validates_calls_that_are_not_a_tuple_of_tool_calls() -> None:
+    listed = [ToolCall(id="c", name="f")]
+    as_dicts = ({"id": "c", "name": "f"},)
+
+    for given_calls in (listed, as_dicts):
+        message = assistant_message(None, given_calls)  # type: ignore[arg-type]  # on purpose
+        assert message == Message.assistant(None, (ToolCall(id="c", name="f"),))
+
+
+@given(results())
+def test_tool_result_is_the_validated_result(fields: dict[str, Any]) -> None:
+    fast = tool_result(**fields)
+
+    same(fast, ToolResult(**fields))
+    assert fast.model_fields_set == set(ToolResult.model_fields)
+
+
+def test_tool_result_takes_a_negative_duration_as_zero() -> None:
+    fast = tool_result("c", "t", ToolStatus.SUCCESS, "ok", None, -0.5, 1)
+
+    assert fast.duration == 0.0
+
+
+@given(
+    st.builds(
+        ModelResponse,
+        content=st.none() | texts,
+        tool_calls=st.lists(calls, max_size=3, unique_by=lambda c: c.id).map(tuple),
+        finish_reason=st.sampled_from(FinishReason),
+        usage=st.none() | st.builds(Usage, prompt_tokens=st.integers(0, 99)),
+        model=texts,
+    ),
+    texts,
+    st.integers(0, 99),
+    st.integers(0, 99),
+    seconds,
+    clock_values,
+)
+def test_llm_call_entry_is_the_validated_entry(
+    response: ModelResponse, model: str, turn: int, iteration: int, duration: float, at: float
+) -> None:
+    checked = LLMCallTrace(
+        model=response.model or model,
+        turn=turn,
+        iteration=iteration,
+        duration=duration,
+        tool_call_count=len(response.tool_calls),
+        finish_reason=response.finish_reason.value,
+        usage=response.usage,
+        at=at,
+    )
+
+    same(llm_call_entry(model, response, turn, iteration, duration, at), checked)
+
+
+@given(st.lists(st.tuples(calls, results()), max_size=4), st.integers(0, 9), clock_values)
+def test_tool_entries_are_the_validated_entries(
+    pairs: list[tuple[ToolCall, dict[str, Any]]], turn: int, at: float
+) -> None:
+    round_calls = [call for call, _ in pairs]
+    round_results = [ToolResult(**fields) for _, fields in pairs]
+
+    entries = tool_entries(round_calls, round_results, turn, 1, at)
+
+    assert len(entries) == len(pairs)
+    for entry, call, result in zip(entries, round_calls, round_results, strict=True):
+        checked = ToolExecutionTrace(
+            name=call.name,
+            arguments=call.arguments,
+            call_id=call.id,
+            turn=turn,
+            iteration=1,
+            status=result.status,
+            result=result,
+            duration=result.duration,
+            error_type=result.error.type if result.error else None,
+            at=at,
+        )
+        same(entry, checked)
+
+
+def test_tool_entries_refuse_calls_and_results_that_do_not_pair_up() -> None:
+    with pytest.raises(ValueError, match=r"shorter|longer"):
+        tool_entries([ToolCall(id="c", name="f")], [], 1, 1, 0.0)
+
+
+messages = st.one_of(
+    st.builds(Message.user, texts),
+    st.builds(Message.system, texts),
+    st.builds(
+        Message.assistant,
+        st.none() | texts,
+        st.lists(calls, min_size=1, max_size=3, unique_by=lambda c: c.id).map(tuple),
+    ),
+    st.builds(Message.tool, ids, texts, st.none() | texts),
+)
+
+
+@given(messages)
+def test_message_json_is_the_model_dump(message: Message) -> None:
+    assert message_json(message) == message.model_dump(mode="json")
+    assert list(message_json(message)) == list(message.model_dump(mode="json"))
+
+
+@given(results())
+def test_result_json_is_the_model_dump(fields: dict[str, Any]) -> None:
+    result = ToolResult(**fields)
+
+    assert result_json(result) == result.model_dump(mode="json")
+    assert list(result_json(result)) == list(result.model_dump(mode="json"))
