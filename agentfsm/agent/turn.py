@@ -7,7 +7,7 @@ on top of `RunRecord`, which holds and saves what the turn changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import cast
 
 from agentfsm.agent.deltas import Delta, StreamListener, takes_deltas
@@ -37,11 +37,15 @@ from agentfsm.tools.results import (
     ToolStatus,
     failure_content,
 )
-from agentfsm.tools.system import ToolSystem
+from agentfsm.tools.system import Delegate, ToolSystem
 
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
 """The error type of the tool message a resumed run gives a non-idempotent call that had
 started before a crash without its result being stored (at-most-once, I11)."""
+
+
+_IN_ROUND = frozenset({LoopState.ACTING, LoopState.DELEGATING})
+"""The loop states in which a turn goes on with its open round."""
 
 
 class TurnDriver(RunRecord):
@@ -49,6 +53,7 @@ class TurnDriver(RunRecord):
 
     __slots__ = (
         "_clock",
+        "_delegates",
         "_delta_listeners",
         "_edit",
         "_error",
@@ -77,6 +82,9 @@ class TurnDriver(RunRecord):
     """The error that failed the last turn that failed (None if none did, here)."""
     _edit: tuple[ToolCall, ...] | None
     """The tool calls as the last ``after_llm`` handler edited them, until applied."""
+    _delegates: Mapping[str, Delegate] | None
+    """The sub-agent tools' delegates, by tool name (`agentfsm.agent.children`); None when
+    the run has no sub-agent tool."""
 
     async def _submit(self, text: str, *, from_queue: bool) -> None:
         """Submit an input that starts a turn; its user message is part of the transition."""
@@ -154,7 +162,7 @@ class TurnDriver(RunRecord):
         """Run the turn from where its loop is until it ends, waits or pauses."""
         self._driven = True
         loop = self._loop_machine()
-        if loop.state == LoopState.ACTING:
+        if loop.state in _IN_ROUND:
             await self._tool_round()
         while loop.state == LoopState.THINKING:
             await self._tell()
@@ -340,22 +348,29 @@ class TurnDriver(RunRecord):
         self._data.at_boundary = False
         self._settle_unknown()
         calls = self._round
+        decisions = self._decisions
+        if self._delegates is not None and decisions:  # not the calls of a child's wait
+            ids = {call.id for call in calls}
+            decisions = {key: value for key, value in decisions.items() if key in ids}
         round_ = await self.tools.run_round(
             calls,
             context,
-            decisions=self._decisions,
+            decisions=decisions,
             enabled=self.enabled_tools,
             messages=self._messages,
             answered={result.call_id: (result, message) for result, message in self._answers},
             on_start=self._on_start,
             on_answer=self._on_answer,
             stop=self._stop_between_calls,
+            delegates=self._delegates,
         )
         if len(round_.results) < len(calls):
             # Stopped at the boundary between two calls: a cancel answers the rest
             # "cancelled"; a pause keeps the round open, and the rest run on resume.
             done = len(round_.results)
             self._defer(round_.messages[done:])
+            if self._data.state != RunState.BUSY:
+                return  # a sub-agent's call waits for its child's wait to be answered
             if self._cancel_requested or self._data.cancel_requested:
                 self._trace_round(calls[:done], round_.results)
             self._stop_at_boundary()

@@ -28,6 +28,7 @@ class TurnLoop(StateChart[RunData]):
     acting = State()
     awaiting_action = State()
     awaiting_input = State()
+    delegating = State()
     answered = State(final=True)
     exhausted = State(final=True)
     errored = State(final=True)
@@ -46,9 +47,15 @@ class TurnLoop(StateChart[RunData]):
     tools_finished = acting.to(thinking, cond=g.below_max_iterations) | acting.to(
         exhausted, cond=g.at_max_iterations
     )
+    delegated = acting.to(delegating)  # a call runs a sub-agent (agentfsm.agent.children)
+    child_returned = delegating.to(acting)
+    child_asked = delegating.to(awaiting_action, cond=g.child_needs_action) | delegating.to(
+        awaiting_input, cond=g.child_asks_user
+    )
     abort = (
         thinking.to(aborted)
         | acting.to(aborted)
         | awaiting_action.to(aborted)
         | awaiting_input.to(aborted)
+        | delegating.to(aborted)
     )

@@ -215,6 +215,8 @@ _RUN, _LOOP = MachineName.RUN, MachineName.LOOP
 COUPLINGS: tuple[Coupling, ...] = (
     Coupling(_LOOP, _LE.MODEL_REPLIED, _L.AWAITING_ACTION, _E.NEED_ACTION),
     Coupling(_LOOP, _LE.MODEL_REPLIED, _L.AWAITING_INPUT, _E.NEED_INPUT),
+    Coupling(_LOOP, _LE.CHILD_ASKED, _L.AWAITING_ACTION, _E.NEED_ACTION),
+    Coupling(_LOOP, _LE.CHILD_ASKED, _L.AWAITING_INPUT, _E.NEED_INPUT),
     Coupling(_LOOP, _LE.MODEL_REPLIED, _L.ANSWERED, _E.COMPLETE),
     Coupling(_LOOP, _LE.TOOLS_FINISHED, _L.EXHAUSTED, _E.COMPLETE),
     Coupling(_LOOP, _LE.MODEL_FAILED, _L.ERRORED, _E.FAIL),
@@ -228,8 +230,9 @@ COUPLINGS: tuple[Coupling, ...] = (
 """How the loop and the run move together (docs/contract.md §2): ``answered`` and ``exhausted``
 → run ``complete``; ``awaiting_action`` → ``need_action``; ``awaiting_input`` →
 ``need_input``; ``errored`` → run ``fail``; run ``resolve_action`` / ``provide_input`` → loop
-``resolved``; run ``cancel``, ``expire``, ``shutdown`` (of an unfinished turn) → loop
-``abort``; a failing hook: loop ``abort`` → run ``fail``."""
+``resolved``; a child's wait (``child_asked``) → ``need_action`` / ``need_input``; run
+``cancel``, ``expire``, ``shutdown`` (of an unfinished turn) → loop ``abort``; a failing hook:
+loop ``abort`` → run ``fail``."""
 
 FOLLOW_UPS: frozenset[str] = frozenset(
     {_E.NEED_ACTION, _E.NEED_INPUT, _E.COMPLETE, _E.FAIL, _LE.RESOLVED}

@@ -85,8 +85,14 @@ class _Run:
             decisions = event.data.get("decisions")
             if not isinstance(decisions, dict):
                 raise self.fail(event, "'resolved' carries no decisions")
+            # Added to the round's earlier decisions: a round that ran a sub-agent may wait
+            # again, on its child's calls, after its own calls were decided.
             self.decisions = {
-                call_id: self.parse(event, Decision, value) for call_id, value in decisions.items()
+                **self.decisions,
+                **{
+                    call_id: self.parse(event, Decision, value)
+                    for call_id, value in decisions.items()
+                },
             }
 
     def configure(self, event: Event) -> None:

@@ -59,6 +59,10 @@ Timer = Callable[[], float]
 """A monotonic clock in seconds, for durations (`time.perf_counter` by default)."""
 Clock = Callable[[], float]
 """Wall-clock seconds since the Unix epoch, for observations (`time.time` by default)."""
+Delegate = Callable[[ToolCall, dict[str, object]], Awaitable[Attempted | None]]
+"""Runs an admitted call instead of its body (a sub-agent): given the call and its parsed
+arguments, it returns what the call produced, or None to stop the round at this call,
+unanswered (the call waits for something outside the round: it runs again on resume)."""
 
 _REFUSALS: dict[type[ToolCallError], ToolStatus] = {
     UnknownToolError: ToolStatus.NOT_FOUND,
@@ -85,6 +89,8 @@ class _Round:
     """Whether any per-call hook has handlers (if not, the loop skips them entirely)."""
     on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None
     """Told of each body about to run (awaited if it returns an awaitable)."""
+    delegates: Mapping[str, Delegate] | None = None
+    """Tool name → what runs its admitted calls instead of its body."""
 
 
 class ToolSystem:
@@ -205,6 +211,7 @@ class ToolSystem:
         on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
         on_answer: Callable[[ToolResult, Message], None] | None = None,
         stop: Callable[[], bool | Awaitable[bool]] | None = None,
+        delegates: Mapping[str, Delegate] | None = None,
     ) -> RoundResult:
         """Answer every call of one round, sequentially, in call order.
 
@@ -229,6 +236,10 @@ class ToolSystem:
                 round stops there: the calls not yet started are left unanswered and
                 ``after_tools`` does not fire (an Agent takes a cancel or a pause there,
                 docs/contract.md §3).
+            delegates: Tool name → a `Delegate` that runs that tool's calls once they are
+                admitted (enabled, registered, permitted, arguments valid), instead of the
+                body: an Agent runs its sub-agents there. A delegate that returns None stops
+                the round at that call, unanswered, as ``stop`` does.
 
         Returns:
             One result and one tool message per call, in call order, then the messages
@@ -243,7 +254,7 @@ class ToolSystem:
             HookFailedError: A hook handler raised.
         """
         calls = checks.round_inputs(calls, context, decisions, enabled, messages)
-        round_ = self._start(calls, context, decisions or {}, enabled, on_start)
+        round_ = self._start(calls, context, decisions or {}, enabled, on_start, delegates)
         conversation = list(messages)
         known = answered or {}
         added = () if known else await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
@@ -258,7 +269,10 @@ class ToolSystem:
                 continue
             if round_.hooked:
                 await self._fire(HookKind.BEFORE_EACH_TOOL, round_, conversation, call)
-            result, text = await self._answer(index, call, round_)
+            answer = await self._answer(index, call, round_)
+            if answer is None:  # a delegate stopped the round at this call
+                return RoundResult(tuple(results), tuple(conversation[len(messages) :]) + added)
+            result, text = answer
             message = Message.tool(call.id, text, name=call.name)
             conversation.append(message)
             results.append(result)
@@ -286,6 +300,7 @@ class ToolSystem:
         decisions: Mapping[str, Decision],
         enabled: Collection[str] | None,
         on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
+        delegates: Mapping[str, Delegate] | None = None,
     ) -> _Round:
         ids = Counter(call.id for call in calls)
         duplicates = tuple(sorted(i for i, count in ids.items() if count > 1))
@@ -297,17 +312,25 @@ class ToolSystem:
         allowed = None if enabled is None else frozenset(enabled)
         available = tuple(n for n in self.registry.names if allowed is None or n in allowed)
         hooked = any(kind in self._hooks for kind in _PER_CALL_HOOKS)
-        return _Round(context, decisions, allowed, available, hooked, on_start)
+        return _Round(context, decisions, allowed, available, hooked, on_start, delegates)
 
-    async def _answer(self, index: int, call: ToolCall, round_: _Round) -> tuple[ToolResult, str]:
+    async def _answer(
+        self, index: int, call: ToolCall, round_: _Round
+    ) -> tuple[ToolResult, str] | None:
         started = self._timer()
         try:
             found, kwargs = self._admit(call, round_)
         except ToolCallError as refused:
             return self._failed(call, refused, _REFUSALS[type(refused)], started, 0)
+        delegate = None if round_.delegates is None else round_.delegates.get(call.name)
         if found.client_side:
             decision = round_.decisions[call.id]  # an output decision: `refusal` checked it
             attempted = Attempted(decision.value, None, 0)
+        elif delegate is not None:
+            delegated = await delegate(call, kwargs)
+            if delegated is None:
+                return None
+            attempted = delegated
         else:
             if found.context_parameter is not None:
                 kwargs[found.context_parameter] = round_.context.for_call(call.id)
