@@ -195,20 +195,18 @@ class ChildRuns(TurnDriver):
     async def _delegate(self, call: ToolCall, arguments: dict[str, object]) -> Attempted | None:
         """Run (or take up again) the child run of ``call``; None while it is not at its end."""
         loop = self._loop_machine()
-        resumed = loop.state == LoopState.ACTING  # not a run restored mid-child
-        child = self._child(self._agent_tools[call.name], call.id)
-        if resumed:
-            loop.send("delegated", call_id=call.id, child=child.run_id)
+        data = self._data
+        run_id = child_run_id(data.run_id, data.turn, data.iteration, call.id)
+        if loop.state == LoopState.ACTING:  # (not a run restored while its child worked)
+            loop.send("delegated", call_id=call.id, child=run_id)
         await self._commit()  # the child's steps are this run's external effects
-        self._active_child = child
         try:
+            child = self._active_child = self._child(self._agent_tools[call.name], call.id)
             await self._advance(child, call.id, str(arguments.get("task", "")))
         except Exception as error:  # the child is at rest (I12); its failure is the call's
-            del self._children[child.run_id]
+            self._children.pop(run_id, None)
             loop.send("child_returned")
-            failure = SubAgentError(
-                call.name, call.id, child.run_id, type(error).__name__, str(error)
-            )
+            failure = SubAgentError(call.name, call.id, run_id, type(error).__name__, str(error))
             return Attempted(None, failure, 1)
         finally:
             self._active_child = None

@@ -44,6 +44,7 @@ from agentfsm.testing.openai_server import (
     MalformedChunk,
     RecordedRequest,
     Reply,
+    Responder,
     Step,
     TruncatedStream,
 )
@@ -161,6 +162,7 @@ __all__ = [
     "ModelStep",
     "RecordedRequest",
     "Reply",
+    "Responder",
     "Step",
     "TruncatedStream",
     "assert_history_valid",
