@@ -197,6 +197,9 @@ class ChildRuns(TurnDriver):
         loop = self._loop_machine()
         data = self._data
         run_id = child_run_id(data.run_id, data.turn, data.iteration, call.id)
+        # Nothing of this run is in flight while its child works: the child has its own
+        # boundaries (and the log says the same, so replay agrees, I10).
+        data.at_boundary = True
         if loop.state == LoopState.ACTING:  # (not a run restored while its child worked)
             loop.send("delegated", call_id=call.id, child=run_id)
         await self._commit()  # the child's steps are this run's external effects

@@ -32,6 +32,7 @@ from agentfsm.testing.invariants import (
     assert_iterations_within_cap,
     assert_pending_valid,
     assert_tools_permitted,
+    assert_tree_valid,
     is_transition,
 )
 from agentfsm.testing.openai_server import (
@@ -169,6 +170,7 @@ __all__ = [
     "assert_iterations_within_cap",
     "assert_pending_valid",
     "assert_tools_permitted",
+    "assert_tree_valid",
     "call_arguments",
     "decisions",
     "event_arguments",

@@ -6,6 +6,7 @@ answer, wait, failure, cancel or pause does to the parent, and what bad input is
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 
@@ -50,8 +51,12 @@ def test_a_childs_answer_is_the_calls_result_and_its_run_points_at_the_parent() 
     assert (outcome.state, outcome.reply) == ("completed", "All tidy.")
     assert _tool_messages(parent) == ["Tidied 3 files."]
     loop = [e.event for e in store.events("parent") if e.machine == "loop"]
-    assert loop == ["model_replied", "delegated", "child_returned", "tools_finished"] + [
-        "model_replied"
+    assert loop == [
+        "model_replied",
+        "delegated",
+        "child_returned",
+        "tools_finished",
+        "model_replied",
     ]
     child_log = store.events(CHILD)
     assert (child_log[0].data["parent_run"], child_log[0].data["parent_call"]) == (
@@ -152,11 +157,18 @@ def test_the_parents_own_approvals_survive_a_wait_of_its_child() -> None:
 @pytest.mark.parametrize(
     "broken",
     [
-        pytest.param(lambda: ScriptedModel().fail(ModelCallError("down", status_code=500)), id="model"),
+        pytest.param(
+            lambda: ScriptedModel().fail(
+                ModelCallError("down", model="scripted", reason="status", status_code=500)
+            ),
+            id="model",
+        ),
         pytest.param(lambda: "not an agent", id="factory"),
     ],
 )
 def test_a_failed_child_is_the_calls_error_result(broken: Callable[[], object]) -> None:
+    expected = "ModelCallError: down" if isinstance(broken(), ScriptedModel) else "new Agent"
+
     def child() -> Agent:
         made = broken()
         return Agent(made) if isinstance(made, ScriptedModel) else made  # type: ignore[return-value]
@@ -166,6 +178,7 @@ def test_a_failed_child_is_the_calls_error_result(broken: Callable[[], object]) 
     assert outcome.state == "completed"
     [message] = _tool_messages(parent)
     assert message.startswith("[error] SubAgentError: call 'call_1' to tool 'helper'")
+    assert expected in message
 
 
 def test_an_exception_escaping_the_child_is_the_calls_error_result() -> None:
@@ -272,10 +285,9 @@ def test_an_agent_tool_is_a_tool_with_a_task_and_refuses_to_run_alone() -> None:
     assert isinstance(helper, AgentTool)
     assert helper.parameters["required"] == ["task"]
     assert helper.to_openai()["function"]["description"] == "Helps."  # type: ignore[index]
+    body = helper.function(task="x")  # type: ignore[misc]
     with pytest.raises(ToolDefinitionError, match="only in an Agent's round"):
-        import asyncio
-
-        asyncio.run(helper.function(task="x"))  # type: ignore[misc]
+        asyncio.run(body)
 
 
 def test_agent_tool_refuses_a_factory_that_is_not_callable() -> None:
@@ -284,7 +296,9 @@ def test_agent_tool_refuses_a_factory_that_is_not_callable() -> None:
 
 
 def test_a_factory_agent_with_a_store_of_its_own_fails_the_call() -> None:
-    parent = _parent(lambda: Agent(ScriptedModel().text("x"), store=MemoryStore()), store=MemoryStore())
+    parent = _parent(
+        lambda: Agent(ScriptedModel().text("x"), store=MemoryStore()), store=MemoryStore()
+    )
     parent.submit("Tidy")
     [message] = _tool_messages(parent)
     assert message.startswith("[error] SubAgentError")
