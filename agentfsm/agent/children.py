@@ -116,8 +116,8 @@ def agent_tool(
         >>> from agentfsm import Agent
         >>> helper = agent_tool(lambda: Agent("scripted:demo"), name="helper",
         ...                     description="Answers anything.")
-        >>> helper.parameters["required"]
-        ['task']
+        >>> helper.parameters["required"] == ["task"]
+        True
     """
     return AgentTool(factory, name=name, description=description, policy=policy)
 

@@ -7,13 +7,14 @@ answer, wait, failure, cancel or pause does to the parent, and what bad input is
 from __future__ import annotations
 
 import asyncio
+import doctest
 import json
 from collections.abc import Callable
 
 import pytest
 
 from agentfsm import Agent, MemoryStore, tool
-from agentfsm.agent import AgentTool, agent_tool, child_run_id
+from agentfsm.agent import AgentTool, agent_tool, child_run_id, children
 from agentfsm.errors import GuardFailedError, HookFailedError, ModelCallError, ToolDefinitionError
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states import LoopState
@@ -303,3 +304,7 @@ def test_a_factory_agent_with_a_store_of_its_own_fails_the_call() -> None:
     [message] = _tool_messages(parent)
     assert message.startswith("[error] SubAgentError")
     assert "store of its own" in message
+
+
+def test_the_docstring_examples_hold() -> None:
+    assert doctest.testmod(children).failed == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+
 import pytest
 
 from agentfsm.verify import tree, verify_tree
@@ -75,3 +77,7 @@ def test_a_move_that_strands_the_tree_is_caught(monkeypatch: pytest.MonkeyPatch)
 def test_verify_tree_refuses_a_bound_below_one() -> None:
     with pytest.raises(ValueError, match="max_iterations must be at least 1, not 0"):
         verify_tree(0)
+
+
+def test_the_docstring_example_holds() -> None:
+    assert doctest.testmod(tree).failed == 0
