@@ -333,6 +333,15 @@ class ChildRuns(TurnDriver):
         if child is not None and child is not self._active_child:
             self._orphans.append(child)
 
+    async def _close_orphans_after(self, error: Exception) -> None:
+        """`_close_orphans` for a step that failed with ``error`` (raised next, unchanged)."""
+        try:
+            await self._close_orphans()
+        except Exception as later:
+            note = getattr(error, "add_note", None)  # Python 3.11+
+            if note is not None:
+                note(f"a child run could not be closed after it: {later!r}")
+
     async def _close_orphans(self) -> None:
         """Cancel (or, paused, shut down) the children whose parent's turn was closed."""
         while self._orphans:

@@ -72,6 +72,8 @@ def step(
             # A call refused before it moved anything (I4) leaves the run as it was.
             if self._driven or self._emitter.seq != seq or self._undelivered:
                 self._settle(error)
+            if self._orphans and isinstance(error, Exception):
+                await self._close_orphans_after(error)
             raise
         finally:
             self._grouping = False

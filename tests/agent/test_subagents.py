@@ -15,7 +15,13 @@ import pytest
 
 from agentfsm import Agent, MemoryStore, tool
 from agentfsm.agent import AgentTool, agent_tool, child_run_id, children
-from agentfsm.errors import GuardFailedError, HookFailedError, ModelCallError, ToolDefinitionError
+from agentfsm.errors import (
+    GuardFailedError,
+    HookFailedError,
+    IllegalTransitionError,
+    ModelCallError,
+    ToolDefinitionError,
+)
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states import LoopState
 from agentfsm.testing import FakeClock, assert_history_valid
@@ -226,6 +232,25 @@ def test_an_expired_wait_of_the_parent_cancels_its_child() -> None:
     parent.submit("Tidy")
     clock.advance(61)
     assert parent.expire().reason == "expired"
+    child = store.load(CHILD)
+    assert child is not None
+    assert (child.state, child.reason) == ("failed", "cancelled")
+
+
+def test_a_wait_that_expires_under_a_refused_answer_still_closes_the_child() -> None:
+    clock = FakeClock()
+    store = MemoryStore()
+    parent = _parent(
+        lambda: Agent(ScriptedModel().tool_call("delete", path="a"), [delete]),
+        store=store,
+        clock=clock,
+        action_timeout=60.0,
+    )
+    [call] = parent.submit("Tidy").pending
+    clock.advance(61)
+    with pytest.raises(IllegalTransitionError, match="not allowed in state 'failed'"):
+        parent.resolve_action({call.id: "approve"})
+    assert (parent.state, parent.reason) == ("failed", "expired")
     child = store.load(CHILD)
     assert child is not None
     assert (child.state, child.reason) == ("failed", "cancelled")
