@@ -233,7 +233,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """
         waiting = set(self._data.pending)
         own = tuple(call for call in self._round if call.id in waiting)
-        if len(own) == len(waiting) or not self._agent_tools:
+        if not self._agent_tools or len(own) == len(waiting):
             return own
         return own + self._nested_pending()
 
