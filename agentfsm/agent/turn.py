@@ -348,10 +348,13 @@ class TurnDriver(RunRecord):
         self._data.at_boundary = False
         self._settle_unknown()
         calls = self._round
-        decisions = self._decisions
-        if self._delegates is not None and decisions:  # not the calls of a child's wait
+        decisions, resumed = self._decisions, False
+        if self._delegates is not None:  # a round may have stopped at a sub-agent's call
             ids = {call.id for call in calls}
             decisions = {key: value for key, value in decisions.items() if key in ids}
+            resumed = len(decisions) < len(self._decisions) or (
+                self._loop_machine().state == LoopState.DELEGATING
+            )
         round_ = await self.tools.run_round(
             calls,
             context,
@@ -363,6 +366,7 @@ class TurnDriver(RunRecord):
             on_answer=self._on_answer,
             stop=self._stop_between_calls,
             delegates=self._delegates,
+            resumed=resumed,
         )
         if len(round_.results) < len(calls):
             # Stopped at the boundary between two calls: a cancel answers the rest

@@ -212,6 +212,7 @@ class ToolSystem:
         on_answer: Callable[[ToolResult, Message], None] | None = None,
         stop: Callable[[], bool | Awaitable[bool]] | None = None,
         delegates: Mapping[str, Delegate] | None = None,
+        resumed: bool = False,
     ) -> RoundResult:
         """Answer every call of one round, sequentially, in call order.
 
@@ -240,6 +241,8 @@ class ToolSystem:
                 admitted (enabled, registered, permitted, arguments valid), instead of the
                 body: an Agent runs its sub-agents there. A delegate that returns None stops
                 the round at that call, unanswered, as ``stop`` does.
+            resumed: The round ran before and stopped at a delegated call (its child
+                waited): ``before_tools`` has fired for it already.
 
         Returns:
             One result and one tool message per call, in call order, then the messages
@@ -257,7 +260,8 @@ class ToolSystem:
         round_ = self._start(calls, context, decisions or {}, enabled, on_start, delegates)
         conversation = list(messages)
         known = answered or {}
-        added = () if known else await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
+        started = known or resumed
+        added = () if started else await self._fire(HookKind.BEFORE_TOOLS, round_, conversation)
         results: list[ToolResult] = []
         for index, call in enumerate(calls):
             if results and stop is not None and call.id not in known and await _asked(stop):

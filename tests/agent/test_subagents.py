@@ -108,6 +108,26 @@ def test_an_approval_in_the_child_is_the_parents_addressed_by_its_path() -> None
     assert_history_valid(parent.messages)
 
 
+def test_the_parents_round_hooks_fire_once_across_its_childs_wait() -> None:
+    fired: list[str] = []
+
+    def before_tools(context: object) -> None:
+        fired.append("before_tools")
+
+    def after_tools(context: object) -> None:
+        fired.append("after_tools")
+
+    child_model = ScriptedModel().tool_call("delete", path="a.txt").text("Deleted.")
+    parent = _parent(
+        lambda: Agent(child_model, [delete]),
+        hooks={"before_tools": before_tools, "after_tools": after_tools},
+    )
+    [call] = parent.submit("Tidy").pending
+    assert fired == ["before_tools"]
+    parent.resolve_action({call.id: "approve"})
+    assert fired == ["before_tools", "after_tools"]
+
+
 def test_a_denied_child_call_is_answered_denied_in_the_child() -> None:
     RAN.clear()
     child_model = ScriptedModel().tool_call("delete", path="a.txt").text("Not allowed.")
