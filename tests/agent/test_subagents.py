@@ -326,6 +326,38 @@ def test_a_pause_asked_inside_the_child_pauses_the_tree_and_resume_goes_on() -> 
     assert _tool_messages(parent) == ["Held twice."]
 
 
+def test_shutting_down_a_paused_tree_shuts_its_paused_child_down() -> None:
+    @tool
+    async def hold() -> str:
+        """Hold on: pause the whole tree."""
+        await parent.apause()
+        return "held"
+
+    store = MemoryStore()
+    parent = _parent(
+        lambda: Agent(ScriptedModel().tool_calls(("hold", {}), ("hold", {})), [hold]), store=store
+    )
+    assert parent.submit("Tidy").state == "paused"
+    assert parent.shutdown().state == "shutdown"
+    child = store.load(CHILD)
+    assert child is not None
+    assert child.state == "shutdown"
+    assert_history_valid(child.messages)
+
+
+def test_a_restored_parent_cancels_the_child_it_finds_in_the_store() -> None:
+    store = MemoryStore()
+    child_model = ScriptedModel().tool_call("delete", path="a")
+    model = ScriptedModel().tool_call("helper", task="Tidy up")
+    _parent(lambda: Agent(child_model, [delete]), model, store=store).submit("Tidy")
+    restored = _parent(lambda: Agent(child_model, [delete]), model, store=store)
+    assert restored.state == "requires_action"
+    assert restored.cancel().reason == "cancelled"
+    child = store.load(CHILD)
+    assert child is not None
+    assert (child.state, child.reason) == ("failed", "cancelled")
+
+
 def test_an_agent_tool_is_a_tool_with_a_task_and_refuses_to_run_alone() -> None:
     helper = agent_tool(lambda: Agent("scripted:demo"), name="helper", description="Helps.")
     assert isinstance(helper, AgentTool)
