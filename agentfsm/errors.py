@@ -16,7 +16,8 @@
     │   ├── ToolDeniedError         its policy or the application's decision refused it
     │   ├── ToolArgumentsError      arguments too big, too deep, not JSON, or off-schema
     │   ├── ToolTimeoutError        the body outlived its timeout (also a TimeoutError)
-    │   └── ToolOutputError         the body returned something that is not JSON
+    │   ├── ToolOutputError         the body returned something that is not JSON
+    │   └── SubAgentError           a sub-agent's child run failed (any way)
     ├── ToolRoundError              a tool round asked for with inconsistent inputs
     ├── MCPServerError              an MCP server failed: listing, protocol, transport, output
     │   └── MCPConnectionError      the server could not be reached or went away mid-call
@@ -342,6 +343,33 @@ class ToolOutputError(ToolCallError):
             f"{_call(tool_name, call_id)} returned a {output_type} that is not JSON "
             f"({detail}); return str, int, float, bool, None, lists and dicts of them, "
             "or a pydantic model",
+        )
+
+
+class SubAgentError(ToolCallError):
+    """A sub-agent's child run ended without an answer.
+
+    Its turn failed (an error, a cancel, an expired wait), or an exception escaped it.
+
+    Like every `ToolCallError`, it is not raised out of the parent's round: it is the error
+    tool result of the call that ran the sub-agent, so the parent's model reads it.
+
+    Attributes:
+        child_run_id: The child run.
+        reason: Why its turn ended (``error``, ``cancelled``, ``expired``), or the type of
+            the exception that escaped it.
+    """
+
+    def __init__(
+        self, tool_name: str, call_id: str, child_run_id: str, reason: str, detail: str
+    ) -> None:
+        self.child_run_id = child_run_id
+        self.reason = reason
+        super().__init__(
+            tool_name,
+            call_id,
+            f"{_call(tool_name, call_id)} ran the sub-agent run {child_run_id!r}, which "
+            f"ended without an answer ({reason}): {detail}",
         )
 
 
@@ -825,6 +853,7 @@ __all__ = [
     "StoreError",
     "StoreURLError",
     "StoreWriteError",
+    "SubAgentError",
     "ToolArgumentsError",
     "ToolCallError",
     "ToolDefinitionError",

@@ -6,6 +6,7 @@ below the verifier, the testing kit and the command line.
 
 from __future__ import annotations
 
+from agentfsm.agent.children import AgentTool, agent_tool, child_run_id
 from agentfsm.agent.context import CONTEXT_WINDOWS, ContextUsage, context_window
 from agentfsm.agent.core import Agent
 from agentfsm.agent.deltas import Delta, StreamItem, StreamListener
@@ -27,11 +28,14 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentListener",
+    "AgentTool",
     "ContextUsage",
     "DecisionLike",
     "Delta",
     "StreamItem",
     "StreamListener",
     "TurnOutcome",
+    "agent_tool",
+    "child_run_id",
     "context_window",
 ]

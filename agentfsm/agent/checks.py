@@ -261,3 +261,23 @@ def open_for(agent: Agent, event: str, *, then: str | None = None) -> None:
         allowed=allowed,
         detail=detail,
     )
+
+
+def adoptable(agent: Agent, store: object) -> None:
+    """Check that a sub-agent factory's Agent can become a child run in ``store``.
+
+    Raises:
+        ValueError: The Agent was started or restored already, or has a store other than its
+            parent's (a run tree lives in one store).
+    """
+    if agent.state != RunState.CREATED or agent._restored or agent.turn:
+        raise ValueError(
+            f"an agent tool's factory must return a new Agent, not one in state "
+            f"{agent.state!r} (run {agent.run_id!r}); build a new one on each call"
+        )
+    if agent.store is not None and agent.store is not store:
+        raise ValueError(
+            "an agent tool's factory returned an Agent with a store of its own; leave "
+            "store unset: a child run lives in its parent's store, so the whole tree "
+            "reloads from the root's run id"
+        )

@@ -139,6 +139,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._sources = sources
         self._listed: dict[str, tuple[JSONObject, ...]] = {}
         self._asking = None
+        self._init_children(registry)
         self.enabled_tools = None if enabled_tools is None else frozenset(enabled_tools)
         if self.enabled_tools is not None and ask_user:
             self.enabled_tools |= {ASK_USER}
@@ -173,10 +174,27 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             self._restore(stored)
         self._restored = stored is not None
 
+    def _adopt(self, run_id: str, store: object, parent: tuple[str, str]) -> None:
+        """Become the child run ``run_id`` of ``parent`` (run, call) in the parent's store."""
+        checks.adoptable(self, store)
+        self.store = cast("RunStore | None", store)
+        self._parent = parent
+        self._emitter = Emitter(run_id, [_weak_listener(self)], clock=self._clock)
+        self._fresh()
+        stored = self.store.load(run_id) if self.store is not None else None
+        if stored is not None:
+            self._restore(stored)
+        self._restored = stored is not None
+
     @property
     def run_id(self) -> str:
         """The run's id."""
         return self._data.run_id
+
+    @property
+    def parent(self) -> tuple[str, str] | None:
+        """For a sub-agent's child run: the parent run's id and the id of its call."""
+        return self._parent
 
     @property
     def state(self) -> str:
@@ -222,9 +240,16 @@ class Agent(StepGuard, ContextControl, SyncFacade):
 
     @property
     def pending(self) -> tuple[ToolCall, ...]:
-        """The calls awaiting the application (in requires_action / input_required)."""
+        """The calls awaiting the application (in requires_action / input_required).
+
+        A call a sub-agent's child run waits on is here too, its id the path that addresses
+        it: ``"<this run>/<call>/<child run>/<child call>"`` (one run/call pair per level).
+        """
         waiting = set(self._data.pending)
-        return tuple(call for call in self._round if call.id in waiting)
+        own = tuple(call for call in self._round if call.id in waiting)
+        if not self._agent_tools or len(own) == len(waiting):
+            return own
+        return own + self._nested_pending()
 
     @property
     def question(self) -> str | None:
@@ -340,12 +365,14 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             return self.outcome()
         self._restored = False
         max_iterations, max_turns, input_policy = self._config
+        parent = self._parent
         self._run.send(
             "start",
             max_iterations=max_iterations,
             max_turns=max_turns,
             input_policy=str(input_policy),
             system_prompt=self._system_prompt,
+            **({} if parent is None else {"parent_run": parent[0], "parent_call": parent[1]}),
         )
         return self.outcome()
 
@@ -377,7 +404,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             call_id: decision.model_dump(mode="json") for call_id, decision in decided.items()
         }
         self._run.send("resolve_action", decisions=payload)
-        self._decisions = decided
+        self._decisions = {**self._decisions, **decided}  # (a round waiting on a child again)
         self._loop_machine().send("resolved", decisions=payload)
         await self._drive()
         return self.outcome()
@@ -402,7 +429,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
                 for call_id, request in self._inputs.items()
             }
         else:
-            self._decisions = answers
+            self._decisions = {**self._decisions, **answers}  # (a round waiting on a child)
         self._loop_machine().send("resolved", decisions=payload)
         await self._drive()
         return self.outcome()
@@ -421,6 +448,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             self._refuse_late_cancel()
             if busy or self._run.can_send("cancel"):
                 self._cancel_requested = True
+                if self._active_child is not None:  # cancel propagates down
+                    await self._active_child.acancel()
                 return self.outcome()
         elif busy:  # no step is running: answer what it left open, then cancel
             self._close_turn("cancelled")
@@ -440,6 +469,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         busy = self._data.state == RunState.BUSY
         if self._depth > 1 and (busy or self._run.can_send("pause")):
             self._pause_requested = True
+            if self._active_child is not None:  # pause propagates down
+                await self._active_child.apause()
             return self.outcome()
         if busy:  # no step is running; unless a call may still be (a crash mid-call)
             self._data.at_boundary = not self._started

@@ -19,7 +19,7 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
-from agentfsm.agent.turn import TurnDriver
+from agentfsm.agent.children import ChildRuns
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.errors import ReentrantCallError
 from agentfsm.states.names import FailedReason, RunState
@@ -62,6 +62,8 @@ def step(
         seq = self._emitter.seq
         try:
             outcome = await method(self, *args, **kwargs)
+            if self._orphans:  # children of a turn this step closed (cancel, expire…)
+                await self._close_orphans()
             await self._commit()  # the return to the caller: all is stored and told
             if self._apply_requests():
                 await self._commit()
@@ -70,6 +72,8 @@ def step(
             # A call refused before it moved anything (I4) leaves the run as it was.
             if self._driven or self._emitter.seq != seq or self._undelivered:
                 self._settle(error)
+            if self._orphans and isinstance(error, Exception):
+                await self._close_orphans_after(error)
             raise
         finally:
             self._grouping = False
@@ -79,7 +83,7 @@ def step(
     return wrapper
 
 
-class StepGuard(TurnDriver):
+class StepGuard(ChildRuns):
     """Settles what escapes a step, and refuses calls that would break the contract mid-step."""
 
     __slots__ = ("_restored",)

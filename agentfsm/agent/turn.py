@@ -7,7 +7,7 @@ on top of `RunRecord`, which holds and saves what the turn changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import cast
 
 from agentfsm.agent.deltas import Delta, StreamListener, takes_deltas
@@ -39,10 +39,15 @@ from agentfsm.tools.results import (
     failure_content,
 )
 from agentfsm.tools.sources import InputRequest, ToolSource
+from agentfsm.tools.system import Delegate
 
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
 """The error type of the tool message a resumed run gives a non-idempotent call that had
 started before a crash without its result being stored (at-most-once, I11)."""
+
+
+_IN_ROUND = frozenset({LoopState.ACTING, LoopState.DELEGATING})
+"""The loop states in which a turn goes on with its open round."""
 
 
 class TurnDriver(RunRecord):
@@ -51,6 +56,7 @@ class TurnDriver(RunRecord):
     __slots__ = (
         "_asking",
         "_clock",
+        "_delegates",
         "_delta_listeners",
         "_edit",
         "_error",
@@ -79,6 +85,9 @@ class TurnDriver(RunRecord):
     """The tool calls as the last ``after_llm`` handler edited them, until applied."""
     _asking: tuple[ToolCall, InputRequest] | None
     """The call of the running round whose tool asked the user, and what it asked."""
+    _delegates: Mapping[str, Delegate] | None
+    """The sub-agent tools' delegates, by tool name (`agentfsm.agent.children`); None when
+    the run has no sub-agent tool."""
 
     async def _submit(self, text: str, *, from_queue: bool) -> None:
         """Submit an input that starts a turn; its user message is part of the transition."""
@@ -194,7 +203,7 @@ class TurnDriver(RunRecord):
         """Run the turn from where its loop is until it ends, waits or pauses."""
         self._driven = True
         loop = self._loop_machine()
-        if loop.state == LoopState.ACTING:
+        if loop.state in _IN_ROUND:
             await self._tool_round()
         while loop.state == LoopState.THINKING:
             if self._due():
@@ -392,10 +401,17 @@ class TurnDriver(RunRecord):
         self._settle_unknown()
         calls = self._round
         answers = self._answers
+        decisions, resumed = self._decisions, False
+        if self._delegates is not None:  # a round may have stopped at a sub-agent's call
+            ids = {call.id for call in calls}
+            decisions = {key: value for key, value in decisions.items() if key in ids}
+            resumed = len(decisions) < len(self._decisions) or (
+                self._loop_machine().state == LoopState.DELEGATING
+            )
         round_ = await self.tools.run_checked_round(  # the run's own inputs: types known
             calls,
             context,
-            decisions=self._decisions,
+            decisions=decisions,
             enabled=self.enabled_tools,
             messages=self._messages,
             answered={result.call_id: (result, message) for result, message in answers}
@@ -406,6 +422,8 @@ class TurnDriver(RunRecord):
             stop=self._stop_between_calls,
             resumes={c: r for c, r in self._inputs.items() if "answer" in r} or None,
             on_input=self._on_input,
+            delegates=self._delegates,
+            resumed=resumed,
         )
         if self._asking is not None:
             self._defer(round_.messages[len(round_.results) :])
@@ -416,6 +434,8 @@ class TurnDriver(RunRecord):
             # "cancelled"; a pause keeps the round open, and the rest run on resume.
             done = len(round_.results)
             self._defer(round_.messages[done:])
+            if self._data.state != RunState.BUSY:
+                return  # a sub-agent's call waits for its child's wait to be answered
             if self._cancel_requested or self._data.cancel_requested:
                 self._trace_round(calls[:done], round_.results)
             self._stop_at_boundary()

@@ -42,11 +42,13 @@ _CURRENT = {"color": "#dc2626", "fillcolor": "#fecaca", "penwidth": "3"}
 _TAKEN = {"color": "#2563eb", "fontcolor": "#2563eb"}
 _EDGE = {"color": "gray30", "fontname": FONT, "fontsize": "10"}
 
-_LAYOUT = {"nodesep": "0.4", "ranksep": "0.7"}
+_LAYOUT = {"nodesep": "0.5", "ranksep": "0.7"}
 """Room between nodes of a rank and between ranks, in inches. Edge labels are laid out as
 nodes of their own, so at Graphviz's defaults (0.25, 0.5) the labels of the many edges
 between ``busy``, ``paused`` and the waits touch or cover each other and the ``now`` mark;
-with this room none does (a test measures every label's box in the rendered SVG)."""
+with this room none does (a test measures every label's box in the rendered SVG). The loop's
+``delegating`` state (sub-agents) needed a little more room between the nodes of a rank:
+0.4 let the ``now`` mark of ``exhausted`` touch a label of the combined view."""
 
 EdgeKey = tuple[str, str, str, str]
 """An edge as ``(machine, event, source, target)``."""

@@ -160,6 +160,18 @@ def at_max_iterations(model: RunData, **_: object) -> bool:
     return model.iteration >= model.max_iterations
 
 
+def child_needs_action(model: RunData, needing_action: object = 0, **_: object) -> bool:
+    """The child run waits for approval or a client-side result."""
+    return _count(needing_action) > 0
+
+
+def child_asks_user(
+    model: RunData, needing_action: object = 0, asking_user: object = 0, **_: object
+) -> bool:
+    """The child run waits only for the user's answer to its question."""
+    return _count(needing_action) == 0 and _count(asking_user) > 0
+
+
 GUARD_FUNCTIONS: dict[str, Guard] = {
     guard.__name__: guard
     for guard in (
@@ -185,6 +197,8 @@ GUARD_FUNCTIONS: dict[str, Guard] = {
         may_run_now,
         below_max_iterations,
         at_max_iterations,
+        child_needs_action,
+        child_asks_user,
     )
 }
 """Every guard by its name, as `agentfsm.states.GUARDS` names them."""

@@ -28,6 +28,7 @@ class TurnLoop(StateChart[RunData]):
     acting = State()
     awaiting_action = State()
     awaiting_input = State()
+    delegating = State()
     answered = State(final=True)
     exhausted = State(final=True)
     errored = State(final=True)
@@ -47,9 +48,15 @@ class TurnLoop(StateChart[RunData]):
         exhausted, cond=g.at_max_iterations
     )
     input_requested = acting.to(awaiting_input)
+    delegated = acting.to(delegating)  # a call runs a sub-agent (agentfsm.agent.children)
+    child_returned = delegating.to(acting)
+    child_asked = delegating.to(awaiting_action, cond=g.child_needs_action) | delegating.to(
+        awaiting_input, cond=g.child_asks_user
+    )
     abort = (
         thinking.to(aborted)
         | acting.to(aborted)
         | awaiting_action.to(aborted)
         | awaiting_input.to(aborted)
+        | delegating.to(aborted)
     )

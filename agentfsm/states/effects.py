@@ -216,6 +216,8 @@ COUPLINGS: tuple[Coupling, ...] = (
     Coupling(_LOOP, _LE.MODEL_REPLIED, _L.AWAITING_ACTION, _E.NEED_ACTION),
     Coupling(_LOOP, _LE.MODEL_REPLIED, _L.AWAITING_INPUT, _E.NEED_INPUT),
     Coupling(_LOOP, _LE.INPUT_REQUESTED, _L.AWAITING_INPUT, _E.NEED_INPUT),
+    Coupling(_LOOP, _LE.CHILD_ASKED, _L.AWAITING_ACTION, _E.NEED_ACTION),
+    Coupling(_LOOP, _LE.CHILD_ASKED, _L.AWAITING_INPUT, _E.NEED_INPUT),
     Coupling(_LOOP, _LE.MODEL_REPLIED, _L.ANSWERED, _E.COMPLETE),
     Coupling(_LOOP, _LE.TOOLS_FINISHED, _L.EXHAUSTED, _E.COMPLETE),
     Coupling(_LOOP, _LE.MODEL_FAILED, _L.ERRORED, _E.FAIL),
@@ -229,9 +231,9 @@ COUPLINGS: tuple[Coupling, ...] = (
 """How the loop and the run move together (docs/contract.md §2): ``answered`` and ``exhausted``
 → run ``complete``; ``awaiting_action`` → ``need_action``; ``awaiting_input`` →
 ``need_input`` (also after ``input_requested``); ``errored`` → run ``fail``; run
-``resolve_action`` / ``provide_input`` → loop ``resolved``; run ``cancel``, ``expire``,
-``shutdown`` (of an unfinished turn) → loop ``abort``; a failing hook: loop ``abort`` → run
-``fail``."""
+``resolve_action`` / ``provide_input`` → loop ``resolved``; a child's wait (``child_asked``) →
+``need_action`` / ``need_input``; run ``cancel``, ``expire``, ``shutdown`` (of an unfinished
+turn) → loop ``abort``; a failing hook: loop ``abort`` → run ``fail``."""
 
 FOLLOW_UPS: frozenset[str] = frozenset(
     {_E.NEED_ACTION, _E.NEED_INPUT, _E.COMPLETE, _E.FAIL, _LE.RESOLVED}

@@ -127,6 +127,8 @@ class LoopState(StrEnum):
     """The round waits for approvals or client-side results."""
     AWAITING_INPUT = "awaiting_input"
     """The round waits for the user's answer to ``ask_user``."""
+    DELEGATING = "delegating"
+    """A call of the round runs a sub-agent: the child run works, the round waits for it."""
     ANSWERED = "answered"
     """Final: the model answered without tool calls."""
     EXHAUSTED = "exhausted"
@@ -151,6 +153,14 @@ class LoopEvent(StrEnum):
     INPUT_REQUESTED = "input_requested"
     """A call of the round (an MCP server's tool) needs the user's answer before it can end
     (arguments ``call_id``, ``question``, ``request``: what the call is retried with)."""
+    DELEGATED = "delegated"
+    """A call of the round started (or took up again) its child run (arguments ``call_id``,
+    ``child``: the child's run id)."""
+    CHILD_RETURNED = "child_returned"
+    """The child run came to rest with an answer or a failure, which is the call's result."""
+    CHILD_ASKED = "child_asked"
+    """The child run waits for approval or an answer (arguments ``needing_action``,
+    ``asking_user``), which becomes the parent's wait."""
     ABORT = "abort"
     """End the turn from outside (argument ``reason``)."""
 

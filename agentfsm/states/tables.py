@@ -97,6 +97,8 @@ GUARDS: dict[str, str] = {
     "may_run_now": "every call may run now",
     "below_max_iterations": "iteration < max_iterations",
     "at_max_iterations": "iteration = max_iterations",
+    "child_needs_action": "the child waits for approval or a client-side result",
+    "child_asks_user": "the child waits for the user's answer to its question",
 }
 """Every guard's name and what it checks, in the words of the contract (docs/contract.md)."""
 
@@ -171,7 +173,11 @@ LOOP_TABLE = MachineTable(
         TransitionRow(_LE.TOOLS_FINISHED, _L.ACTING, _L.THINKING, "below_max_iterations"),
         TransitionRow(_LE.TOOLS_FINISHED, _L.ACTING, _L.EXHAUSTED, "at_max_iterations"),
         TransitionRow(_LE.INPUT_REQUESTED, _L.ACTING, _L.AWAITING_INPUT),
-        *_rows(_LE.ABORT, (_L.THINKING, _L.ACTING, *_WAITING_LOOP), _L.ABORTED),
+        TransitionRow(_LE.DELEGATED, _L.ACTING, _L.DELEGATING),
+        TransitionRow(_LE.CHILD_RETURNED, _L.DELEGATING, _L.ACTING),
+        TransitionRow(_LE.CHILD_ASKED, _L.DELEGATING, _L.AWAITING_ACTION, "child_needs_action"),
+        TransitionRow(_LE.CHILD_ASKED, _L.DELEGATING, _L.AWAITING_INPUT, "child_asks_user"),
+        *_rows(_LE.ABORT, (_L.THINKING, _L.ACTING, *_WAITING_LOOP, _L.DELEGATING), _L.ABORTED),
     ),
     effects=LOOP_EFFECTS,
 )

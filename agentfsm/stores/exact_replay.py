@@ -151,7 +151,9 @@ class _Run:
                 for call_id, answer in parsed.items():  # a tool's question: the call is retried
                     self.inputs[call_id] = {**self.inputs[call_id], "answer": answer.value}
             else:
-                self.decisions = parsed
+                # Added to the round's earlier decisions: a round that ran a sub-agent may wait
+                # again, on its child's calls, after its own calls were decided.
+                self.decisions = {**self.decisions, **parsed}
         elif event.event == "input_requested":
             self.input_requested(event)
 

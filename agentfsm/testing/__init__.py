@@ -32,6 +32,7 @@ from agentfsm.testing.invariants import (
     assert_iterations_within_cap,
     assert_pending_valid,
     assert_tools_permitted,
+    assert_tree_valid,
     is_transition,
 )
 from agentfsm.testing.openai_server import (
@@ -44,6 +45,7 @@ from agentfsm.testing.openai_server import (
     MalformedChunk,
     RecordedRequest,
     Reply,
+    Responder,
     Step,
     TruncatedStream,
 )
@@ -161,12 +163,14 @@ __all__ = [
     "ModelStep",
     "RecordedRequest",
     "Reply",
+    "Responder",
     "Step",
     "TruncatedStream",
     "assert_history_valid",
     "assert_iterations_within_cap",
     "assert_pending_valid",
     "assert_tools_permitted",
+    "assert_tree_valid",
     "call_arguments",
     "decisions",
     "event_arguments",

@@ -22,6 +22,7 @@ from agentfsm.agent.vocabulary import AgentEvent
 from agentfsm.errors import InvariantError
 from agentfsm.fsm.trace import AnyTraceEntry, ToolExecutionTrace
 from agentfsm.states.events import Event
+from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
 from agentfsm.states.names import RunState
 from agentfsm.tools.policy import Decision, ToolPolicy
@@ -102,7 +103,9 @@ def assert_pending_valid(agent: Agent) -> None:
     """I6: while the run waits, its pending calls are unanswered calls of the last turn.
 
     In requires_action and input_required there is at least one pending call, and each is
-    a call of the last assistant message with tool calls that has no tool message yet.
+    a call of the last assistant message with tool calls that has no tool message yet, or
+    a call a child run of one of them waits on, addressed by its path
+    (``<run>/<call>/<child run>/<child call>``).
     """
     if agent.state not in (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED):
         return
@@ -114,7 +117,13 @@ def assert_pending_valid(agent: Agent) -> None:
     last = asking[-1]
     asked = [call.id for call in messages[last].tool_calls]
     answered = {m.tool_call_id for m in messages[last + 1 :] if m.role == "tool"}
-    strays = [call_id for call_id in pending if call_id not in asked or call_id in answered]
+    open_calls = [call_id for call_id in asked if call_id not in answered]
+    prefixes = tuple(f"{agent.run_id}/{call_id}/" for call_id in open_calls)
+    strays = [
+        call_id
+        for call_id in pending
+        if call_id not in open_calls and not call_id.startswith(prefixes)
+    ]
     _check(not strays, "I6", f"pending {strays} are not unanswered calls of message {last}")
     if agent.state == RunState.INPUT_REQUIRED:
         question = agent.question
@@ -260,3 +269,82 @@ class DurabilityProbe:
             f"the stored run differs from the live one: state/turn {stored[:2]} vs {live[:2]}, "
             f"{len(stored[2])} vs {len(live[2])} messages",
         )
+
+
+def assert_tree_valid(store: RunStore, run_id: str) -> None:
+    """I14 on the stored tree of runs under ``run_id`` (its sub-agents' child runs, any depth).
+
+    For each child run that a ``delegated`` event of its parent names: the child exists once
+    its parent is at rest, and is then at rest too (not ``busy``); its result is recorded
+    at most once, after its ``child_returned``; an answered child's result is its last
+    answer, and a child that ended without one is an error result (``SubAgentError``).
+    """
+    parent = store.load(run_id)
+    _check(parent is not None, "I14", f"the store holds no run {run_id!r}")
+    assert parent is not None  # (for the type checker: _check raised otherwise)
+    at_rest = parent.state != RunState.BUSY
+    for child_id, (call_id, results) in _children(store.events(run_id)).items():
+        child = store.load(child_id)
+        if child is None:
+            _check(not at_rest, "I14", f"run {run_id!r} is at rest, child {child_id!r} absent")
+            continue
+        _check(
+            not (at_rest and child.state == RunState.BUSY),
+            "I14",
+            f"run {run_id!r} is {parent.state} while its child {child_id!r} is busy",
+        )
+        _check(
+            len(results) <= 1,
+            "I14",
+            f"the result of child {child_id!r} (call {call_id!r}) was recorded "
+            f"{len(results)} times",
+        )
+        for result in results:
+            _check_child_result(child_id, child.state, child.messages, result)
+        assert_tree_valid(store, child_id)
+
+
+def _children(log: Sequence[Event]) -> dict[str, tuple[str, list[JSONValue]]]:
+    """Each child run a log delegated to: its call, and its results recorded after it returned.
+
+    A result counts for a child when it is the tool result of its call, recorded after the
+    child's ``child_returned``.
+    """
+    found: dict[str, tuple[str, list[JSONValue]]] = {}
+    returned: str | None = None
+    delegated: str | None = None
+    for event in log:
+        if event.machine == "loop" and event.event == "delegated":
+            delegated = str(event.data.get("child"))
+            found.setdefault(delegated, (str(event.data.get("call_id")), []))
+        elif event.machine == "loop" and event.event == "child_returned":
+            returned = delegated
+        elif event.event == "tool_result" and returned is not None:
+            call_id, results = found[returned]
+            result = event.data.get("result")
+            if isinstance(result, dict) and result.get("call_id") == call_id:
+                results.append(result)
+                returned = None
+    return found
+
+
+def _check_child_result(
+    child_id: str, state: str, messages: Sequence[Message], result: JSONValue
+) -> None:
+    record = result if isinstance(result, dict) else {}
+    if state == RunState.COMPLETED:
+        _check(
+            record.get("status") == ToolStatus.SUCCESS
+            and record.get("output") == messages[-1].content,
+            "I14",
+            f"child {child_id!r} answered {messages[-1].content!r}, but its result is {record!r}",
+        )
+        return
+    error = record.get("error")
+    _check(
+        record.get("status") == ToolStatus.ERROR
+        and isinstance(error, dict)
+        and error.get("type") == "SubAgentError",
+        "I14",
+        f"child {child_id!r} ended {state!r} without an answer, but its result is {record!r}",
+    )

@@ -24,7 +24,7 @@ import json
 import socket
 import socketserver
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import MappingProxyType, TracebackType
@@ -155,6 +155,11 @@ Step = (
 )
 """One scripted answer of the server."""
 
+Responder = Callable[["RecordedRequest"], Step]
+"""Answers a request from what it holds (its messages, its tools): for a script that must
+not depend on how many requests came before, such as a run resumed after a crash, which
+asks its model again for the reply it lost."""
+
 
 @dataclass(frozen=True, slots=True)
 class RecordedRequest:
@@ -205,9 +210,22 @@ class LoopbackOpenAIServer:
     Args:
         steps: The script.
         model: The model name reported when a request names none.
+        responder: Answers every request after the script ran out (by default such a
+            request is answered 400).
     """
 
-    def __init__(self, steps: Iterable[Step] = (), *, model: str = "loopback") -> None:
+    def __init__(
+        self,
+        steps: Iterable[Step] = (),
+        *,
+        model: str = "loopback",
+        responder: Responder | None = None,
+    ) -> None:
+        if responder is not None and not callable(responder):
+            raise TypeError(
+                f"responder must be a callable taking a RecordedRequest, not {responder!r}"
+            )
+        self._responder = responder
         self._steps = list(steps)
         self._scripted = len(self._steps)
         self._model = model
@@ -283,7 +301,10 @@ class LoopbackOpenAIServer:
         with self._lock:
             self._requests.append(request)
             step = self._steps.pop(0) if self._steps else None
-            return len(self._requests), step
+            number = len(self._requests)
+        if step is None and self._responder is not None:
+            step = self._responder(request)
+        return number, step
 
     def _exhausted_message(self) -> str:
         with self._lock:

@@ -60,6 +60,11 @@ Answer = tuple[ToolResult, Message]
 """A call's result and its tool message."""
 Timer = Callable[[], float]
 """A monotonic clock in seconds, for durations (`time.perf_counter` by default)."""
+
+Delegate = Callable[[ToolCall, dict[str, object]], Awaitable[Attempted | None]]
+"""Runs an admitted call instead of its body (a sub-agent): given the call and its parsed
+arguments, it returns what the call produced, or None to stop the round at this call,
+unanswered (the call waits for something outside the round: it runs again on resume)."""
 Clock = Callable[[], float]
 """Wall-clock seconds since the Unix epoch, for observations (`time.time` by default)."""
 
@@ -91,6 +96,8 @@ class _Round(NamedTuple):
     """Told of each body about to run (awaited if it returns an awaitable)."""
     resumes: Mapping[str, JSONObject] | None = None
     """The `ToolContext.resume` of the calls retried with the user's answer, by call id."""
+    delegates: Mapping[str, Delegate] | None = None
+    """Tool name → what runs its admitted calls instead of its body."""
 
 
 class ToolSystem:
@@ -213,6 +220,8 @@ class ToolSystem:
         stop: Callable[[], bool | Awaitable[bool]] | None = None,
         resumes: Mapping[str, JSONObject] | None = None,
         on_input: Callable[[ToolCall, InputRequest], None] | None = None,
+        delegates: Mapping[str, Delegate] | None = None,
+        resumed: bool = False,
     ) -> RoundResult:
         """Answer every call of one round, sequentially, in call order.
 
@@ -243,6 +252,12 @@ class ToolSystem:
                 there, that call and the ones after it unanswered, and ``after_tools`` does
                 not fire (an Agent then waits in ``input_required``). Without it, such a
                 call is answered with an error result saying what the tool asked.
+            delegates: Tool name → a `Delegate` that runs that tool's calls once they are
+                admitted (enabled, registered, permitted, arguments valid), instead of the
+                body: an Agent runs its sub-agents there. A delegate that returns None stops
+                the round at that call, unanswered, as ``stop`` does.
+            resumed: The round ran before and stopped at a delegated call (its child
+                waited): ``before_tools`` has fired for it already.
 
         Returns:
             One result and one tool message per call, in call order, then the messages
@@ -269,6 +284,8 @@ class ToolSystem:
             stop=stop,
             resumes=resumes,
             on_input=on_input,
+            delegates=delegates,
+            resumed=resumed,
         )
 
     async def run_checked_round(
@@ -285,6 +302,8 @@ class ToolSystem:
         stop: Callable[[], bool | Awaitable[bool]] | None = None,
         resumes: Mapping[str, JSONObject] | None = None,
         on_input: Callable[[ToolCall, InputRequest], None] | None = None,
+        delegates: Mapping[str, Delegate] | None = None,
+        resumed: bool = False,
     ) -> RoundResult:
         """`run_round` for inputs of the right types, as the `Agent` passes its own.
 
@@ -298,11 +317,11 @@ class ToolSystem:
             HookFailedError: As `run_round`.
         """
         round_ = self._start(
-            calls, context, decisions or _NO_DECISIONS, enabled, on_start, resumes
+            calls, context, decisions or _NO_DECISIONS, enabled, on_start, resumes, delegates
         )
         added: tuple[Message, ...] = ()
         known = answered or _NO_ANSWERS
-        if not known and HookKind.BEFORE_TOOLS in self._hooks:
+        if not (known or resumed) and HookKind.BEFORE_TOOLS in self._hooks:
             added = await self._fire(HookKind.BEFORE_TOOLS, round_, list(messages))
         results: list[ToolResult] = []
         new: list[Message] = []  # the round's tool messages so far (after ``messages``)
@@ -317,7 +336,7 @@ class ToolSystem:
             if round_.hooked:
                 await self._fire(HookKind.BEFORE_EACH_TOOL, round_, [*messages, *new], call)
             answer = await self._answer_or_ask(index, call, round_, on_input)
-            if answer is None:  # the tool asked the user: the round stops at this call
+            if answer is None:  # the call waits (its tool asked the user, or its sub-agent)
                 return RoundResult(tuple(results), (*new, *added))
             result, text = answer
             message = tool_message(call.id, text, call.name)
@@ -357,9 +376,13 @@ class ToolSystem:
         round_: _Round,
         on_input: Callable[[ToolCall, InputRequest], None] | None,
     ) -> tuple[ToolResult, str] | None:
-        """A call's answer; None if its tool asked the user and ``on_input`` took the question."""
+        """A call's answer, or None if it waits.
+
+        It waits when its tool asked the user and ``on_input`` took the question, or when its
+        delegate (a sub-agent) stopped the round.
+        """
         answer = await self._answer(index, call, round_)
-        if not isinstance(answer, InputRequest):
+        if answer is None or not isinstance(answer, InputRequest):
             return answer
         if on_input is None:
             return self._unanswerable(call, answer)
@@ -383,6 +406,7 @@ class ToolSystem:
         enabled: Collection[str] | None,
         on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
         resumes: Mapping[str, JSONObject] | None = None,
+        delegates: Mapping[str, Delegate] | None = None,
     ) -> _Round:
         ids = {call.id for call in calls}
         if len(ids) != len(calls):
@@ -394,7 +418,7 @@ class ToolSystem:
             raise ToolRoundError("decisions name calls that are not in the round", strays)
         allowed = None if enabled is None else frozenset(enabled)
         hooked = self._hooks.has_any(_PER_CALL_HOOKS)
-        return _Round(context, decisions, allowed, hooked, on_start, resumes)
+        return _Round(context, decisions, allowed, hooked, on_start, resumes, delegates)
 
     def _available(self, round_: _Round) -> tuple[str, ...]:
         """The tools the round may call, by name (for the message of a refusal)."""
@@ -403,26 +427,23 @@ class ToolSystem:
 
     async def _answer(
         self, index: int, call: ToolCall, round_: _Round
-    ) -> tuple[ToolResult, str] | InputRequest:
+    ) -> tuple[ToolResult, str] | InputRequest | None:
         started = self._timer()
         try:
             found, kwargs = self._admit(call, round_)
         except ToolCallError as refused:
             return self._failed(call, refused, _REFUSALS[type(refused)], started, 0)
+        delegate = None if round_.delegates is None else round_.delegates.get(call.name)
         if found.client_side:
             decision = round_.decisions[call.id]  # an output decision: `refusal` checked it
             attempted = Attempted(decision.value, None, 0)
+        elif delegate is not None:
+            delegated = await delegate(call, kwargs)
+            if delegated is None:
+                return None
+            attempted = delegated
         else:
-            if found.context_parameter is not None:
-                resume = None if round_.resumes is None else round_.resumes.get(call.id)
-                kwargs[found.context_parameter] = round_.context.for_call(call.id, resume)
-            if round_.on_start is not None:
-                starting = round_.on_start(call)
-                if starting is not None:
-                    await starting
-            if self._observer is not None:
-                self._observe(ObservationType.STARTED, round_, index, call, None)
-            attempted = await execute(found, kwargs, call.id, self._retry)
+            attempted = await self._run_body(index, call, round_, found, kwargs)
         if attempted.error is not None:
             status = _execution_status(attempted.error, call)
             return self._failed(call, attempted.error, status, started, attempted.attempts)
@@ -438,6 +459,21 @@ class ToolSystem:
             call.id, call.name, ToolStatus.SUCCESS, output, None, duration, attempted.attempts
         )
         return result, text
+
+    async def _run_body(
+        self, index: int, call: ToolCall, round_: _Round, found: AnyTool, kwargs: dict[str, object]
+    ) -> Attempted:
+        """Run an admitted call's body (its start told first), with its retries."""
+        if found.context_parameter is not None:
+            resume = None if round_.resumes is None else round_.resumes.get(call.id)
+            kwargs[found.context_parameter] = round_.context.for_call(call.id, resume)
+        if round_.on_start is not None:
+            starting = round_.on_start(call)
+            if starting is not None:
+                await starting
+        if self._observer is not None:
+            self._observe(ObservationType.STARTED, round_, index, call, None)
+        return await execute(found, kwargs, call.id, self._retry)
 
     def _admit(self, call: ToolCall, round_: _Round) -> tuple[AnyTool, dict[str, object]]:
         if round_.enabled is not None and call.name not in round_.enabled:

@@ -25,6 +25,7 @@ from agentfsm.verify.report import (
     Status,
     VerificationReport,
 )
+from agentfsm.verify.tree import TreeFinding, TreeReport, verify_tree
 from agentfsm.verify.verifier import load_class, verify
 
 __all__ = [
@@ -40,6 +41,8 @@ __all__ = [
     "PropertyResult",
     "Status",
     "Step",
+    "TreeFinding",
+    "TreeReport",
     "VerificationReport",
     "check_log",
     "default_domains",
@@ -47,4 +50,5 @@ __all__ = [
     "turn_limit_reached",
     "valuations",
     "verify",
+    "verify_tree",
 ]

@@ -186,6 +186,7 @@ DEFAULT_EVENTS: Mapping[str, tuple[Arguments, ...]] = _merged(
             tool_calls=(0, 1), needing_action=(0, 1), asking_user=(0, 1)
         ),
         _LE.RESOLVED: valuations(decisions=_DECISIONS),
+        _LE.CHILD_ASKED: valuations(needing_action=(0, 1), asking_user=(0, 1)),
         _LE.ABORT: valuations(reason=("cancelled",)),
     }
 )

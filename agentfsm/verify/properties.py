@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from agentfsm.states.names import MachineName
+from agentfsm.states.names import LoopEvent, MachineName
 from agentfsm.verify.explore import Explorer
 
 RUN, LOOP = MachineName.RUN, MachineName.LOOP
@@ -133,11 +133,20 @@ def check_i3(explorer: Explorer) -> Finding | None:
     return Finding("I3", -1, f"never reached: {', '.join(missing)}", unreached=missing)
 
 
+PROGRESS_EVENTS = frozenset({LoopEvent.DELEGATED})
+"""Loop events that make progress the data does not count: each ``delegated`` hands a call
+of the round to a child run, which answers it (``child_returned``) or waits for an answer
+(``child_asked``) only after steps of its own bounded loop (`agentfsm.verify.tree` checks
+the parent and the child together). A loop cycle through one is not a cycle without
+progress."""
+
+
 def _loop_edges(explorer: Explorer, nid: int) -> list[tuple[int, int]]:
     return [
         (target, move)
         for target, move in explorer.out[nid]
         if explorer.moves[move].machine is MachineName.LOOP
+        and explorer.moves[move].event not in PROGRESS_EVENTS
     ]
 
 

@@ -54,6 +54,8 @@ ENABLE: dict[str | None, Setup] = {
     "may_run_now": _with({}, {"tool_calls": 3}),
     "below_max_iterations": _with({"iteration": 2, "max_iterations": 3}, {}),
     "at_max_iterations": _with({"iteration": 3, "max_iterations": 3}, {}),
+    "child_needs_action": _with({}, {"needing_action": 1, "asking_user": 1}),
+    "child_asks_user": _with({}, {"asking_user": 1}),
 }
 """guard name → a setup that makes it hold (and the event's arguments)."""
 
@@ -76,6 +78,7 @@ DEFEAT: dict[tuple[str, str], Setup] = {
     ("paused", "resume"): _with({"paused_from": None}, {}),
     ("awaiting_action", "resolved"): _with({"pending": ("c1",)}, {"decisions": {"c2": "deny"}}),
     ("awaiting_input", "resolved"): _with({"pending": ("c1",)}, {"decisions": {}}),
+    ("delegating", "child_asked"): _with({}, {"needing_action": 0, "asking_user": 0}),
 }
 """(state, event) → a setup under which every guard of the event out of that state fails.
 

@@ -66,7 +66,7 @@ def test_report_prints_one_row_per_property_and_the_totals(shipped: Verification
             for line in text.splitlines()
         )
     assert f"{shipped.configurations} configurations" in text
-    assert "declared transitions taken: 49 of 49" in text
+    assert "declared transitions taken: 54 of 54" in text
 
 
 def test_report_looks_properties_up_by_name(shipped: VerificationReport) -> None:
