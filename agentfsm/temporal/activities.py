@@ -166,7 +166,8 @@ class RunActivities:
         except (TypeError, ValueError, RecursionError) as error:
             bad = ToolOutputError(declared.name, request.call_id, type(value).__name__, str(error))
             raise to_failure(bad) from None
-        return {"output": output}
+        # As JSON text: the converter would sort an object's keys, and the model reads them.
+        return {"json": json.dumps(output, ensure_ascii=False)}
 
     async def _heartbeat(self) -> None:
         while True:

@@ -12,15 +12,38 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
+from agentfsm.agent.checks import SHUT_DOWN_IS_FINAL
 from agentfsm.agent.vocabulary import DecisionLike, TurnOutcome, to_decision
+from agentfsm.errors import IllegalTransitionError
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import ToolCall
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.temporal.payloads import RUN_WORKFLOW, RunSettings, RunStart
 from agentfsm.temporal.wire import from_failure, outcome_of
+
+_OPEN_FOR = frozenset({"submit", "resolve_action", "provide_input", "resume"})
+"""The calls a shut-down run refuses with the Agent's "a shut-down run is final" detail."""
+
+
+def _shut_down(run_id: str, name: str) -> IllegalTransitionError:
+    """What the Agent raises for ``name`` on a shut-down run (its workflow has completed)."""
+    return IllegalTransitionError(
+        run_id=run_id,
+        machine="run",
+        state="shutdown",
+        event=name,
+        allowed=(),
+        detail=SHUT_DOWN_IS_FINAL if name in _OPEN_FOR else "",
+    )
 
 
 class TemporalRun:
@@ -47,7 +70,15 @@ class TemporalRun:
             if isinstance(cause, ApplicationError):
                 raise from_failure(cause) from None
             raise
+        except RPCError:
+            if not await self._closed():
+                raise
+            raise _shut_down(self.run_id, name) from None
         return outcome_of(data)
+
+    async def _closed(self) -> bool:
+        description = await self.handle.describe()
+        return description.status == WorkflowExecutionStatus.COMPLETED
 
     async def submit(self, text: str) -> TurnOutcome:
         """Give the run a user input; returns the turn's outcome (see `Agent.asubmit`)."""

@@ -9,6 +9,7 @@ call), `ActivityTool` (a tool body) and `WorkflowStore` (the saves).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from datetime import timedelta
 from types import TracebackType
@@ -192,7 +193,7 @@ def activity_tool(
             )
         except ActivityError as error:
             raise tool_error(error, declared, context.call_id, settings) from None
-        return done["output"]
+        return json.loads(done["json"])
 
     proxy.function = body
     return proxy

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-
 RUN_WORKFLOW = "agentfsm.run.v1"
 """The workflow type of a run."""
 MODEL_ACTIVITY = "agentfsm.model.v1"

@@ -123,9 +123,7 @@ def load_factory(spec: str) -> AgentFactory:
     module = importlib.import_module(module_name)
     factory = getattr(module, attribute, None)
     if not callable(factory):
-        raise ValueError(
-            f"--agent {spec!r}: module {module_name!r} has no callable {attribute!r}"
-        )
+        raise ValueError(f"--agent {spec!r}: module {module_name!r} has no callable {attribute!r}")
     return factory  # type: ignore[no-any-return]
 
 

@@ -65,9 +65,9 @@ def check(agent: Agent, name: str, argument: object = None) -> None:
     if agent._depth:  # a step runs: only what the contract allows mid-step
         _mid_step(agent, name, args)
         return
-    if name in ("submit", "resolve_action", "provide_input"):
-        checks.open_for(agent, name)
-    elif name == "resume" and agent.state == RunState.SHUTDOWN:
+    if name in ("submit", "resolve_action", "provide_input") or (
+        name == "resume" and agent.state == RunState.SHUTDOWN
+    ):
         checks.open_for(agent, name)
     if name == "cancel" and agent.state == RunState.BUSY:
         return  # a run left busy with no step running is cancelled at once

@@ -91,8 +91,6 @@ async def run_worker(
     factory = load_factory(agent)
     client = await Client.connect(target, namespace=namespace)
     with open_store(store) as opened:
-        worker = create_worker(
-            client, task_queue=task_queue, agents={name: factory}, store=opened
-        )
+        worker = create_worker(client, task_queue=task_queue, agents={name: factory}, store=opened)
         async with worker:
             await asyncio.Event().wait()

@@ -23,7 +23,6 @@ from temporalio import workflow
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import TurnOutcome
-from agentfsm.states.json import JSONObject
 from agentfsm.states.names import RunState
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.temporal.parts import ActivityModel, WorkflowStore, activity_tool, model_retry_policy
