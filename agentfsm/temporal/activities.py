@@ -14,8 +14,9 @@ import dataclasses
 import functools
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -112,7 +113,8 @@ class RunActivities:
             try:
                 self._store.save(snapshot, events, expected_version=write.expected_version)
             except Exception as error:
-                raise to_failure(error, retryable=type(error).__name__ == "StoreWriteError")
+                retry = type(error).__name__ == "StoreWriteError"
+                raise to_failure(error, retryable=retry) from None
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model(self, request: ModelRequest) -> JSONObject:
@@ -170,10 +172,13 @@ class RunActivities:
         return {"json": json.dumps(output, ensure_ascii=False)}
 
     async def _heartbeat(self) -> None:
+        """Heartbeat every ``heartbeat_every`` seconds, or thrice per heartbeat timeout."""
+        timeout = activity.info().heartbeat_timeout
+        every = self._every if timeout is None else min(self._every, timeout.total_seconds() / 3)
         while True:
             activity.heartbeat()
-            await asyncio.sleep(self._every)
+            await asyncio.sleep(every)
 
-    def all(self) -> list[object]:
+    def all(self) -> list[Callable[..., Any]]:
         """The activity functions, to register with a worker."""
         return [self.store, self.model, self.tool]

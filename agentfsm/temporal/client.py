@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import (
@@ -151,6 +152,8 @@ class TemporalRuns:
         task_queue: The task queue the workers poll.
         agent: The agent's name on the workers.
         settings: The runs' timeouts (`RunSettings`).
+        task_timeout: Seconds a workflow task may take before another worker takes it
+            over (Temporal's default is 10; part of how fast a lost worker's run resumes).
     """
 
     def __init__(
@@ -160,8 +163,10 @@ class TemporalRuns:
         task_queue: str,
         agent: str = "default",
         settings: RunSettings | None = None,
+        task_timeout: float | None = None,
     ) -> None:
         self.client = client
+        self.task_timeout = None if task_timeout is None else timedelta(seconds=task_timeout)
         self.task_queue = task_queue
         self.agent = agent
         self.settings = settings or RunSettings()
@@ -171,7 +176,11 @@ class TemporalRuns:
         run_id = run_id or uuid.uuid4().hex
         start = RunStart(self.agent, run_id, user_id, self.settings)
         handle = await self.client.start_workflow(
-            RUN_WORKFLOW, start, id=run_id, task_queue=self.task_queue
+            RUN_WORKFLOW,
+            start,
+            id=run_id,
+            task_queue=self.task_queue,
+            task_timeout=self.task_timeout,
         )
         return TemporalRun(handle)
 

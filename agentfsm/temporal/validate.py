@@ -14,13 +14,18 @@ from collections.abc import Mapping
 from agentfsm.agent import checks
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import to_decision
+from agentfsm.fsm.compiled import Machine, refusal
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.names import RunState
 
 
 def _select(agent: Agent, event: str, args: dict[str, JSONValue]) -> None:
     """Raise what sending ``event`` now would raise (no transition is taken)."""
-    agent._run._select(event, args)  # type: ignore[attr-defined]
+    machine = agent._run
+    if isinstance(machine, Machine):
+        machine._select(event, args)  # the guards' own refusal, nothing taken
+    elif not machine.can_send(event, **args):
+        raise refusal(machine.compiled, agent.run_id, machine.state, event)
 
 
 def decisions_payload(agent: Agent, decisions: object) -> JSONObject:

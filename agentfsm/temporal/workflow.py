@@ -95,7 +95,7 @@ class RunWorkflow:
         self._start = start
         self._store = WorkflowStore(start.run_id, carried, start.settings)
         self._agent = build_agent(template, start, self._store)
-        self._changes = 0
+        self._changes = self._seen = 0
 
     # -- the run ------------------------------------------------------------------------
 
@@ -105,11 +105,9 @@ class RunWorkflow:
         await self._store.flush()
         agent = self._agent
         while agent.state != RunState.SHUTDOWN:
-            seen = self._changes
+            self._seen = self._changes
             try:
-                await workflow.wait_condition(
-                    lambda: self._changes != seen, timeout=self._until_deadline()
-                )
+                await workflow.wait_condition(self._changed, timeout=self._until_deadline())
             except asyncio.TimeoutError:
                 await self._expire()
                 continue
@@ -117,6 +115,9 @@ class RunWorkflow:
                 await self._continue_as_new()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return outcome_json(agent.outcome())
+
+    def _changed(self) -> bool:
+        return self._changes != self._seen
 
     def _until_deadline(self) -> timedelta | None:
         data = self._agent._data

@@ -82,6 +82,21 @@ def _last_user(messages: Sequence[Message]) -> str:
     return ""
 
 
+def _amount(words: list[str]) -> int:
+    return int(words[1]) if len(words) > 1 else 1
+
+
+_COMMANDS = {
+    "weather": lambda m, w: _call(m, "get_weather", city=w[1] if len(w) > 1 else "Paris"),
+    "pay": lambda m, w: _call(m, "pay", amount=_amount(w)),
+    "slow": lambda m, w: _call(m, "slow_pay", amount=_amount(w)),
+    "ask": lambda m, w: _call(m, "ask_user", question="Which city?"),
+    "loop": lambda m, w: _call(m, "get_weather", city="Oslo"),
+    "boom": lambda m, w: _call(m, "boom"),
+    "sleepy": lambda m, w: _call(m, "sleepy"),
+}
+
+
 def respond(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
     """The scripted answer to ``messages``."""
     last = messages[-1]
@@ -91,20 +106,11 @@ def respond(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelRe
         if command == "loop":
             return _call(messages, "get_weather", city="Oslo")
         return ModelResponse(content=f"done: {last.content}")
-    if command == "weather":
-        return _call(messages, "get_weather", city=words[1] if len(words) > 1 else "Paris")
-    if command == "pay":
-        return _call(messages, "pay", amount=int(words[1]) if len(words) > 1 else 1)
-    if command == "slow":
-        return _call(messages, "slow_pay", amount=int(words[1]) if len(words) > 1 else 1)
-    if command == "ask":
-        return _call(messages, "ask_user", question="Which city?")
-    if command == "loop":
-        return _call(messages, "get_weather", city="Oslo")
-    if command == "boom":
-        return _call(messages, "boom")
     if command == "fail":
         raise ModelCallError("HTTP 400: bad request", model="scripted", reason="http_status")
+    answer = _COMMANDS.get(command)
+    if answer is not None:
+        return answer(messages, words)
     return ModelResponse(content=f"you said: {' '.join(words)}")
 
 
@@ -112,8 +118,73 @@ def make_agent(**options: object) -> Agent:
     """The test agent (``tests.temporal.agents:make_agent`` for a worker)."""
     return Agent(
         ScriptedModel(fallback=respond),
-        [get_weather, pay, slow_pay, boom],
+        [get_weather, pay, slow_pay, boom, sleepy],
         system_prompt="You are a test agent.",
         max_iterations=3,
         **options,  # type: ignore[arg-type]
     )
+
+
+@tool(timeout=0.3)
+def sleepy() -> str:
+    """Takes longer than its timeout."""
+    time.sleep(1.0)
+    return "woke up"
+
+
+class FlakyModel:
+    """Fails each conversation's first attempt with a retryable error, then answers.
+
+    It has an agentfsm `RetryPolicy` (as `OpenAIModel` does), so Temporal retries it.
+    """
+
+    def __init__(self) -> None:
+        from agentfsm.llm.retry import RetryPolicy
+
+        self._retry = RetryPolicy(max_attempts=3, initial_wait=0.05, max_wait=0.1)
+        self.attempts: dict[int, int] = {}
+
+    @property
+    def name(self) -> str:
+        """The model's name."""
+        return "flaky"
+
+    @property
+    def retry(self) -> object:
+        """Its retry policy."""
+        return self._retry
+
+    async def complete(
+        self, messages: Sequence[Message], tools: Sequence[JSONObject], **_: object
+    ) -> ModelResponse:
+        """Fail the first attempt for this conversation, answer the next."""
+        count = self.attempts[len(messages)] = self.attempts.get(len(messages), 0) + 1
+        if count == 1:
+            raise ModelCallError("HTTP 503", model="flaky", reason="http_status", retryable=True)
+        return ModelResponse(content=f"attempt {count}")
+
+
+FLAKY = FlakyModel()
+
+
+def make_flaky_agent() -> Agent:
+    """An agent whose model fails once per call before answering."""
+    return Agent(FLAKY, [])
+
+
+def make_timed_agent() -> Agent:
+    """The test agent with approvals and answers that expire after a second."""
+    return make_agent(action_timeout=1.0, input_timeout=1.0)
+
+
+def make_hooked_agent() -> Agent:
+    """The test agent with a ``before_llm`` hook that raises on the input ``explode``."""
+    agent = make_agent()
+
+    @agent.on("before_llm")
+    def refuse(context: object) -> None:
+        messages = getattr(context, "messages", [])
+        if _last_user(messages) == "explode":
+            raise ValueError("the hook refused")
+
+    return agent

@@ -32,6 +32,7 @@ SCRIPTS: dict[str, list[Step]] = {
     "cancel": [("submit", "pay 9"), ("cancel",), ("submit", "hi"), ("cancel",)],
     "failures": [("submit", "boom"), ("submit", "fail"), ("submit", ""), ("submit", "hi")],
     "exhausted": [("submit", "loop")],
+    "tool_timeout": [("submit", "sleepy")],
     "pause_shutdown": [
         ("submit", "ask"),
         ("pause",),
