@@ -11,16 +11,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 
 from agentfsm.stores.base import RunStore
 from agentfsm.temporal.activities import RunActivities
+from agentfsm.temporal.command import DEFAULT_AGENT
 from agentfsm.temporal.payloads import RunSettings
-from agentfsm.temporal.template import TEMPLATES, AgentFactory, load_factory, template_of
+from agentfsm.temporal.template import (
+    TEMPLATES,
+    AgentFactory,
+    AgentTemplate,
+    load_factory,
+    template_of,
+)
 from agentfsm.temporal.workflow import RunWorkflow
-
-DEFAULT_AGENT = "default"
-"""The name an agent given without one runs under (what `TemporalRuns` asks for)."""
 
 
 def create_worker(
@@ -55,8 +59,7 @@ def create_worker(
     """
     if not agents:
         raise ValueError("agents is empty; give at least one {name: factory}")
-    templates = {name: template_of(name, factory()) for name, factory in agents.items()}
-    TEMPLATES.update(templates)
+    templates = register_agents(agents)
     activities = RunActivities(templates, store, heartbeat_every)
     return Worker(
         client,
@@ -65,6 +68,29 @@ def create_worker(
         activities=activities.all(),
         **options,
     )
+
+
+def register_agents(agents: Mapping[str, AgentFactory]) -> dict[str, AgentTemplate]:
+    """Call each factory and make its agent available to this process's workflows.
+
+    Raises:
+        ValueError: An agent that cannot run in a workflow.
+        TypeError: A factory that does not return an `Agent`.
+    """
+    templates = {name: template_of(name, factory()) for name, factory in agents.items()}
+    TEMPLATES.update(templates)
+    return templates
+
+
+def replayer(agents: Mapping[str, AgentFactory]) -> Replayer:
+    """A Temporal `Replayer` for runs of ``agents``: the determinism check of a history.
+
+    ``await replayer(agents).replay_workflow(history)`` raises if the workflow code of
+    this version would not make the decisions the history records (a change that would
+    break the runs in flight).
+    """
+    register_agents(agents)
+    return Replayer(workflows=[RunWorkflow])
 
 
 async def run_worker(
