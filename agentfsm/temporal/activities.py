@@ -75,6 +75,29 @@ def _model_failure(error: ModelError) -> ApplicationError:
     )
 
 
+def _whole(
+    tail: Snapshot, stored: Snapshot | None, messages_from: int, trace_from: int
+) -> Snapshot:
+    """The snapshot a delta stands for: the stored conversation's head, then its tail."""
+    if not messages_from and not trace_from:
+        return tail
+    held = (0, 0) if stored is None else (len(stored.messages), len(stored.trace))
+    if stored is None or held[0] < messages_from or held[1] < trace_from:
+        raise ApplicationError(
+            f"the store holds {held[0]} messages and {held[1]} trace entries of run "
+            f"{tail.run_id!r}; the save builds on {messages_from} and {trace_from}: the "
+            "store is not the one the run saves to",
+            type="StoreMismatch",
+            non_retryable=True,
+        )
+    return tail.model_copy(
+        update={
+            "messages": stored.messages[:messages_from] + tail.messages,
+            "trace": stored.trace[:trace_from] + tail.trace,
+        }
+    )
+
+
 class RunActivities:
     """The activities for a worker's agents and store.
 
@@ -105,10 +128,11 @@ class RunActivities:
 
     def _store_batch(self, batch: StoreBatch) -> None:
         for write in batch.writes:
-            snapshot = Snapshot.model_validate(write.snapshot)
-            stored = self._store.load(snapshot.run_id)
-            if stored is not None and stored.version >= snapshot.version:
+            tail = Snapshot.model_validate(write.snapshot)
+            stored = self._store.load(tail.run_id)
+            if stored is not None and stored.version >= tail.version:
                 continue  # stored by an earlier attempt of this activity
+            snapshot = _whole(tail, stored, write.messages_from, write.trace_from)
             events = [Event.model_validate(event) for event in write.events]
             try:
                 self._store.save(snapshot, events, expected_version=write.expected_version)
@@ -127,6 +151,7 @@ class RunActivities:
                 f"the store holds {len(messages)} messages of run {request.run_id!r}, "
                 f"the workflow {request.count}: the store is not the one the run saves to",
                 type="StoreMismatch",
+                non_retryable=True,
             )
         tools = template.registry.openai_tools(request.enabled)
         try:

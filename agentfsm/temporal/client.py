@@ -28,7 +28,7 @@ from agentfsm.errors import IllegalTransitionError
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import ToolCall
 from agentfsm.stores.snapshot import Snapshot
-from agentfsm.temporal.payloads import RUN_WORKFLOW, RunSettings, RunStart
+from agentfsm.temporal.payloads import DEFAULT_AGENT, RUN_WORKFLOW, RunSettings, RunStart
 from agentfsm.temporal.wire import from_failure, outcome_of
 
 _OPEN_FOR = frozenset({"submit", "resolve_action", "provide_input", "resume"})
@@ -161,7 +161,7 @@ class TemporalRuns:
         client: Client,
         *,
         task_queue: str,
-        agent: str = "default",
+        agent: str = DEFAULT_AGENT,
         settings: RunSettings | None = None,
         task_timeout: float | None = None,
     ) -> None:
@@ -175,14 +175,15 @@ class TemporalRuns:
         """Start a run (its workflow, id = run id) in ``ready``; returns its handle."""
         run_id = run_id or uuid.uuid4().hex
         start = RunStart(self.agent, run_id, user_id, self.settings)
-        handle = await self.client.start_workflow(
+        await self.client.start_workflow(
             RUN_WORKFLOW,
             start,
             id=run_id,
             task_queue=self.task_queue,
             task_timeout=self.task_timeout,
         )
-        return TemporalRun(handle)
+        # A handle on the workflow id alone follows the run across continue-as-new.
+        return self.get(run_id)
 
     def get(self, run_id: str) -> TemporalRun:
         """The handle of a run started earlier."""

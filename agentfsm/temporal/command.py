@@ -8,8 +8,7 @@ import os
 import sys
 from typing import TextIO
 
-DEFAULT_AGENT = "default"
-"""The name an agent runs under unless ``--name`` says otherwise."""
+from agentfsm.temporal.payloads import DEFAULT_AGENT
 
 
 def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -86,6 +86,7 @@ class ActivityModel:
     """A model whose every call is the model activity (the conversation is read from the store).
 
     Args:
+        store: The run's store (flushed before each call: the activity reads it).
         name: The model's name.
         agent: The agent's name.
         run_id: The run.
@@ -94,8 +95,15 @@ class ActivityModel:
     """
 
     def __init__(
-        self, name: str, agent: str, run_id: str, settings: RunSettings, retry: RetryPolicy
+        self,
+        store: WorkflowStore,
+        name: str,
+        agent: str,
+        run_id: str,
+        settings: RunSettings,
+        retry: RetryPolicy,
     ) -> None:
+        self._store = store
         self._name = name
         self._agent = agent
         self._run_id = run_id
@@ -118,6 +126,7 @@ class ActivityModel:
     ) -> ModelResponse:
         """Run the model activity on the stored conversation (``len(messages)`` checked)."""
         request = ModelRequest(self._agent, self._run_id, len(messages), self.enabled)
+        await self._store.flush()
         try:
             data = await workflow.execute_activity(
                 MODEL_ACTIVITY,
@@ -224,6 +233,35 @@ def tool_error(
     return ToolTimeoutError(declared.name, call_id, timeout)
 
 
+def _kept(before: Sequence[object], now: Sequence[object]) -> int:
+    """How many leading items ``now`` shares with ``before`` (the same objects)."""
+    kept, limit = 0, min(len(before), len(now))
+    while kept < limit and before[kept] is now[kept]:
+        kept += 1
+    return kept
+
+
+def _delta(
+    snapshot: Snapshot,
+    events: Sequence[Event],
+    expected: int | None,
+    sent: tuple[Sequence[object], Sequence[object]],
+) -> StoreWrite:
+    """``snapshot`` as a delta on what the store holds (``sent``: its messages and trace)."""
+    messages_from = _kept(sent[0], snapshot.messages)
+    trace_from = _kept(sent[1], snapshot.trace)
+    data = snapshot.model_dump(mode="json", exclude={"messages", "trace"})
+    data["messages"] = [m.model_dump(mode="json") for m in snapshot.messages[messages_from:]]
+    data["trace"] = [t.model_dump(mode="json") for t in snapshot.trace[trace_from:]]
+    return StoreWrite(
+        data,
+        messages_from,
+        trace_from,
+        [event.model_dump(mode="json") for event in events],
+        expected,
+    )
+
+
 class WorkflowStore:
     """The Agent's store inside a workflow: each step's saves go to the store activity.
 
@@ -243,6 +281,9 @@ class WorkflowStore:
         """The last snapshot the worker's store holds."""
         self._settings = settings
         self._queue: list[tuple[Snapshot, tuple[Event, ...], int | None]] = []
+        self._sent: tuple[tuple[object, ...], tuple[object, ...]] = (
+            (carried.messages, carried.trace) if carried is not None else ((), ())
+        )
         self._lock = asyncio.Lock()
         self.writes = 0
         """Store activities run so far (by this workflow run)."""
@@ -256,9 +297,13 @@ class WorkflowStore:
     async def asave(
         self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
     ) -> None:
-        """Store this save, and any queued before it, through the store activity."""
+        """Queue a step's save: it is sent by `flush`, before the next model call or reply.
+
+        Inside a workflow the history, not the store, is what makes a step durable (a tool
+        body's start is recorded by its scheduling), so saves wait for the next point where
+        someone reads the store: the model activity, and the reply to a client.
+        """
         self.save(snapshot, events, expected_version=expected_version)
-        await self.flush()
 
     async def flush(self) -> None:
         """Send the queued saves, in order, in one store activity."""
@@ -266,15 +311,12 @@ class WorkflowStore:
             if not self._queue:
                 return
             queued, self._queue = self._queue, []
-            writes = [
-                StoreWrite(
-                    snapshot.model_dump(mode="json"),
-                    [event.model_dump(mode="json") for event in events],
-                    expected,
-                )
-                for snapshot, events, expected in queued
-            ]
-            await workflow.execute_activity(
+            sent = self._sent
+            writes = []
+            for snapshot, events, expected in queued:
+                writes.append(_delta(snapshot, events, expected, sent))
+                sent = (snapshot.messages, snapshot.trace)
+            await workflow.execute_local_activity(
                 STORE_ACTIVITY,
                 StoreBatch(writes),
                 start_to_close_timeout=_seconds(self._settings.store_timeout),
@@ -282,6 +324,7 @@ class WorkflowStore:
             )
             self.writes += 1
             self.last = queued[-1][0]
+            self._sent = sent
 
     def load(self, run_id: str) -> Snapshot | None:
         """The last snapshot stored (or carried)."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+DEFAULT_AGENT = "default"
+"""The name an agent runs under unless the worker is told another."""
 RUN_WORKFLOW = "agentfsm.run.v1"
 """The workflow type of a run."""
 MODEL_ACTIVITY = "agentfsm.model.v1"
@@ -121,9 +123,21 @@ class ToolRequest:
 
 @dataclass(frozen=True)
 class StoreWrite:
-    """One save the Agent made: a snapshot and the events since the last one (as JSON)."""
+    """One save the Agent made, as a delta: the history never carries the conversation twice.
+
+    Attributes:
+        snapshot: The snapshot as JSON, its ``messages`` and ``trace`` only those past
+            ``messages_from`` and ``trace_from``.
+        messages_from: How many of the stored snapshot's messages the new one keeps, in
+            front of the ones given.
+        trace_from: The same for the trace.
+        events: The events since the stored snapshot, as JSON.
+        expected_version: The stored version this save continues (None: a new run).
+    """
 
     snapshot: dict[str, Any]
+    messages_from: int
+    trace_from: int
     events: list[dict[str, Any]]
     expected_version: int | None
 

@@ -15,8 +15,7 @@ from temporalio.worker import Replayer, Worker
 
 from agentfsm.stores.base import RunStore
 from agentfsm.temporal.activities import RunActivities
-from agentfsm.temporal.command import DEFAULT_AGENT
-from agentfsm.temporal.payloads import RunSettings
+from agentfsm.temporal.payloads import DEFAULT_AGENT, RunSettings
 from agentfsm.temporal.template import (
     TEMPLATES,
     AgentFactory,

@@ -40,6 +40,7 @@ def build_agent(template: AgentTemplate, start: RunStart, store: WorkflowStore) 
     """The run's Agent: the template's parts, with activities for model, tool bodies, saves."""
     settings = start.settings
     model = ActivityModel(
+        store,
         template.model.name,
         template.name,
         start.run_id,
@@ -133,6 +134,7 @@ class RunWorkflow:
             await agent.aexpire()
         except Exception:  # (the run is at rest whatever a hook raised: I12)
             workflow.logger.exception("expiring the wait of run %s", agent.run_id)
+        await self._store.flush()
         self._changes += 1
 
     def _continue_due(self) -> bool:
@@ -163,9 +165,11 @@ class RunWorkflow:
         try:
             outcome = await method(*args)
         except Exception as error:  # the Agent settled the run first (I12): fail the update
+            await self._store.flush()
             raise to_failure(error) from None
         finally:
             self._changes += 1
+        await self._store.flush()  # the client reads the store once this returns
         return outcome_json(outcome)
 
     @workflow.update(name="submit")

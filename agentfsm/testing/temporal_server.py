@@ -49,9 +49,12 @@ class TemporalDevServer:
 
     Args:
         startup_timeout: Seconds to wait for its frontend to accept connections.
+        persistent: Keep the server's state in a temporary SQLite file (as a real
+            deployment keeps it on disk); by default it is in memory, which is faster.
     """
 
-    def __init__(self, startup_timeout: float = 60.0) -> None:
+    def __init__(self, startup_timeout: float = 60.0, *, persistent: bool = False) -> None:
+        self._persistent = persistent
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         """Where clients and workers connect."""
@@ -74,11 +77,11 @@ class TemporalDevServer:
             str(free_port()),
             "--metrics-port",
             str(free_port()),
-            "--db-filename",
-            os.path.join(self._dir.name, "temporal.db"),
             "--log-level",
             "error",
         ]
+        if self._persistent:
+            command += ["--db-filename", os.path.join(self._dir.name, "temporal.db")]
         log = open(os.path.join(self._dir.name, "server.log"), "wb")  # noqa: SIM115
         self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         log.close()

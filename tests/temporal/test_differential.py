@@ -65,5 +65,8 @@ def test_same_events_in_process_and_on_temporal(temporal_target: str, name: str)
     assert shape(remote_events) == shape(local_events)
     stored = remote_store.load(run_id)
     assert stored is not None
+    local = local_store.load(run_id)
+    assert local is not None
+    assert stored.messages == local.messages
     assert replay(remote_events, stored).messages == stored.messages
     assert check_log(remote_events, config={"max_iterations": 3}).ok
