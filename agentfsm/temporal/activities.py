@@ -57,9 +57,14 @@ def one_attempt(model: Model) -> Model:
     return single
 
 
-def _model_failure(error: ModelError) -> ApplicationError:
-    """A model error as a failure: retried by Temporal only if it is of a transient kind."""
-    retryable = isinstance(error, ModelCallError) and error.retryable
+def _model_failure(error: ModelError, model: Model) -> ApplicationError:
+    """A model error as a failure: retried by Temporal only if it is of a transient kind.
+
+    A model without an agentfsm `RetryPolicy` does not retry in one process either, so
+    its errors are all final.
+    """
+    retries = isinstance(getattr(model, "retry", None), ModelRetryPolicy)
+    retryable = retries and isinstance(error, ModelCallError) and error.retryable
     retry_after = getattr(error, "retry_after", None)
     delay = (
         timedelta(seconds=retry_after)
@@ -154,12 +159,15 @@ class RunActivities:
                 non_retryable=True,
             )
         tools = template.registry.openai_tools(request.enabled)
+        beat = asyncio.ensure_future(self._heartbeat())
         try:
             response: ModelResponse = await self._models[request.agent].complete(
                 tuple(messages), tools
             )
         except ModelError as error:
-            raise _model_failure(error) from None
+            raise _model_failure(error, template.model) from None
+        finally:
+            beat.cancel()
         return response.model_dump(mode="json")
 
     @activity.defn(name=TOOL_ACTIVITY)

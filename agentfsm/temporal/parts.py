@@ -59,7 +59,9 @@ def model_retry_policy(model: object) -> RetryPolicy:
     """
     policy = getattr(model, "retry", None)
     if not isinstance(policy, ModelRetryPolicy):
-        return RetryPolicy(maximum_attempts=1)
+        # The model's own errors are final (the activity marks them non-retryable); only a
+        # lost worker (a missed heartbeat) makes the call again, as a resumed run would.
+        return RetryPolicy(maximum_attempts=0, maximum_interval=_seconds(5.0))
     return RetryPolicy(
         maximum_attempts=policy.max_attempts,
         initial_interval=_seconds(policy.initial_wait),
@@ -132,6 +134,7 @@ class ActivityModel:
                 MODEL_ACTIVITY,
                 request,
                 start_to_close_timeout=_seconds(self._settings.model_timeout),
+                heartbeat_timeout=_seconds(self._settings.heartbeat_timeout),
                 retry_policy=self._retry,
                 result_type=dict,
             )
