@@ -149,6 +149,8 @@ class RunActivities:
     async def model(self, request: ModelRequest) -> JSONObject:
         """One model attempt on the stored conversation."""
         template = self._template(request.agent)
+        if request.writes:
+            await asyncio.to_thread(self._store_batch, StoreBatch(request.writes))
         snapshot = await asyncio.to_thread(self._store.load, request.run_id)
         messages = () if snapshot is None else snapshot.messages
         if len(messages) != request.count:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
@@ -42,6 +42,8 @@ from agentfsm.temporal.payloads import (
 from agentfsm.temporal.wire import from_failure
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.spec import Tool
+
+T = TypeVar("T")
 
 CONTEXT_KEY = "__agentfsm_context__"
 """The keyword the ToolSystem hands an `ActivityTool`'s body its `ToolContext` under."""
@@ -127,16 +129,18 @@ class ActivityModel:
         on_retry: RetryListener | None = None,
     ) -> ModelResponse:
         """Run the model activity on the stored conversation (``len(messages)`` checked)."""
-        request = ModelRequest(self._agent, self._run_id, len(messages), self.enabled)
-        await self._store.flush()
         try:
-            data = await workflow.execute_activity(
-                MODEL_ACTIVITY,
-                request,
-                start_to_close_timeout=_seconds(self._settings.model_timeout),
-                heartbeat_timeout=_seconds(self._settings.heartbeat_timeout),
-                retry_policy=self._retry,
-                result_type=dict,
+            data = await self._store.sending(
+                lambda batch: workflow.execute_activity(
+                    MODEL_ACTIVITY,
+                    ModelRequest(
+                        self._agent, self._run_id, len(messages), self.enabled, batch.writes
+                    ),
+                    start_to_close_timeout=_seconds(self._settings.model_timeout),
+                    heartbeat_timeout=_seconds(self._settings.heartbeat_timeout),
+                    retry_policy=self._retry,
+                    result_type=dict,
+                )
             )
         except ActivityError as error:
             raise _model_error(error, self._name) from None
@@ -309,25 +313,48 @@ class WorkflowStore:
         self.save(snapshot, events, expected_version=expected_version)
 
     async def flush(self) -> None:
-        """Send the queued saves, in order, in one store activity."""
+        """Send the queued saves, in order, in one store activity (a local activity)."""
+        await self.sending(self._write)
+
+    async def _write(self, batch: StoreBatch) -> None:
+        await workflow.execute_local_activity(
+            STORE_ACTIVITY,
+            batch,
+            start_to_close_timeout=_seconds(self._settings.store_timeout),
+            retry_policy=RetryPolicy(maximum_interval=_seconds(10.0)),
+        )
+        self.writes += 1
+
+    async def sending(self, send: Callable[[StoreBatch], Awaitable[T]]) -> T | None:
+        """Hand the queued saves to ``send`` (an activity that stores them first).
+
+        Saves stay in order: one sending at a time. If ``send`` raises, the saves are
+        queued again in front (a store write skips what an attempt already stored).
+
+        Returns:
+            What ``send`` returned; None if nothing was queued and ``send`` was not called
+            (the model call sends an empty batch: it always runs).
+        """
+        if not self._queue and send == self._write:
+            return None
         async with self._lock:
-            if not self._queue:
-                return
             queued, self._queue = self._queue, []
             sent = self._sent
             writes = []
             for snapshot, events, expected in queued:
                 writes.append(_delta(snapshot, events, expected, sent))
                 sent = (snapshot.messages, snapshot.trace)
-            await workflow.execute_local_activity(
-                STORE_ACTIVITY,
-                StoreBatch(writes),
-                start_to_close_timeout=_seconds(self._settings.store_timeout),
-                retry_policy=RetryPolicy(maximum_interval=_seconds(10.0)),
-            )
-            self.writes += 1
-            self.last = queued[-1][0]
+            if not writes and send == self._write:
+                return None
+            try:
+                result = await send(StoreBatch(writes))
+            except BaseException:
+                self._queue[:0] = queued
+                raise
+            if queued:
+                self.last = queued[-1][0]
             self._sent = sent
+            return result
 
     def load(self, run_id: str) -> Snapshot | None:
         """The last snapshot stored (or carried)."""

@@ -76,25 +76,6 @@ class RunStart:
 
 
 @dataclass(frozen=True)
-class ModelRequest:
-    """One model call: the conversation is read from the store, not carried.
-
-    Attributes:
-        agent: The agent whose model answers.
-        run_id: The run, whose stored snapshot holds the conversation.
-        count: How many messages the stored conversation must have (checked).
-        enabled: The tools offered (None: all).
-        version: The payload's version.
-    """
-
-    agent: str
-    run_id: str
-    count: int
-    enabled: list[str] | None = None
-    version: int = 1
-
-
-@dataclass(frozen=True)
 class ToolRequest:
     """One tool body to run.
 
@@ -147,6 +128,27 @@ class StoreBatch:
     """The saves of one step, applied in order (a save already stored is skipped)."""
 
     writes: list[StoreWrite]
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model call: the conversation is read from the store, not carried.
+
+    Attributes:
+        agent: The agent whose model answers.
+        run_id: The run, whose stored snapshot holds the conversation.
+        count: How many messages the stored conversation must have (checked).
+        enabled: The tools offered (None: all).
+        writes: The saves since the last store write, stored first (one activity, not two).
+        version: The payload's version.
+    """
+
+    agent: str
+    run_id: str
+    count: int
+    enabled: list[str] | None = None
+    writes: list[StoreWrite] = field(default_factory=list)
     version: int = 1
 
 
