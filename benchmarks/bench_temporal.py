@@ -119,8 +119,8 @@ async def on_temporal(target: str, turns: int) -> tuple[float, float]:
             started = time.perf_counter()
             await run.submit("go")
             times.append((time.perf_counter() - started) / ITERATIONS * 1e3)
+            events.append(await _events(client, run.run_id) / ITERATIONS)  # the turn's
             await run.shutdown()
-            events.append(await _events(client, run.run_id) / ITERATIONS)
     return statistics.median(times), statistics.median(events)
 
 

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.temporal import TemporalAgent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from temporalio import workflow
 
