@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import Client
 
 from agentfsm import Agent
-from agentfsm.errors import HookFailedError, IllegalTransitionError
+from agentfsm.errors import HookFailedError, IllegalTransitionError, ReentrantCallError
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.temporal import TemporalRuns, create_worker
@@ -156,3 +156,26 @@ def test_errors_and_outcomes_cross_the_wire_unchanged() -> None:
     agent.start()
     outcome = agent.submit("pay 2")
     assert outcome_of(outcome_json(outcome)) == outcome
+
+
+def test_mid_step_calls_follow_the_contract(
+    temporal_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTFSM_TEST_SLOW", "1.5")
+
+    async def body(runs: TemporalRuns, client: Client) -> tuple[str, str | None]:
+        run = await runs.start("mid-step")
+        turn = asyncio.ensure_future(run.submit("slow 2"))
+        deadline = time.monotonic() + 20
+        while (await run.state()) != "busy" and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        with pytest.raises(ReentrantCallError):  # only submit, cancel, pause mid-step
+            await run.resume()
+        requested = await run.cancel()  # a request, taken at the next step boundary
+        assert requested.state == "busy"
+        outcome = await turn
+        return outcome.state, outcome.reason
+
+    state, reason = on_temporal(temporal_target, MemoryStore(), body)
+    assert reason == "cancelled"
+    assert state != "busy"
