@@ -188,7 +188,13 @@ class RunWorkflow:
 
     @resolve_action.validator
     def _check_resolve_action(self, decisions: dict[str, Any]) -> None:
-        self._validate("resolve_action", _decisions(decisions))
+        try:
+            decided: object = _decisions(decisions)
+        except (AttributeError, ValueError) as error:  # not a mapping, or a bad decision
+            raise to_failure(
+                TypeError(f"decisions must map call ids to decisions ({error})")
+            ) from None
+        self._validate("resolve_action", decided)
 
     @workflow.update(name="provide_input")
     async def provide_input(self, text: str) -> Outcome:

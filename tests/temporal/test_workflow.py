@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 from temporalio.client import Client
@@ -179,3 +180,17 @@ def test_mid_step_calls_follow_the_contract(
     state, reason = on_temporal(temporal_target, MemoryStore(), body)
     assert reason == "cancelled"
     assert state != "busy"
+
+
+def test_the_worker_command_refuses_a_bad_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentfsm.cli import main
+
+    store = str(tmp_path / "runs.db")
+    code = main(
+        ["worker", "--temporal", "127.0.0.1:1", "--task-queue", "q", "--agent", "nope",
+         "--store", store]
+    )  # fmt: skip
+    assert code == 1
+    assert "module:factory" in capsys.readouterr().err
