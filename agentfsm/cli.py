@@ -178,7 +178,31 @@ def _parser() -> argparse.ArgumentParser:
     _add_store_commands(commands)
     _add_ui_command(commands)
     _add_serve_commands(commands)
+    _add_worker_command(commands)
     return parser
+
+
+def _add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    try:
+        from agentfsm.temporal.command import add_worker_command
+    except ImportError:  # pragma: no cover - without the temporal extra
+        worker = commands.add_parser("worker", help="run a Temporal worker (temporal extra)")
+        worker.add_argument("rest", nargs=argparse.REMAINDER)
+        return
+    add_worker_command(commands)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    try:
+        from agentfsm.temporal.command import worker_command
+    except ImportError as error:  # pragma: no cover - without the temporal extra
+        print(
+            f"agentfsm worker: error: {error}; install the extra: pip install "
+            "'agentfsm[temporal]'",
+            file=sys.stderr,
+        )
+        return 1
+    return worker_command(args, sys.stderr)
 
 
 def _add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -275,6 +299,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _ui(args)
     if args.command == "serve-a2a":
         return _serve_a2a(args)
+    if args.command == "worker":
+        return _worker(args)
     if args.command == "table":
         print(markdown_table(TABLES[MachineName(args.machine)]), file=out)
         return 0

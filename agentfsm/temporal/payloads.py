@@ -1,0 +1,156 @@
+"""The durable contract between client, workflow and activities: names and payloads, versioned.
+
+A workflow's history holds these names and payloads for as long as the run lives, so they
+never change shape in place: a change that is not backward compatible gets a new name
+(``agentfsm.model.v2``) beside the old one, which stays registered until no running workflow
+uses it. The payloads are plain dataclasses of JSON values (Temporal's default converter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_AGENT = "default"
+"""The name an agent runs under unless the worker is told another."""
+RUN_WORKFLOW = "agentfsm.run.v1"
+"""The workflow type of a run."""
+MODEL_ACTIVITY = "agentfsm.model.v1"
+"""The activity that makes one model call."""
+TOOL_ACTIVITY = "agentfsm.tool.v1"
+"""The activity that runs one tool body."""
+STORE_ACTIVITY = "agentfsm.store.v1"
+"""The activity that appends a step's events to the worker's `RunStore`."""
+
+UPDATES = ("submit", "resolve_action", "provide_input", "pause", "resume", "cancel", "shutdown")
+"""The lifecycle events a client sends, each a Temporal update of that name."""
+QUERY_STATE = "state"
+"""The query answering the run's state and the current outcome."""
+QUERY_SNAPSHOT = "snapshot"
+"""The query answering the run's snapshot (as JSON)."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The timeouts a run's activities and its history are held to (the takeover knobs).
+
+    Attributes:
+        model_timeout: Seconds one model attempt may take (the activity's start-to-close).
+        tool_timeout: Seconds a tool body without a timeout of its own may take.
+        heartbeat_timeout: Seconds without a heartbeat after which a tool call is taken to
+            have lost its worker: a non-idempotent call then ends "outcome unknown", an
+            idempotent one is tried again elsewhere.
+        heartbeat_every: Seconds between a running tool's heartbeats.
+        store_timeout: Seconds one store write may take (retried until it succeeds).
+        history_events: Continue-as-new once the history holds this many events (or
+            Temporal suggests it), carrying the snapshot.
+    """
+
+    model_timeout: float = 120.0
+    tool_timeout: float = 3600.0
+    heartbeat_timeout: float = 10.0
+    heartbeat_every: float = 2.0
+    store_timeout: float = 30.0
+    history_events: int = 10_000
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What starts (or continues as new) a run's workflow.
+
+    Attributes:
+        agent: The name of the agent the worker was given (``--agent``).
+        run_id: The run's id (also the workflow id).
+        user_id: The application's user the run acts for.
+        settings: The run's timeouts.
+        snapshot: The run carried over by continue-as-new (None for a new run).
+        version: The payload's version.
+    """
+
+    agent: str
+    run_id: str
+    user_id: str | None = None
+    settings: RunSettings = field(default_factory=RunSettings)
+    snapshot: dict[str, Any] | None = None
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """One tool body to run.
+
+    Attributes:
+        agent: The agent whose tool it is.
+        tool: The tool's name.
+        arguments: The validated arguments, as JSON.
+        run_id: The run.
+        turn: The turn.
+        iteration: The model call of the turn that asked for it.
+        call_id: The call (with ``run_id``, the idempotency key).
+        user_id: The application's user.
+        version: The payload's version.
+    """
+
+    agent: str
+    tool: str
+    arguments: dict[str, Any]
+    run_id: str
+    turn: int
+    iteration: int
+    call_id: str
+    user_id: str | None = None
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class StoreWrite:
+    """One save the Agent made, as a delta: the history never carries the conversation twice.
+
+    Attributes:
+        snapshot: The snapshot as JSON, its ``messages`` and ``trace`` only those past
+            ``messages_from`` and ``trace_from``.
+        messages_from: How many of the stored snapshot's messages the new one keeps, in
+            front of the ones given.
+        trace_from: The same for the trace.
+        events: The events since the stored snapshot, as JSON.
+        expected_version: The stored version this save continues (None: a new run).
+    """
+
+    snapshot: dict[str, Any]
+    messages_from: int
+    trace_from: int
+    events: list[dict[str, Any]]
+    expected_version: int | None
+
+
+@dataclass(frozen=True)
+class StoreBatch:
+    """The saves of one step, applied in order (a save already stored is skipped)."""
+
+    writes: list[StoreWrite]
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model call: the conversation is read from the store, not carried.
+
+    Attributes:
+        agent: The agent whose model answers.
+        run_id: The run, whose stored snapshot holds the conversation.
+        count: How many messages the stored conversation must have (checked).
+        enabled: The tools offered (None: all).
+        writes: The saves since the last store write, stored first (one activity, not two).
+        version: The payload's version.
+    """
+
+    agent: str
+    run_id: str
+    count: int
+    enabled: list[str] | None = None
+    writes: list[StoreWrite] = field(default_factory=list)
+    version: int = 1
+
+
+Outcome = dict[str, Any]
+"""A `TurnOutcome` as JSON (what every update returns)."""

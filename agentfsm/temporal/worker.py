@@ -1,0 +1,121 @@
+"""The worker: runs the workflows and activities of a task queue's runs.
+
+``agentfsm worker --temporal HOST:PORT --task-queue Q --agent module:factory --store URL``
+is `run_worker`; `create_worker` is the API beneath it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Replayer, Worker
+
+from agentfsm.stores.base import RunStore
+from agentfsm.temporal.activities import RunActivities
+from agentfsm.temporal.payloads import DEFAULT_AGENT, RunSettings
+from agentfsm.temporal.template import (
+    TEMPLATES,
+    AgentFactory,
+    AgentTemplate,
+    load_factory,
+    template_of,
+)
+from agentfsm.temporal.workflow import RunWorkflow
+
+
+def create_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    agents: Mapping[str, AgentFactory],
+    store: RunStore,
+    heartbeat_every: float = RunSettings.heartbeat_every,
+    **options: Any,
+) -> Worker:
+    """A Temporal `Worker` running agentfsm runs on ``task_queue``.
+
+    Each factory is called once, now: its Agent's configuration, tool declarations and
+    hooks run in the workflow, its model and tool bodies in activities. What cannot run in
+    a workflow is refused here (`ValueError`).
+
+    Args:
+        client: A connected Temporal client.
+        task_queue: The task queue the runs are started on.
+        agents: The agents by name, each a factory returning a configured `Agent`.
+        store: Where every run this worker executes is stored (shared by all workers of
+            the queue: a SQLite file on one machine, PostgreSQL across machines).
+        heartbeat_every: Seconds between a running tool's heartbeats (keep it well under
+            the runs' ``heartbeat_timeout``).
+        **options: Passed to `temporalio.worker.Worker` (``max_cached_workflows``,
+            ``max_concurrent_activities``…).
+
+    Raises:
+        ValueError: No agent, or an agent that cannot run in a workflow.
+        TypeError: A factory that does not return an `Agent`.
+    """
+    if not agents:
+        raise ValueError("agents is empty; give at least one {name: factory}")
+    templates = register_agents(agents)
+    activities = RunActivities(templates, store, heartbeat_every)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[RunWorkflow],
+        activities=activities.all(),
+        **options,
+    )
+
+
+def register_agents(agents: Mapping[str, AgentFactory]) -> dict[str, AgentTemplate]:
+    """Call each factory and make its agent available to this process's workflows.
+
+    Raises:
+        ValueError: An agent that cannot run in a workflow.
+        TypeError: A factory that does not return an `Agent`.
+    """
+    templates = {name: template_of(name, factory()) for name, factory in agents.items()}
+    TEMPLATES.update(templates)
+    return templates
+
+
+def replayer(agents: Mapping[str, AgentFactory]) -> Replayer:
+    """A Temporal `Replayer` for runs of ``agents``: the determinism check of a history.
+
+    ``await replayer(agents).replay_workflow(history)`` raises if the workflow code of
+    this version would not make the decisions the history records (a change that would
+    break the runs in flight).
+    """
+    register_agents(agents)
+    return Replayer(workflows=[RunWorkflow])
+
+
+async def run_worker(
+    target: str,
+    *,
+    task_queue: str,
+    agent: str,
+    store: str,
+    namespace: str = "default",
+    name: str = DEFAULT_AGENT,
+) -> None:
+    """Connect to ``target`` and run a worker until cancelled (the ``worker`` command).
+
+    Args:
+        target: The Temporal frontend, ``HOST:PORT``.
+        task_queue: The task queue.
+        agent: The factory, as ``module:attribute``.
+        store: The store's URL or SQLite path (``agentfsm runs`` reads the same one).
+        namespace: The Temporal namespace.
+        name: The name the agent runs under.
+    """
+    from agentfsm.stores.urls import open_store
+
+    factory = load_factory(agent)
+    client = await Client.connect(target, namespace=namespace)
+    with open_store(store) as opened:
+        worker = create_worker(client, task_queue=task_queue, agents={name: factory}, store=opened)
+        async with worker:
+            await asyncio.Event().wait()

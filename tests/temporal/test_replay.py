@@ -1,0 +1,61 @@
+"""The determinism guard: workflow histories replay with Temporal's `Replayer`.
+
+``histories/`` holds histories recorded by this version's tests (tool rounds, approvals,
+questions, cancels, failures, pause and shutdown). Each must replay on the current workflow
+code: a change that would make a running workflow take other decisions fails here, before
+it reaches workers with runs in flight. Fresh histories of every differential script are
+replayed too. Rerecord (after a deliberate, versioned change) with
+``AGENTFSM_RECORD_HISTORIES=1 pytest tests/temporal/test_replay.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowHistory
+
+from agentfsm.stores.memory import MemoryStore
+from agentfsm.temporal import TemporalRuns
+from agentfsm.temporal.worker import replayer
+from tests.temporal.agents import make_agent
+from tests.temporal.support import drive_remote, on_temporal
+from tests.temporal.test_differential import SCRIPTS
+
+HISTORIES = Path(__file__).parent / "histories"
+AGENTS = {"default": make_agent}
+
+
+def _recorded() -> list[Path]:
+    return sorted(HISTORIES.glob("*.json"))
+
+
+def test_histories_are_recorded() -> None:
+    assert len(_recorded()) >= len(SCRIPTS)
+
+
+@pytest.mark.parametrize("path", _recorded(), ids=lambda path: path.stem)
+def test_a_recorded_history_replays_on_this_version(path: Path) -> None:
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    result = asyncio.run(replayer(AGENTS).replay_workflow(history))
+    assert result.replay_failure is None
+
+
+def test_fresh_histories_replay(temporal_target: str) -> None:
+    async def body(runs: TemporalRuns, client: Client) -> list[WorkflowHistory]:
+        histories = []
+        for name, steps in sorted(SCRIPTS.items()):
+            run = await runs.start(f"replay-{name}")
+            await drive_remote(run, steps)
+            histories.append(await run.handle.fetch_history())
+        return histories
+
+    histories = on_temporal(temporal_target, MemoryStore(), body)
+    for history in histories:
+        asyncio.run(replayer(AGENTS).replay_workflow(history))
+    if os.environ.get("AGENTFSM_RECORD_HISTORIES") == "1":
+        HISTORIES.mkdir(exist_ok=True)
+        for history in histories:
+            (HISTORIES / f"{history.workflow_id}.json").write_text(history.to_json())

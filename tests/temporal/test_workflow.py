@@ -1,0 +1,196 @@
+"""A run as a workflow: updates, validators, queries, timers, failures, start-up refusals.
+
+Each test runs a worker with the workflow cache off (``max_cached_workflows=0``), so every
+workflow task, and every update validator, runs on a workflow rebuilt from its history, as
+on a worker that has never seen the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from agentfsm import Agent
+from agentfsm.errors import HookFailedError, IllegalTransitionError, ReentrantCallError
+from agentfsm.llm.scripted import ScriptedModel
+from agentfsm.stores.memory import MemoryStore
+from agentfsm.temporal import TemporalRuns, create_worker
+from agentfsm.temporal.template import load_factory, template_of
+from agentfsm.temporal.wire import outcome_json, outcome_of, rebuild
+from tests.temporal import agents
+from tests.temporal.support import on_temporal
+
+
+async def _history_length(client: Client, run_id: str) -> int:
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    return len(history.events)
+
+
+def test_updates_queries_and_refusals_leave_no_history(temporal_target: str) -> None:
+    store = MemoryStore()
+
+    async def body(runs: TemporalRuns, client: Client) -> None:
+        run = await runs.start("queries")
+        assert await run.state() == "ready"
+        outcome = await run.submit("pay 3")
+        assert outcome.state == "requires_action"
+        assert [call.name for call in await run.pending()] == ["pay"]
+        assert await run.question() is None
+        assert (await run.snapshot()).state == "requires_action"
+        before = await _history_length(client, run.run_id)
+        with pytest.raises(IllegalTransitionError) as refused:
+            await run.provide_input("not asked")
+        assert refused.value.state == "requires_action"
+        assert refused.value.event == "provide_input"
+        with pytest.raises(IllegalTransitionError):  # (a guard: GuardFailedError)
+            await run.resolve_action({"not-pending": "approve"})
+        assert await _history_length(client, run.run_id) == before
+        done = await run.resolve_action({outcome.pending[0].id: "approve"})
+        assert done.state == "completed"
+        assert done.reply is not None
+        assert '"paid": 3' in done.reply
+        asked = await run.submit("ask")
+        assert (await run.question()) == asked.question == "Which city?"
+        await run.shutdown()
+        assert (await run.result()).state == "shutdown"
+
+    on_temporal(temporal_target, store, body)
+    stored = store.load("queries")
+    assert stored is not None
+    assert stored.state == "shutdown"
+
+
+def test_a_hook_failure_fails_the_turn_and_the_run_goes_on(temporal_target: str) -> None:
+    async def body(runs: TemporalRuns, client: Client) -> None:
+        run = await runs.start("hooked")
+        with pytest.raises(HookFailedError, match="the hook refused"):
+            await run.submit("explode")
+        failed = await run.outcome()
+        assert (failed.state, failed.reason) == ("failed", "error")
+        assert failed.error is not None
+        assert failed.error.type == "HookFailedError"
+        again = await run.submit("hello")
+        assert again.reply == "you said: hello"
+
+    on_temporal(temporal_target, MemoryStore(), body, agents={"default": agents.make_hooked_agent})
+
+
+def test_a_wait_expires_on_a_durable_timer(temporal_target: str) -> None:
+    async def body(runs: TemporalRuns, client: Client) -> str | None:
+        run = await runs.start("timed")
+        waiting = await run.submit("pay 1")
+        assert waiting.state == "requires_action"
+        deadline = time.monotonic() + 20
+        while (await run.state()) == "requires_action" and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        return (await run.outcome()).reason
+
+    reason = on_temporal(
+        temporal_target, MemoryStore(), body, agents={"default": agents.make_timed_agent}
+    )
+    assert reason == "expired"
+
+
+def test_model_calls_retry_under_the_models_policy_in_temporal(temporal_target: str) -> None:
+    agents.FLAKY.attempts.clear()
+
+    async def body(runs: TemporalRuns, client: Client) -> str | None:
+        run = await runs.start("flaky")
+        return (await run.submit("hi")).reply
+
+    reply = on_temporal(
+        temporal_target, MemoryStore(), body, agents={"default": agents.make_flaky_agent}
+    )
+    assert reply == "attempt 2"  # one failed attempt, retried once by Temporal, not more
+    assert agents.FLAKY.attempts == {1: 2}
+
+
+def test_what_cannot_run_in_a_workflow_is_refused_at_start_up() -> None:
+    with pytest.raises(ValueError, match="listener"):
+        template_of("a", agents.make_agent(listeners=[print]))
+    with pytest.raises(ValueError, match="store"):
+        template_of("a", agents.make_agent(store=MemoryStore()))
+    with pytest.raises(ValueError, match="clock"):
+        template_of("a", agents.make_agent(clock=lambda: 0.0))
+    started = Agent(ScriptedModel(["hi"]))
+    started.start()
+    with pytest.raises(ValueError, match="already started"):
+        template_of("a", started)
+    with pytest.raises(TypeError, match="must return an agentfsm Agent"):
+        template_of("a", object())
+    with pytest.raises(ValueError, match="module:factory"):
+        load_factory("no_colon")
+    with pytest.raises(ValueError, match="no callable"):
+        load_factory("tests.temporal.agents:nothing_here")
+    assert load_factory("tests.temporal.agents:make_agent") is agents.make_agent
+
+
+def test_create_worker_needs_an_agent(temporal_target: str) -> None:
+    async def main() -> None:
+        client = await Client.connect(temporal_target)
+        with pytest.raises(ValueError, match="agents is empty"):
+            create_worker(client, task_queue="q", agents={}, store=MemoryStore())
+
+    asyncio.run(main())
+
+
+def test_errors_and_outcomes_cross_the_wire_unchanged() -> None:
+    error = IllegalTransitionError(
+        run_id="r", machine="run", state="ready", event="resume", allowed=("submit",)
+    )
+    from agentfsm.temporal.wire import to_failure
+
+    failure = to_failure(error)
+    back = rebuild(failure.type, failure.message, failure.details[0])
+    assert isinstance(back, IllegalTransitionError)
+    assert str(back) == str(error)
+    assert back.allowed == ("submit",)
+    assert type(rebuild("KeyError", "k")) is KeyError
+    custom = rebuild("SomethingElse", "m")
+    assert type(custom).__name__ == "SomethingElse"
+    assert str(custom) == "m"
+    agent = agents.make_agent()
+    agent.start()
+    outcome = agent.submit("pay 2")
+    assert outcome_of(outcome_json(outcome)) == outcome
+
+
+def test_mid_step_calls_follow_the_contract(
+    temporal_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTFSM_TEST_SLOW", "1.5")
+
+    async def body(runs: TemporalRuns, client: Client) -> tuple[str, str | None]:
+        run = await runs.start("mid-step")
+        turn = asyncio.ensure_future(run.submit("slow 2"))
+        deadline = time.monotonic() + 20
+        while (await run.state()) != "busy" and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        with pytest.raises(ReentrantCallError):  # only submit, cancel, pause mid-step
+            await run.resume()
+        requested = await run.cancel()  # a request, taken at the next step boundary
+        assert requested.state == "busy"
+        outcome = await turn
+        return outcome.state, outcome.reason
+
+    state, reason = on_temporal(temporal_target, MemoryStore(), body)
+    assert reason == "cancelled"
+    assert state != "busy"
+
+
+def test_the_worker_command_refuses_a_bad_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentfsm.cli import main
+
+    store = str(tmp_path / "runs.db")
+    code = main(
+        ["worker", "--temporal", "127.0.0.1:1", "--task-queue", "q", "--agent", "nope",
+         "--store", store]
+    )  # fmt: skip
+    assert code == 1
+    assert "module:factory" in capsys.readouterr().err
