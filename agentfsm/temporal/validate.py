@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from agentfsm.agent import checks
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import to_decision
-from agentfsm.fsm.compiled import Machine, refusal
+from agentfsm.fsm.compiled import refusal
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.names import RunState
 
@@ -22,9 +22,7 @@ from agentfsm.states.names import RunState
 def _select(agent: Agent, event: str, args: dict[str, JSONValue]) -> None:
     """Raise what sending ``event`` now would raise (no transition is taken)."""
     machine = agent._run
-    if isinstance(machine, Machine):
-        machine._select(event, args)  # the guards' own refusal, nothing taken
-    elif not machine.can_send(event, **args):
+    if not machine.can_send(event, **args):  # the guards' own verdict, nothing taken
         raise refusal(machine.compiled, agent.run_id, machine.state, event)
 
 
