@@ -116,6 +116,8 @@ class LoopState(StrEnum):
     """The round waits for approvals or client-side results."""
     AWAITING_INPUT = "awaiting_input"
     """The round waits for the user's answer to ``ask_user``."""
+    VALIDATING = "validating"
+    """The model's final answer is checked against the turn's output type (typed answers)."""
     ANSWERED = "answered"
     """Final: the model answered without tool calls."""
     EXHAUSTED = "exhausted"
@@ -124,6 +126,9 @@ class LoopState(StrEnum):
     """Final: the model call failed after its retries."""
     ABORTED = "aborted"
     """Final: the turn was cancelled, expired or a hook failed."""
+    REJECTED = "rejected"
+    """Final: the answer failed its output validation and could not be retried (the
+    ``output_retries`` budget, or the iteration cap, was spent)."""
 
 
 class LoopEvent(StrEnum):
@@ -139,6 +144,10 @@ class LoopEvent(StrEnum):
     """Every call of the round has its tool message."""
     ABORT = "abort"
     """End the turn from outside (argument ``reason``)."""
+    OUTPUT_VALID = "output_valid"
+    """The final answer validated against the output type (argument ``output``: its JSON)."""
+    OUTPUT_INVALID = "output_invalid"
+    """The final answer did not validate (argument ``errors``: what was wrong)."""
 
 
 class CompletedReason(StrEnum):
@@ -159,6 +168,8 @@ class FailedReason(StrEnum):
     """The application cancelled the turn."""
     EXPIRED = "expired"
     """A wait for approval or input passed its deadline."""
+    OUTPUT_INVALID = "output_invalid"
+    """The final answer failed its output validation and no retry was left."""
 
 
 class InputPolicy(StrEnum):
@@ -181,6 +192,12 @@ RUN_WAITING = frozenset({RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED})
 LOOP_INITIAL = LoopState.THINKING
 """Where every turn starts."""
 LOOP_FINAL = frozenset(
-    {LoopState.ANSWERED, LoopState.EXHAUSTED, LoopState.ERRORED, LoopState.ABORTED}
+    {
+        LoopState.ANSWERED,
+        LoopState.EXHAUSTED,
+        LoopState.ERRORED,
+        LoopState.ABORTED,
+        LoopState.REJECTED,
+    }
 )
 """The final states of TurnLoop."""

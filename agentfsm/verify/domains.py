@@ -187,6 +187,7 @@ DEFAULT_EVENTS: Mapping[str, tuple[Arguments, ...]] = _merged(
         ),
         _LE.RESOLVED: valuations(decisions=_DECISIONS),
         _LE.ABORT: valuations(reason=("cancelled",)),
+        _LE.OUTPUT_INVALID: valuations(errors=(["answer: field required"],)),
     }
 )
 """The arguments tried for each event: one that satisfies its guards and one that does not
@@ -213,11 +214,16 @@ def default_domains(max_iterations: int = 3) -> Domains:
         events=DEFAULT_EVENTS,
         environment=_merged({"at_boundary": (True, False), "input_policy": tuple(InputPolicy)}),
         initial=_merged(
-            {"max_iterations": tuple(range(1, max_iterations + 1)), "max_turns": (None, 1)}
+            {
+                "max_iterations": tuple(range(1, max_iterations + 1)),
+                "max_turns": (None, 1),
+                "output_retries": (None, 0, 1),
+            }
         ),
         abstraction=_merged(
             {
                 "iteration": None,
+                "invalid_outputs": None,
                 "pending": None,
                 "deadline": None,
                 "paused_from": None,

@@ -54,6 +54,15 @@ ENABLE: dict[str | None, Setup] = {
     "may_run_now": _with({}, {"tool_calls": 3}),
     "below_max_iterations": _with({"iteration": 2, "max_iterations": 3}, {}),
     "at_max_iterations": _with({"iteration": 3, "max_iterations": 3}, {}),
+    "answer_to_validate": _with({"output_retries": 2}, {"tool_calls": 0}),
+    "may_retry_output": _with(
+        {"output_retries": 2, "invalid_outputs": 1, "iteration": 2, "max_iterations": 3},
+        {"errors": ["x: field required"]},
+    ),
+    "output_retries_spent": _with(
+        {"output_retries": 2, "invalid_outputs": 2, "iteration": 2, "max_iterations": 3},
+        {"errors": ["x: field required"]},
+    ),
 }
 """guard name → a setup that makes it hold (and the event's arguments)."""
 
@@ -79,7 +88,8 @@ DEFEAT: dict[tuple[str, str], Setup] = {
 }
 """(state, event) → a setup under which every guard of the event out of that state fails.
 
-``model_replied`` and ``tools_finished`` are absent: their guards cover every input.
+``model_replied``, ``tools_finished`` and ``output_invalid`` are absent: their guards cover
+every input.
 """
 
 

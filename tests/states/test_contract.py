@@ -235,7 +235,11 @@ def test_the_decided_extensions_are_marked_as_not_built() -> None:
     text = section("## 6. Decided, not yet built")
 
     assert '!!! note "Decided 2026-11-24; not in the code yet"' in text
-    for name in ("Typed answers", "MCP tools", "Sub-agents", "Fork", "Temporal"):
+    for name in ("MCP tools", "Sub-agents", "Fork", "Temporal"):
         assert f"**{name}.**" in text
-    # Not built means not in the tables: the page says so, and the code agrees.
-    assert "output_invalid" not in {*RUN_TABLE.events, *LOOP_TABLE.events}
+
+
+def test_typed_answers_are_built_and_no_longer_listed_as_decided() -> None:
+    assert "**Typed answers.**" not in section("## 6. Decided, not yet built")
+    assert "**Typed answers.**" in section("## 2. TurnLoop")
+    assert {"output_valid", "output_invalid"} <= set(LOOP_TABLE.events)
