@@ -264,9 +264,7 @@ def test_the_typed_output_survives_a_restart_as_the_same_type(tmp_path: Path) ->
     first.start()
     first.submit("Read invoice A-1")
 
-    again = Agent(
-        structured(), output_type=Invoice, store=SQLiteStore(path), run_id=first.run_id
-    )
+    again = Agent(structured(), output_type=Invoice, store=SQLiteStore(path), run_id=first.run_id)
     again.start()
     outcome = again.outcome()
 
@@ -280,8 +278,10 @@ def test_a_typed_run_replays_exactly_and_its_log_is_a_path_of_the_machines(
 ) -> None:
     store = SQLiteStore(tmp_path / "runs.db")
     if mode == "tool":
-        model = ScriptedModel().tool_call(FINAL_ANSWER, number="A").tool_call(
-            FINAL_ANSWER, number="A", total=1
+        model = (
+            ScriptedModel()
+            .tool_call(FINAL_ANSWER, number="A")
+            .tool_call(FINAL_ANSWER, number="A", total=1)
         )
     else:
         model = structured(BAD, GOOD if mode == "structured" else BAD)
