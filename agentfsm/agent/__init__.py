@@ -9,6 +9,7 @@ from __future__ import annotations
 from agentfsm.agent.context import CONTEXT_WINDOWS, ContextUsage, context_window
 from agentfsm.agent.core import Agent
 from agentfsm.agent.deltas import Delta, StreamItem, StreamListener
+from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
 from agentfsm.agent.turn import OUTCOME_UNKNOWN
 from agentfsm.agent.vocabulary import (
     ASK_USER,
@@ -22,6 +23,7 @@ from agentfsm.agent.vocabulary import (
 __all__ = [
     "ASK_USER",
     "CONTEXT_WINDOWS",
+    "FINAL_ANSWER",
     "INCOMPLETE_MESSAGE",
     "OUTCOME_UNKNOWN",
     "Agent",
@@ -30,6 +32,9 @@ __all__ = [
     "ContextUsage",
     "DecisionLike",
     "Delta",
+    "OutputSpec",
+    "OutputType",
+    "OutputValidator",
     "StreamItem",
     "StreamListener",
     "TurnOutcome",

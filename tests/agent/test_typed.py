@@ -1,4 +1,4 @@
-"""Typed answers: ``Agent(output_type=...)`` validates the answer in the loop's ``validating`` step."""
+"""Typed answers: `Agent(output_type=...)` validates the answer in the `validating` step."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from agentfsm import Agent, ScriptedModel, tool
 from agentfsm.agent.output import ACCEPTED, FINAL_ANSWER, OutputSpec
 from agentfsm.errors import OutputRejectedError
 from agentfsm.states import MachineName
-from agentfsm.stores import SQLiteStore
+from agentfsm.stores import MemoryStore, SQLiteStore
 from agentfsm.stores.exact_replay import replay
 from agentfsm.verify import check_log
 from tests.agent.agent_support import assert_history_valid
@@ -188,7 +188,7 @@ def test_final_answer_called_beside_other_tools_is_refused_as_a_tool_error() -> 
     outcome = agent.submit("Read invoice A-1")
 
     assert outcome.output == Invoice(number="A-1", total=12.5)
-    refused = [m for m in agent.messages if m.role == "tool" and m.name == FINAL_ANSWER][0]
+    refused = next(m for m in agent.messages if m.role == "tool" and m.name == FINAL_ANSWER)
     assert "on its own" in (refused.content or "")
 
 
@@ -368,6 +368,26 @@ def test_strict_mode_is_asked_for_only_for_a_closed_schema() -> None:
     closed = OutputSpec.of(SCHEMA)
     open_ = OutputSpec.of(Invoice)
 
-    assert closed is not None and closed.strict
-    assert open_ is not None and not open_.strict
+    assert closed is not None
+    assert closed.strict
+    assert open_ is not None
+    assert not open_.strict
     assert OutputSpec.of(None) is None
+
+
+def test_a_run_stopped_between_its_answer_and_the_check_validates_it_on_restart() -> None:
+    done = MemoryStore()
+    first = Agent(structured(GOOD), output_type=Invoice, store=done)
+    first.start()
+    first.submit("Read invoice A-1")
+    log = done.events(first.run_id)
+    cut = next(i for i, e in enumerate(log) if e.target == "validating") + 1
+    stopped = MemoryStore()  # as a crash right after the answer was stored would leave it
+    stopped.save(replay(log[:cut]), log[:cut], expected_version=None)
+
+    again = Agent(structured(), output_type=Invoice, store=stopped, run_id=first.run_id)
+    assert again.loop_state == "validating"
+    outcome = again.start()
+
+    assert outcome.output == Invoice(number="A-1", total=12.5)
+    assert [e.event for e in stopped.events(first.run_id)][cut:] == ["output_valid", "complete"]
