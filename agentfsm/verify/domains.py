@@ -198,12 +198,15 @@ guard that counts decisions instead of matching their ids is caught (one decisio
 wrong call has the right count)."""
 
 
-def default_domains(max_iterations: int = 3) -> Domains:
+def default_domains(max_iterations: int = 3, *, typed: bool = False) -> Domains:
     """The domains that cover every guard of RunLifecycle and TurnLoop both ways.
 
     Args:
         max_iterations: The bound: runs are explored with every ``max_iterations`` from 1 to
             this, each with and without a one-turn cap.
+        typed: Explore typed answers too: runs without an output type and with
+            ``output_retries`` of 0 and 1 (a loop with a ``validating`` state needs it;
+            `verify` sets it for such a loop when it builds the default domains).
 
     Raises:
         ValueError: ``max_iterations`` is below 1.
@@ -217,7 +220,7 @@ def default_domains(max_iterations: int = 3) -> Domains:
             {
                 "max_iterations": tuple(range(1, max_iterations + 1)),
                 "max_turns": (None, 1),
-                "output_retries": (None, 0, 1),
+                "output_retries": (None, 0, 1) if typed else (None,),
             }
         ),
         abstraction=_merged(

@@ -332,7 +332,7 @@ def test_a_raising_enter_action_of_the_loop_fails_exceptions() -> None:
 
 
 def test_an_environment_field_with_a_single_value_is_not_varied() -> None:
-    domains = default_domains(2).extended(environment={"at_boundary": (True,)})
+    domains = default_domains(2, typed=True).extended(environment={"at_boundary": (True,)})
 
     report = verify(domains=domains)
 
