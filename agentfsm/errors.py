@@ -29,6 +29,7 @@
     │   ├── ModelCallError          the request failed: status, connection or timeout
     │   └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
     ├── ModelConfigError            a model that cannot be built: unknown spec, no API key
+    ├── OutputRejectedError         an output validator sends the answer back to the model
     ├── DiagramRenderError          a diagram that cannot be written: no `dot`, unknown suffix
     ├── ReplayError                 an event log that cannot be replayed into a run
     ├── ForkError                   a fork that cannot be made: no such run, bad seq, bad edit
@@ -571,6 +572,30 @@ class ModelConfigError(AgentFSMError):
         super().__init__(f"model {spec!r} cannot be used: {problem}")
 
 
+class OutputRejectedError(AgentFSMError):
+    """Raised by an output validator to send the model's answer back with ``message``.
+
+    An Agent with an ``output_type`` runs its ``output_validators`` on an answer that
+    validated against the type. One that raises this error makes the answer invalid: the
+    loop records ``output_invalid`` with ``message`` as the error, and the model gets
+    ``message`` to correct its answer while the turn's ``output_retries`` last (then the
+    turn fails with reason ``output_invalid``). Any other exception a validator raises
+    fails the turn with reason ``error``.
+
+    Attributes:
+        message: What is wrong with the answer, for the model to read.
+    """
+
+    def __init__(self, message: str) -> None:
+        if not isinstance(message, str) or not message.strip():
+            raise TypeError(
+                f"OutputRejectedError needs a message for the model (a non-empty str), "
+                f"not {message!r}"
+            )
+        self.message = message
+        super().__init__(message)
+
+
 class StoreError(AgentFSMError):
     """A run store refused or failed an operation; what was stored before is unchanged."""
 
@@ -845,6 +870,7 @@ __all__ = [
     "ModelConfigError",
     "ModelError",
     "ModelResponseError",
+    "OutputRejectedError",
     "ReentrantCallError",
     "ReplayError",
     "SchemaVersionError",

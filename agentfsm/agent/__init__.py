@@ -10,6 +10,7 @@ from agentfsm.agent.children import AgentTool, agent_tool, child_run_id
 from agentfsm.agent.context import CONTEXT_WINDOWS, ContextUsage, context_window
 from agentfsm.agent.core import Agent
 from agentfsm.agent.deltas import Delta, StreamItem, StreamListener
+from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
 from agentfsm.agent.turn import OUTCOME_UNKNOWN
 from agentfsm.agent.vocabulary import (
     ASK_USER,
@@ -23,6 +24,7 @@ from agentfsm.agent.vocabulary import (
 __all__ = [
     "ASK_USER",
     "CONTEXT_WINDOWS",
+    "FINAL_ANSWER",
     "INCOMPLETE_MESSAGE",
     "OUTCOME_UNKNOWN",
     "Agent",
@@ -32,6 +34,9 @@ __all__ = [
     "ContextUsage",
     "DecisionLike",
     "Delta",
+    "OutputSpec",
+    "OutputType",
+    "OutputValidator",
     "StreamItem",
     "StreamListener",
     "TurnOutcome",

@@ -12,10 +12,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from agentfsm import _checks as checks
+from agentfsm.agent.output import FINAL_ANSWER, OutputSpec
 from agentfsm.agent.vocabulary import ASK_USER, AgentListener
 from agentfsm.errors import GuardFailedError, IllegalTransitionError
 from agentfsm.states.names import InputPolicy, RunState
 from agentfsm.stores.base import RunStore
+from agentfsm.stores.snapshot import Snapshot
 from agentfsm.tools.checks import tool_items
 from agentfsm.tools.hooks import Hooks
 from agentfsm.tools.registry import ToolRegistry
@@ -133,6 +135,36 @@ def enabled_tools(enabled: Iterable[str] | None, registry: ToolRegistry, ask_use
         raise ValueError(
             f"enabled_tools names {', '.join(map(repr, unknown))}, which no tool has; "
             f"the tools are {', '.join(map(repr, sorted(known))) or 'none'}"
+        )
+
+
+def final_answer_free(registry: ToolRegistry) -> None:
+    """Check that no tool takes the name of the typed answer's ``final_answer`` tool.
+
+    Raises:
+        ValueError: A registered tool is named ``final_answer``.
+    """
+    if registry.find(FINAL_ANSWER) is not None:
+        raise ValueError(
+            f"tools has a tool named {FINAL_ANSWER!r}, the name an output_type needs for its "
+            "final-answer tool (the model has no structured output); rename that tool"
+        )
+
+
+def same_output_type(stored: Snapshot, spec: OutputSpec | None) -> None:
+    """Check that a run restored from its store gets the kind of output type it began with.
+
+    Raises:
+        ValueError: The run was started with an output type and none is given, or the
+            other way round.
+    """
+    typed = stored.output_retries is not None
+    if typed != (spec is not None):
+        began = "with an output_type" if typed else "without an output_type"
+        raise ValueError(
+            f"run {stored.run_id!r} was started {began}; construct the Agent that restores "
+            f"it {began} too (output_type is "
+            f"{'None' if spec is None else 'given'})"
         )
 
 

@@ -20,6 +20,7 @@ from agentfsm.agent import checks
 from agentfsm.agent._sync import SyncFacade, SyncRunner
 from agentfsm.agent.context import ContextControl
 from agentfsm.agent.deltas import StreamItem, StreamListener
+from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
 from agentfsm.agent.steps import StepGuard, step
 from agentfsm.agent.vocabulary import (
     ASK_USER,
@@ -89,6 +90,16 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             tools: a restored run uses them without contacting the servers. A source that
             announces a change is listed again between two rounds. A source that cannot be
             listed when a turn starts, or whose tools clash with others, refuses the submit.
+        output_type: What the final answer must be: a pydantic model class, or a JSON
+            Schema of an object; None (the default) for a text answer. A typed answer is
+            validated in the loop's ``validating`` step and is the outcome's ``output``;
+            the model is asked for it with its structured output (``response_format``) if
+            it has it (`StructuredModel`), else through a ``final_answer`` tool.
+        output_retries: How many invalid answers a turn sends back to the model, with what
+            was wrong, before it fails with reason ``output_invalid`` (default 2).
+        output_validators: The application's checks of an answer that validated, in order:
+            each ``validator(output)`` (sync or async) returns None or a new output, or
+            raises `OutputRejectedError` to send the answer back with its message.
     """
 
     __slots__ = (
@@ -121,9 +132,13 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         store: RunStore | None = None,
         context_window: int | None = None,
         mcp_servers: Iterable[ToolSource] = (),
+        output_type: OutputType | None = None,
+        output_retries: int = 2,
+        output_validators: Iterable[OutputValidator] = (),
     ) -> None:
         checks.agent_arguments(locals())
         sources = checks.tool_sources(mcp_servers)
+        spec = OutputSpec.of(output_type, output_retries, output_validators)
         self.model = resolve_model(model) if isinstance(model, str) else model
         """The model that answers."""
         self.hooks = hooks if isinstance(hooks, Hooks) else hooks_from(hooks or {})
@@ -143,6 +158,13 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self.enabled_tools = None if enabled_tools is None else frozenset(enabled_tools)
         if self.enabled_tools is not None and ask_user:
             self.enabled_tools |= {ASK_USER}
+        structured = getattr(self.model, "structured_output", False) is True
+        if spec is not None and not structured:
+            checks.final_answer_free(registry)
+            registry.register(spec.tool())
+            if self.enabled_tools is not None:
+                self.enabled_tools |= {FINAL_ANSWER}
+        self._typed(spec, structured)
         self.user_id = user_id
         self.action_timeout = action_timeout
         self.input_timeout = input_timeout
@@ -171,6 +193,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._fresh()
         stored = store.load(run_id) if store is not None and run_id is not None else None
         if stored is not None:
+            checks.same_output_type(stored, spec)
             self._restore(stored)
         self._restored = stored is not None
 
@@ -264,8 +287,15 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             if self.state == RunState.COMPLETED and last is not None and last.role == "assistant"
             else None
         )
-        error = self._failure() if self._data.reason == FailedReason.ERROR else None
-        return TurnOutcome(self.state, self.reason, reply, self.pending, self.question, error)
+        failed = self._data.reason in (FailedReason.ERROR, FailedReason.OUTPUT_INVALID)
+        error = self._failure() if failed else None
+        if self._output_spec is None:
+            return TurnOutcome(self.state, self.reason, reply, self.pending, self.question, error)
+        output = self._typed_output()
+        reply = self._answer_text() if output is not None else reply
+        return TurnOutcome(
+            self.state, self.reason, reply, self.pending, self.question, error, output
+        )
 
     def _failure(self) -> ErrorDetails | None:
         """The error that failed the last turn; for a restored run, from its ``fail`` event."""
@@ -366,6 +396,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._restored = False
         max_iterations, max_turns, input_policy = self._config
         parent = self._parent
+        typed = {} if self._output_spec is None else {"output_retries": self._data.output_retries}
         self._run.send(
             "start",
             max_iterations=max_iterations,
@@ -373,6 +404,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             input_policy=str(input_policy),
             system_prompt=self._system_prompt,
             **({} if parent is None else {"parent_run": parent[0], "parent_call": parent[1]}),
+            **typed,
         )
         return self.outcome()
 

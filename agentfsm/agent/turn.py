@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import cast
 
 from agentfsm.agent.deltas import Delta, StreamListener, takes_deltas
-from agentfsm.agent.record import NO_DECISIONS, RunRecord
+from agentfsm.agent.record import NO_DECISIONS
+from agentfsm.agent.typed import TypedAnswers
 from agentfsm.agent.vocabulary import ASK_USER, INCOMPLETE_MESSAGE, question_of
 from agentfsm.errors import AgentFSMError, ModelError
 from agentfsm.fsm import AnyMachine
@@ -23,6 +24,7 @@ from agentfsm.llm.base import (
     ModelResponse,
     RetryNotice,
     StreamingModel,
+    StructuredModel,
     check_finish,
 )
 from agentfsm.states.json import JSONObject, JSONValue
@@ -50,7 +52,7 @@ _IN_ROUND = frozenset({LoopState.ACTING, LoopState.DELEGATING})
 """The loop states in which a turn goes on with its open round."""
 
 
-class TurnDriver(RunRecord):
+class TurnDriver(TypedAnswers):
     """Runs a turn from where its loop is until it ends, waits or pauses."""
 
     __slots__ = (
@@ -205,6 +207,8 @@ class TurnDriver(RunRecord):
         loop = self._loop_machine()
         if loop.state in _IN_ROUND:
             await self._tool_round()
+        elif loop.state == LoopState.VALIDATING:  # restored between an answer and its check
+            await self._validate()
         while loop.state == LoopState.THINKING:
             if self._due():
                 await self._tell()
@@ -213,6 +217,8 @@ class TurnDriver(RunRecord):
             await self._think()
             if loop.state == LoopState.ACTING:
                 await self._tool_round()
+            elif loop.state == LoopState.VALIDATING:  # (only a typed run's answer)
+                await self._validate()
         if self._data.state == RunState.BUSY:
             await self._finish(loop.state)
         if self._due():
@@ -230,6 +236,9 @@ class TurnDriver(RunRecord):
             if last is None or last.role != "assistant" or last.content != final:
                 self._append((Message.assistant(final),))
             await self._complete()
+        elif loop_state == LoopState.REJECTED:
+            self._error = self._rejection()
+            self._run.send("fail", **self._error.event_data())
         elif loop_state == LoopState.ERRORED:  # a crash came between the loop's and the run's
             self._error = ErrorDetails(
                 "ModelError", "the model call failed just before the process stopped"
@@ -340,11 +349,30 @@ class TurnDriver(RunRecord):
     def _call_model(self) -> Awaitable[ModelResponse]:
         messages = tuple(self._messages)  # a view: the model cannot change the history (I10)
         tools = self.tools.openai_tools(self.enabled_tools)
+        if self._response_format is not None:  # a typed run, on a model with structured output
+            return self._call_structured(messages, tools)
         if self._delta_listeners and takes_deltas(self.model):
             model = cast("StreamingModel", self.model)
             on_delta = self._on_delta
             return model.complete(messages, tools, on_retry=self._on_retry, on_delta=on_delta)
         return self.model.complete(messages, tools, on_retry=self._on_retry)
+
+    def _call_structured(
+        self, messages: tuple[Message, ...], tools: list[JSONObject]
+    ) -> Awaitable[ModelResponse]:
+        model = cast("StructuredModel", self.model)
+        on_delta = self._on_delta if self._delta_listeners and takes_deltas(model) else None
+        if on_delta is None:
+            return model.complete(
+                messages, tools, on_retry=self._on_retry, response_format=self._response_format
+            )
+        return model.complete(
+            messages,
+            tools,
+            on_retry=self._on_retry,
+            on_delta=on_delta,
+            response_format=self._response_format,
+        )
 
     def _on_delta(self, delta: ModelDelta) -> None:
         """Tell the listeners that asked for them of a piece of the model's answer."""
@@ -369,7 +397,7 @@ class TurnDriver(RunRecord):
         loop = self._loop_machine()
         loop.send(
             "model_replied",
-            tool_calls=len(calls),
+            tool_calls=self._answer_calls(calls) if self._answer_by_tool else len(calls),
             needing_action=len(waiting) - len(asking),
             asking_user=len(asking),
             message=self._dump(reply),

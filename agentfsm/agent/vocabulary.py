@@ -69,7 +69,11 @@ class TurnOutcome:
     """The question awaiting `provide_input`."""
     error: ErrorDetails | None = None
     """Why the turn failed, when its reason is ``error``: the model's, tool's or hook's
-    error type and message, whether it may be retried, and the wait a server asked for."""
+    error type and message, whether it may be retried, and the wait a server asked for; or,
+    when it is ``output_invalid``, what was wrong with the last answer."""
+    output: object = None
+    """The typed answer of a run with an ``output_type``, when the turn completed with a
+    valid one: an instance of the pydantic model (or the JSON value, for a JSON Schema)."""
 
 
 def to_decision(call_id: str, value: DecisionLike) -> Decision:

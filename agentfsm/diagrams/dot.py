@@ -42,7 +42,7 @@ _CURRENT = {"color": "#dc2626", "fillcolor": "#fecaca", "penwidth": "3"}
 _TAKEN = {"color": "#2563eb", "fontcolor": "#2563eb"}
 _EDGE = {"color": "gray30", "fontname": FONT, "fontsize": "10"}
 
-_LAYOUT = {"nodesep": "0.5", "ranksep": "0.7"}
+_LAYOUT = {"nodesep": "0.6", "ranksep": "0.7"}
 """Room between nodes of a rank and between ranks, in inches. Edge labels are laid out as
 nodes of their own, so at Graphviz's defaults (0.25, 0.5) the labels of the many edges
 between ``busy``, ``paused`` and the waits touch or cover each other and the ``now`` mark;

@@ -48,3 +48,8 @@ class RunData:
     """Inputs submitted while busy, to be submitted when the turn ends."""
     cancel_requested: bool = False
     """An interrupting submit asked to cancel the turn at its next boundary."""
+    output_retries: int | None = None
+    """How many invalid final answers a turn may send back to the model; None when the run
+    has no output type (its answers are not validated)."""
+    invalid_outputs: int = 0
+    """Final answers of the current turn that failed their output validation."""

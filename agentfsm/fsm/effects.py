@@ -48,6 +48,7 @@ def begin_turn(
     model.question = None
     model.deadline = None
     model.cancel_requested = False
+    model.invalid_outputs = 0
 
 
 def queue_input(model: RunData, source: object = None, text: object = None, **_: object) -> None:
@@ -102,8 +103,14 @@ def finish_turn(model: RunData, source: object = None, **_: object) -> None:
 
 
 def record_error(model: RunData, source: object = None, **_: object) -> None:
-    """The turn failed with an error."""
-    model.reason = FailedReason.ERROR
+    """The turn failed: with an error, or with an answer its loop rejected as invalid."""
+    rejected = model.loop_state == LoopState.REJECTED
+    model.reason = FailedReason.OUTPUT_INVALID if rejected else FailedReason.ERROR
+
+
+def count_invalid_output(model: RunData, source: object = None, **_: object) -> None:
+    """One more final answer of the turn failed its output validation."""
+    model.invalid_outputs += 1
 
 
 def cancel_turn(model: RunData, source: object = None, **_: object) -> None:

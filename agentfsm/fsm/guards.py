@@ -117,8 +117,13 @@ def _count(value: object) -> int:
 
 
 def no_tool_calls(model: RunData, tool_calls: object = 0, **_: object) -> bool:
-    """The response has no tool calls."""
-    return _count(tool_calls) == 0
+    """The response has no tool calls, and the run has no output type to validate it against."""
+    return _count(tool_calls) == 0 and model.output_retries is None
+
+
+def answer_to_validate(model: RunData, tool_calls: object = 0, **_: object) -> bool:
+    """The response has no tool calls, and the run has an output type: it is validated."""
+    return _count(tool_calls) == 0 and model.output_retries is not None
 
 
 def needs_action(
@@ -172,6 +177,17 @@ def child_asks_user(
     return _count(needing_action) == 0 and _count(asking_user) > 0
 
 
+def may_retry_output(model: RunData, **_: object) -> bool:
+    """An invalid answer may go back to the model: retries and iterations are left."""
+    retries = model.output_retries or 0
+    return model.invalid_outputs < retries and model.iteration < model.max_iterations
+
+
+def output_retries_spent(model: RunData, **_: object) -> bool:
+    """An invalid answer cannot go back to the model: no retry or no iteration is left."""
+    return not may_retry_output(model)
+
+
 GUARD_FUNCTIONS: dict[str, Guard] = {
     guard.__name__: guard
     for guard in (
@@ -192,6 +208,7 @@ GUARD_FUNCTIONS: dict[str, Guard] = {
         paused_in_completed,
         paused_in_failed,
         no_tool_calls,
+        answer_to_validate,
         needs_action,
         asks_user_only,
         may_run_now,
@@ -199,6 +216,8 @@ GUARD_FUNCTIONS: dict[str, Guard] = {
         at_max_iterations,
         child_needs_action,
         child_asks_user,
+        may_retry_output,
+        output_retries_spent,
     )
 }
 """Every guard by its name, as `agentfsm.states.GUARDS` names them."""

@@ -16,7 +16,7 @@ from agentfsm.fsm.data import RunData
 
 
 class TurnLoop(StateChart[RunData]):
-    """thinking → acting → thinking … until answered, exhausted, errored or aborted.
+    """thinking → acting → thinking … until answered, exhausted, errored, aborted or rejected.
 
     Construct it with ``state_field="loop_state"``; entering ``thinking`` counts an iteration.
     """
@@ -29,13 +29,16 @@ class TurnLoop(StateChart[RunData]):
     awaiting_action = State()
     awaiting_input = State()
     delegating = State()
+    validating = State()
     answered = State(final=True)
     exhausted = State(final=True)
     errored = State(final=True)
     aborted = State(final=True)
+    rejected = State(final=True)
 
-    model_replied = (  # the four guards are mutually exclusive and cover every response
+    model_replied = (  # the five guards are mutually exclusive and cover every response
         thinking.to(answered, cond=g.no_tool_calls)
+        | thinking.to(validating, cond=g.answer_to_validate)
         | thinking.to(awaiting_action, cond=g.needs_action)
         | thinking.to(awaiting_input, cond=g.asks_user_only)
         | thinking.to(acting, cond=g.may_run_now)
@@ -59,4 +62,9 @@ class TurnLoop(StateChart[RunData]):
         | awaiting_action.to(aborted)
         | awaiting_input.to(aborted)
         | delegating.to(aborted)
+        | validating.to(aborted)
     )
+    output_valid = validating.to(answered)
+    output_invalid = validating.to(
+        thinking, cond=g.may_retry_output, on=fx.count_invalid_output
+    ) | validating.to(rejected, cond=g.output_retries_spent, on=fx.count_invalid_output)

@@ -17,6 +17,7 @@ from agentfsm.llm.base import (
     RetryListener,
     RetryNotice,
     StreamingModel,
+    StructuredModel,
     Usage,
     check_finish,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "ScriptedRequest",
     "Sleep",
     "StreamingModel",
+    "StructuredModel",
     "Usage",
     "check_finish",
     "is_transient_status",

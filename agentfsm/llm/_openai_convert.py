@@ -42,6 +42,22 @@ _FINISH_REASONS = {
 }
 
 
+STRUCTURED_OUTPUT_MODELS = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4")
+"""Model id prefixes of OpenAI models with structured output (``response_format`` with a
+JSON Schema). Other ids — another server's models — get a ``final_answer`` tool instead,
+unless `OpenAIModel` is told ``structured_output=True``."""
+
+
+def supports_structured_output(model: str) -> bool:
+    """Whether the model id names an OpenAI model with structured output.
+
+    Example:
+        >>> supports_structured_output("gpt-4o-mini"), supports_structured_output("llama3")
+        (True, False)
+    """
+    return model.startswith(STRUCTURED_OUTPUT_MODELS) and model != "gpt-4o-2024-05-13"
+
+
 @dataclass(frozen=True, slots=True)
 class Origin:
     """Which model and attempt a response came from, for the errors it may raise."""

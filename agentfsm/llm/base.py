@@ -202,3 +202,33 @@ class StreamingModel(Model, Protocol):
     ) -> ModelResponse:
         """Answer ``messages``, offering ``tools``, telling ``on_delta`` of each piece."""
         ...
+
+
+@runtime_checkable
+class StructuredModel(Model, Protocol):
+    """A `Model` that can hold its answer to a JSON Schema: the API's structured output.
+
+    Its ``structured_output`` says whether it can (for `OpenAIModel`, per model). An Agent
+    with an ``output_type`` then passes ``response_format`` (the chat completions form,
+    ``{"type": "json_schema", "json_schema": {...}}``) with every call, and expects the
+    answer as JSON text; for a model that cannot (or any other `Model`), it offers a
+    ``final_answer`` tool instead. ``on_delta`` is passed only to a model that streams, as
+    for `StreamingModel`.
+    """
+
+    @property
+    def structured_output(self) -> bool:
+        """Whether ``complete`` honours ``response_format``."""
+        ...
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[JSONObject],
+        *,
+        on_retry: RetryListener | None = None,
+        on_delta: DeltaListener | None = None,
+        response_format: JSONObject | None = None,
+    ) -> ModelResponse:
+        """Answer ``messages``, offering ``tools``, in the shape ``response_format`` asks."""
+        ...

@@ -36,7 +36,12 @@ from typing import TYPE_CHECKING, cast
 from agentfsm import _checks as checks
 from agentfsm._redact import redact
 from agentfsm.errors import ModelCallError, ModelConfigError, ModelError, ModelResponseError
-from agentfsm.llm._openai_convert import Origin, StreamAssembly, from_completion
+from agentfsm.llm._openai_convert import (
+    Origin,
+    StreamAssembly,
+    from_completion,
+    supports_structured_output,
+)
 from agentfsm.llm.base import (
     DeltaKind,
     DeltaListener,
@@ -52,6 +57,7 @@ from agentfsm.states.messages import Message
 if TYPE_CHECKING:  # openai takes most of a second to import: it is imported on first use
     import openai
     from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
+    from openai.types.chat.completion_create_params import ResponseFormat
 
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 """The environment variable the API key is read from when none is given."""
@@ -67,6 +73,15 @@ Clock = Callable[[], float]
 
 _BROKEN_REASONS = frozenset({"no_finish_reason", "malformed"})
 """Unusable answers that are retried: they arrived broken, not as the server meant them."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Offer:
+    """What one call sends: the conversation, the tools and the answer's shape."""
+
+    messages: Sequence[Message]
+    tools: Sequence[JSONObject]
+    response_format: JSONObject | None
 
 
 class _BrokenError(Exception):
@@ -175,6 +190,10 @@ class OpenAIModel:
         deadline: Seconds one call may take in all, its attempts and the waits between
             them (each attempt gets at most what is left); None for no limit.
         clock: The monotonic clock the deadline is measured with (``time.monotonic``).
+        structured_output: Whether the model honours a JSON Schema ``response_format``
+            (structured output), which a typed Agent then uses; None (the default) decides
+            by the model id (`supports_structured_output`). False makes a typed Agent offer
+            a ``final_answer`` tool instead.
 
     Raises:
         TypeError: An argument of the wrong type (``model`` not a string, ``timeout="5s"``…).
@@ -196,8 +215,11 @@ class OpenAIModel:
         client: openai.AsyncOpenAI | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
         clock: Clock = time.monotonic,
+        structured_output: bool | None = None,
     ) -> None:
         _check_arguments(model, base_url, api_key, timeout, connect_timeout, retry, stream)
+        if structured_output is not None:
+            checks.flag("structured_output", structured_output)
         checks.seconds("deadline", deadline, optional=True)
         checks.callable_or_none("sleep", sleep)
         checks.callable_or_none("clock", clock)
@@ -221,11 +243,19 @@ class OpenAIModel:
         self._client = client
         self._deadline = deadline
         self._clock = clock
+        self._structured = (
+            supports_structured_output(model) if structured_output is None else structured_output
+        )
 
     @property
     def name(self) -> str:
         """The model id."""
         return self._model
+
+    @property
+    def structured_output(self) -> bool:
+        """Whether ``complete`` sends a ``response_format`` (structured output)."""
+        return self._structured
 
     @property
     def retry(self) -> RetryPolicy:
@@ -253,8 +283,12 @@ class OpenAIModel:
         *,
         on_retry: RetryListener | None = None,
         on_delta: DeltaListener | None = None,
+        response_format: JSONObject | None = None,
     ) -> ModelResponse:
         """Answer ``messages``, offering ``tools``; transient failures are retried.
+
+        With ``response_format`` (a typed Agent's JSON Schema, when `structured_output`),
+        it is sent with each attempt: the answer is JSON text in that shape.
 
         With ``stream=True``, ``on_delta`` is told each piece of the answer as it arrives
         (without a stream, it is told nothing). An attempt that told pieces and fails — cut
@@ -280,7 +314,8 @@ class OpenAIModel:
                 if told is not None:
                     told.attempt = attempts
                 try:
-                    return await self._bounded(client, messages, tools, attempts, started, told)
+                    offer = _Offer(messages, tools, response_format)
+                    return await self._bounded(client, offer, attempts, started, told)
                 except (openai.OpenAIError, _BrokenError, ModelError) as error:
                     if told is not None:
                         told.failed()
@@ -297,8 +332,7 @@ class OpenAIModel:
     async def _bounded(
         self,
         client: openai.AsyncOpenAI,
-        messages: Sequence[Message],
-        tools: Sequence[JSONObject],
+        offer: _Offer,
         attempt: int,
         started: float,
         told: _Told | None,
@@ -306,11 +340,11 @@ class OpenAIModel:
         """One attempt, given at most what is left of the call's deadline."""
         left = self._left(started)
         if left is None:
-            return await self._attempt(client, messages, tools, attempt, told)
+            return await self._attempt(client, offer, attempt, told)
         if left <= 0:
             raise self._deadline_passed(attempt - 1, None, None)
         try:
-            one = self._attempt(client, messages, tools, attempt, told)
+            one = self._attempt(client, offer, attempt, told)
             return await asyncio.wait_for(one, left)
         except TimeoutError:
             raise self._deadline_passed(attempt, None, None) from None
@@ -368,15 +402,14 @@ class OpenAIModel:
     async def _attempt(
         self,
         client: openai.AsyncOpenAI,
-        messages: Sequence[Message],
-        tools: Sequence[JSONObject],
+        offer: _Offer,
         attempt: int,
         told: _Told | None,
     ) -> ModelResponse:
         """One request; an answer that arrived broken raises `_BrokenError` (so it is retried)."""
         origin = Origin(self._model, attempt)
         try:
-            return await self._request(client, messages, tools, origin, told)
+            return await self._request(client, offer, origin, told)
         except json.JSONDecodeError as error:
             raise _BrokenError(
                 origin.error("malformed", f"its body is not valid JSON ({error})")
@@ -387,25 +420,25 @@ class OpenAIModel:
             raise
 
     async def _request(
-        self,
-        client: openai.AsyncOpenAI,
-        messages: Sequence[Message],
-        tools: Sequence[JSONObject],
-        origin: Origin,
-        told: _Told | None,
+        self, client: openai.AsyncOpenAI, offer: _Offer, origin: Origin, told: _Told | None
     ) -> ModelResponse:
         import openai
 
-        sent = cast("list[ChatCompletionMessageParam]", [m.to_openai() for m in messages])
+        sent = cast("list[ChatCompletionMessageParam]", [m.to_openai() for m in offer.messages])
+        tools = offer.tools
         offered = cast("list[ChatCompletionToolUnionParam]", list(tools)) if tools else openai.omit
+        shape = cast("ResponseFormat", offer.response_format or openai.omit)
         completions = client.chat.completions
         if not self._stream:
-            completion = await completions.create(model=self._model, messages=sent, tools=offered)
+            completion = await completions.create(
+                model=self._model, messages=sent, tools=offered, response_format=shape
+            )
             return from_completion(origin, completion)
         stream = await completions.create(
             model=self._model,
             messages=sent,
             tools=offered,
+            response_format=shape,
             stream=True,
             stream_options={"include_usage": True},
         )

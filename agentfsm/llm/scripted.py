@@ -52,10 +52,13 @@ class ScriptedRequest:
     Attributes:
         messages: The conversation it was sent.
         tools: The tool schemas it was offered.
+        response_format: The structured output asked for (a typed run's, on a model with
+            ``structured_output``), else None.
     """
 
     messages: tuple[Message, ...]
     tools: tuple[JSONObject, ...]
+    response_format: JSONObject | None = None
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -92,6 +95,9 @@ class ScriptedModel:
         chunk_size: Stream each answer to ``on_delta`` (see `complete`) in pieces of this
             many characters: its text, then each tool call's arguments. None (the default)
             streams nothing.
+        structured_output: Act as a model with structured output (`StructuredModel`): a
+            typed run then passes ``response_format`` (recorded in `requests`) and expects
+            the answer as JSON text. False (the default): it offers a ``final_answer`` tool.
 
     Raises:
         TypeError: An argument of the wrong type.
@@ -105,6 +111,7 @@ class ScriptedModel:
         name: str = "scripted",
         fallback: Responder | None = None,
         chunk_size: int | None = None,
+        structured_output: bool = False,
     ) -> None:
         if isinstance(steps, (str, bytes)) or not isinstance(steps, Iterable):
             checks.refuse_type("steps", steps, "an iterable of script steps (responses)")
@@ -116,8 +123,10 @@ class ScriptedModel:
             checks.refuse_type("chunk_size", chunk_size, "an int or None")
         if chunk_size is not None and chunk_size < 1:
             raise ValueError(f"chunk_size is {chunk_size!r}; expected an int >= 1 or None")
+        checks.flag("structured_output", structured_output)
         self._name = name
         self._chunk_size = chunk_size
+        self._structured = structured_output
         self._steps: list[ScriptStep | _CutOff] = list(steps)
         self._scripted = len(self._steps)
         self._fallback = fallback
@@ -140,6 +149,11 @@ class ScriptedModel:
     def name(self) -> str:
         """The model's name."""
         return self._name
+
+    @property
+    def structured_output(self) -> bool:
+        """Whether ``complete`` takes a ``response_format`` (structured output)."""
+        return self._structured
 
     @property
     def remaining(self) -> int:
@@ -227,6 +241,7 @@ class ScriptedModel:
         *,
         on_retry: RetryListener | None = None,
         on_delta: DeltaListener | None = None,
+        response_format: JSONObject | None = None,
     ) -> ModelResponse:
         """Record the call and answer it with the next step of the script.
 
@@ -237,7 +252,7 @@ class ScriptedModel:
             ModelResponseError: The script ran out and there is no fallback.
             BaseException: Whatever exception the step is.
         """
-        self.requests.append(ScriptedRequest(tuple(messages), tuple(tools)))
+        self.requests.append(ScriptedRequest(tuple(messages), tuple(tools), response_format))
         streaming = on_delta if self._chunk_size is not None else None
         attempt = 1
         step = self._next_step()

@@ -123,6 +123,7 @@ RUN_EFFECTS: tuple[Postcondition, ...] = (
             "loop_state": value(None),
             "reason": value(None),
             "cancel_requested": value(False),
+            "invalid_outputs": value(0),
             **_NO_WAIT,
         },
     ),
@@ -167,6 +168,12 @@ RUN_EFFECTS: tuple[Postcondition, ...] = (
     ),
     _post(_E.FAIL, (_R.BUSY,), {"reason": value(FailedReason.ERROR.value)}),
     _post(
+        _E.FAIL,
+        (_R.BUSY,),
+        {"reason": value(FailedReason.OUTPUT_INVALID.value)},
+        when={"loop_state": _L.REJECTED.value},
+    ),
+    _post(
         _E.CANCEL,
         (_R.BUSY, *_WAITS),
         {
@@ -191,10 +198,22 @@ LOOP_EFFECTS: tuple[Postcondition, ...] = (
         {"iteration": Expect(ExpectKind.INCREMENT, 1)},
         target=_L.THINKING,
     ),
+    _post(
+        _LE.OUTPUT_INVALID,
+        (_L.VALIDATING,),
+        {"invalid_outputs": Expect(ExpectKind.INCREMENT, 1)},
+    ),
+    _post(
+        _LE.OUTPUT_INVALID,
+        (_L.VALIDATING,),
+        {"iteration": Expect(ExpectKind.INCREMENT, 1)},
+        target=_L.THINKING,
+    ),
 )
 """TurnLoop's effects (docs/contract.md §2): deciding every pending call clears the wait, and
 entering ``thinking`` starts an iteration. ``tools_finished`` at the cap goes to
-``exhausted`` instead, which changes nothing."""
+``exhausted`` instead, which changes nothing. Each ``output_invalid`` counts an invalid answer
+(and one sent back to the model starts an iteration)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +241,8 @@ COUPLINGS: tuple[Coupling, ...] = (
     Coupling(_LOOP, _LE.TOOLS_FINISHED, _L.EXHAUSTED, _E.COMPLETE),
     Coupling(_LOOP, _LE.MODEL_FAILED, _L.ERRORED, _E.FAIL),
     Coupling(_LOOP, _LE.ABORT, _L.ABORTED, _E.FAIL),
+    Coupling(_LOOP, _LE.OUTPUT_VALID, _L.ANSWERED, _E.COMPLETE),
+    Coupling(_LOOP, _LE.OUTPUT_INVALID, _L.REJECTED, _E.FAIL),
     Coupling(_RUN, _E.RESOLVE_ACTION, _R.BUSY, _LE.RESOLVED),
     Coupling(_RUN, _E.PROVIDE_INPUT, _R.BUSY, _LE.RESOLVED),
     Coupling(_RUN, _E.CANCEL, _R.FAILED, _LE.ABORT),
@@ -229,11 +250,12 @@ COUPLINGS: tuple[Coupling, ...] = (
     Coupling(_RUN, _E.SHUTDOWN, _R.SHUTDOWN, _LE.ABORT),
 )
 """How the loop and the run move together (docs/contract.md §2): ``answered`` and ``exhausted``
-→ run ``complete``; ``awaiting_action`` → ``need_action``; ``awaiting_input`` →
-``need_input`` (also after ``input_requested``); ``errored`` → run ``fail``; run
-``resolve_action`` / ``provide_input`` → loop ``resolved``; a child's wait (``child_asked``) →
-``need_action`` / ``need_input``; run ``cancel``, ``expire``, ``shutdown`` (of an unfinished
-turn) → loop ``abort``; a failing hook: loop ``abort`` → run ``fail``."""
+(also after ``output_valid``) → run ``complete``; ``awaiting_action`` → ``need_action``;
+``awaiting_input`` → ``need_input`` (also after ``input_requested``); ``errored`` and
+``rejected`` → run ``fail``; run ``resolve_action`` / ``provide_input`` → loop ``resolved``; a
+child's wait (``child_asked``) → ``need_action`` / ``need_input``; run ``cancel``, ``expire``,
+``shutdown`` (of an unfinished turn) → loop ``abort``; a failing hook: loop ``abort`` → run
+``fail``."""
 
 FOLLOW_UPS: frozenset[str] = frozenset(
     {_E.NEED_ACTION, _E.NEED_INPUT, _E.COMPLETE, _E.FAIL, _LE.RESOLVED}

@@ -129,6 +129,8 @@ class LoopState(StrEnum):
     """The round waits for the user's answer to ``ask_user``."""
     DELEGATING = "delegating"
     """A call of the round runs a sub-agent: the child run works, the round waits for it."""
+    VALIDATING = "validating"
+    """The model's final answer is checked against the turn's output type (typed answers)."""
     ANSWERED = "answered"
     """Final: the model answered without tool calls."""
     EXHAUSTED = "exhausted"
@@ -137,6 +139,9 @@ class LoopState(StrEnum):
     """Final: the model call failed after its retries."""
     ABORTED = "aborted"
     """Final: the turn was cancelled, expired or a hook failed."""
+    REJECTED = "rejected"
+    """Final: the answer failed its output validation and could not be retried (the
+    ``output_retries`` budget, or the iteration cap, was spent)."""
 
 
 class LoopEvent(StrEnum):
@@ -163,6 +168,10 @@ class LoopEvent(StrEnum):
     ``asking_user``), which becomes the parent's wait."""
     ABORT = "abort"
     """End the turn from outside (argument ``reason``)."""
+    OUTPUT_VALID = "output_valid"
+    """The final answer validated against the output type (argument ``output``: its JSON)."""
+    OUTPUT_INVALID = "output_invalid"
+    """The final answer did not validate (argument ``errors``: what was wrong)."""
 
 
 class CompletedReason(StrEnum):
@@ -183,6 +192,8 @@ class FailedReason(StrEnum):
     """The application cancelled the turn."""
     EXPIRED = "expired"
     """A wait for approval or input passed its deadline."""
+    OUTPUT_INVALID = "output_invalid"
+    """The final answer failed its output validation and no retry was left."""
 
 
 class InputPolicy(StrEnum):
@@ -205,6 +216,12 @@ RUN_WAITING = frozenset({RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED})
 LOOP_INITIAL = LoopState.THINKING
 """Where every turn starts."""
 LOOP_FINAL = frozenset(
-    {LoopState.ANSWERED, LoopState.EXHAUSTED, LoopState.ERRORED, LoopState.ABORTED}
+    {
+        LoopState.ANSWERED,
+        LoopState.EXHAUSTED,
+        LoopState.ERRORED,
+        LoopState.ABORTED,
+        LoopState.REJECTED,
+    }
 )
 """The final states of TurnLoop."""

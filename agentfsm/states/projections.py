@@ -101,6 +101,7 @@ PROJECTIONS: tuple[Projection, ...] = (
     Projection(_R.FAILED, _F.ERROR, _A.FAILED, _S.FAILED),
     Projection(_R.FAILED, _F.CANCELLED, _A.CANCELED, _S.CANCELLED),
     Projection(_R.FAILED, _F.EXPIRED, _A.FAILED, _S.EXPIRED),
+    Projection(_R.FAILED, _F.OUTPUT_INVALID, _A.FAILED, _S.FAILED),
     Projection(_R.PAUSED, None, _A.WORKING, _S.IN_PROGRESS, "suspended"),
     Projection(
         _R.SHUTDOWN,

@@ -91,7 +91,8 @@ GUARDS: dict[str, str] = {
     "paused_in_input_required": "paused in input_required",
     "paused_in_completed": "paused in completed",
     "paused_in_failed": "paused in failed",
-    "no_tool_calls": "no tool calls",
+    "no_tool_calls": "no tool calls, and no output type",
+    "answer_to_validate": "no tool calls, and an output type",
     "needs_action": "some call needs approval or is client-side",
     "asks_user_only": "the only calls needing an answer are `ask_user` calls",
     "may_run_now": "every call may run now",
@@ -99,6 +100,9 @@ GUARDS: dict[str, str] = {
     "at_max_iterations": "iteration = max_iterations",
     "child_needs_action": "the child waits for approval or a client-side result",
     "child_asks_user": "the child waits for the user's answer to its question",
+    "may_retry_output": "invalid answers so far < output_retries, and iteration < max_iterations",
+    "output_retries_spent": "invalid answers so far = output_retries, or iteration = "
+    "max_iterations",
 }
 """Every guard's name and what it checks, in the words of the contract (docs/contract.md)."""
 
@@ -165,6 +169,7 @@ LOOP_TABLE = MachineTable(
     final=LOOP_FINAL,
     rows=(
         TransitionRow(_LE.MODEL_REPLIED, _L.THINKING, _L.ANSWERED, "no_tool_calls"),
+        TransitionRow(_LE.MODEL_REPLIED, _L.THINKING, _L.VALIDATING, "answer_to_validate"),
         TransitionRow(_LE.MODEL_REPLIED, _L.THINKING, _L.AWAITING_ACTION, "needs_action"),
         TransitionRow(_LE.MODEL_REPLIED, _L.THINKING, _L.AWAITING_INPUT, "asks_user_only"),
         TransitionRow(_LE.MODEL_REPLIED, _L.THINKING, _L.ACTING, "may_run_now"),
@@ -178,6 +183,10 @@ LOOP_TABLE = MachineTable(
         TransitionRow(_LE.CHILD_ASKED, _L.DELEGATING, _L.AWAITING_ACTION, "child_needs_action"),
         TransitionRow(_LE.CHILD_ASKED, _L.DELEGATING, _L.AWAITING_INPUT, "child_asks_user"),
         *_rows(_LE.ABORT, (_L.THINKING, _L.ACTING, *_WAITING_LOOP, _L.DELEGATING), _L.ABORTED),
+        TransitionRow(_LE.ABORT, _L.VALIDATING, _L.ABORTED),
+        TransitionRow(_LE.OUTPUT_VALID, _L.VALIDATING, _L.ANSWERED),
+        TransitionRow(_LE.OUTPUT_INVALID, _L.VALIDATING, _L.THINKING, "may_retry_output"),
+        TransitionRow(_LE.OUTPUT_INVALID, _L.VALIDATING, _L.REJECTED, "output_retries_spent"),
     ),
     effects=LOOP_EFFECTS,
 )

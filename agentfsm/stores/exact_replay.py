@@ -175,6 +175,8 @@ class _Run:
             max_turns = args.get("max_turns")
             self.data.max_turns = None if max_turns is None else int(max_turns)  # type: ignore[arg-type]
             self.data.input_policy = InputPolicy(args.get("input_policy", InputPolicy.REJECT))
+            retries = args.get("output_retries")
+            self.data.output_retries = None if retries is None else int(retries)  # type: ignore[arg-type]
         except (TypeError, ValueError) as error:
             raise self.fail(event, f"'start' carries a bad configuration: {error}") from error
         prompt = args.get("system_prompt")

@@ -92,6 +92,10 @@ class Snapshot(BaseModel):
     """Inputs submitted while busy."""
     cancel_requested: bool = False
     """An interrupting submit asked to cancel the turn at its next boundary."""
+    output_retries: int | None = Field(default=None, ge=0)
+    """Invalid final answers a turn may send back to the model; None without an output type."""
+    invalid_outputs: int = Field(default=0, ge=0)
+    """Final answers of the current turn that failed their output validation."""
     messages: tuple[Message, ...] = ()
     """The conversation, in order."""
     deferred: tuple[Message, ...] = ()
@@ -181,6 +185,8 @@ class Snapshot(BaseModel):
             reason=data.reason,
             queued=data.queued,
             cancel_requested=data.cancel_requested,
+            output_retries=data.output_retries,
+            invalid_outputs=data.invalid_outputs,
             messages=tuple(messages),
             deferred=tuple(deferred),
             decisions=dict(decisions or {}),
@@ -213,4 +219,6 @@ class Snapshot(BaseModel):
             reason=self.reason,
             queued=self.queued,
             cancel_requested=self.cancel_requested,
+            output_retries=self.output_retries,
+            invalid_outputs=self.invalid_outputs,
         )

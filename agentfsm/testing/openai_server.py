@@ -195,6 +195,12 @@ class RecordedRequest:
         return tools if isinstance(tools, list) else []
 
     @property
+    def response_format(self) -> JSONObject | None:
+        """The ``response_format`` sent (a typed Agent's structured output), or None."""
+        shape = self.json.get("response_format")
+        return shape if isinstance(shape, dict) else None
+
+    @property
     def stream(self) -> bool:
         """Whether the request asked for a stream."""
         return self.json.get("stream") is True

@@ -133,6 +133,8 @@ _data = st.builds(
     reason=st.none() | _text,
     queued=st.lists(_text, max_size=3).map(tuple),
     cancel_requested=st.booleans(),
+    output_retries=st.none() | _counts,
+    invalid_outputs=_counts,
 )
 _event_fields = st.tuples(
     st.sampled_from(list(MachineName)), _text, _text, _text, _finite, st.dictionaries(_text, _json)

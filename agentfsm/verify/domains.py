@@ -188,6 +188,7 @@ DEFAULT_EVENTS: Mapping[str, tuple[Arguments, ...]] = _merged(
         _LE.RESOLVED: valuations(decisions=_DECISIONS),
         _LE.CHILD_ASKED: valuations(needing_action=(0, 1), asking_user=(0, 1)),
         _LE.ABORT: valuations(reason=("cancelled",)),
+        _LE.OUTPUT_INVALID: valuations(errors=(["answer: field required"],)),
     }
 )
 """The arguments tried for each event: one that satisfies its guards and one that does not
@@ -198,12 +199,15 @@ guard that counts decisions instead of matching their ids is caught (one decisio
 wrong call has the right count)."""
 
 
-def default_domains(max_iterations: int = 3) -> Domains:
+def default_domains(max_iterations: int = 3, *, typed: bool = False) -> Domains:
     """The domains that cover every guard of RunLifecycle and TurnLoop both ways.
 
     Args:
         max_iterations: The bound: runs are explored with every ``max_iterations`` from 1 to
             this, each with and without a one-turn cap.
+        typed: Explore typed answers too: runs without an output type and with
+            ``output_retries`` of 0 and 1 (a loop with a ``validating`` state needs it;
+            `verify` sets it for such a loop when it builds the default domains).
 
     Raises:
         ValueError: ``max_iterations`` is below 1.
@@ -214,11 +218,16 @@ def default_domains(max_iterations: int = 3) -> Domains:
         events=DEFAULT_EVENTS,
         environment=_merged({"at_boundary": (True, False), "input_policy": tuple(InputPolicy)}),
         initial=_merged(
-            {"max_iterations": tuple(range(1, max_iterations + 1)), "max_turns": (None, 1)}
+            {
+                "max_iterations": tuple(range(1, max_iterations + 1)),
+                "max_turns": (None, 1),
+                "output_retries": (None, 0, 1) if typed else (None,),
+            }
         ),
         abstraction=_merged(
             {
                 "iteration": None,
+                "invalid_outputs": None,
                 "pending": None,
                 "deadline": None,
                 "paused_from": None,

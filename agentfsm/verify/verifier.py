@@ -13,7 +13,7 @@ from agentfsm.fsm.data import RunData
 from agentfsm.fsm.guards import GUARD_FUNCTIONS, Guard
 from agentfsm.fsm.lifecycle import RunLifecycle
 from agentfsm.fsm.turnloop import TurnLoop
-from agentfsm.states.names import MachineName
+from agentfsm.states.names import LoopState, MachineName
 from agentfsm.states.tables import TABLES, MachineTable
 from agentfsm.verify.agent import agent_paths, check_agent_coverage, check_i6
 from agentfsm.verify.diagram import Counterexample, Step
@@ -76,10 +76,12 @@ def verify(
         ValueError: A spec table names a guard ``spec_guards`` does not have.
     """
     started = time.perf_counter()
+    compiled_loop = compile_machine(loop, MachineName.LOOP, "loop_state")
+    typed = LoopState.VALIDATING in compiled_loop.states  # a loop that validates answers
     explorer = Explorer(
         compile_machine(run, MachineName.RUN, "state"),
-        compile_machine(loop, MachineName.LOOP, "loop_state"),
-        domains if domains is not None else default_domains(max_iterations),
+        compiled_loop,
+        domains if domains is not None else default_domains(max_iterations, typed=typed),
         data,
         spec,
         spec_guards,

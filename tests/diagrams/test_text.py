@@ -43,7 +43,8 @@ def test_mermaid_combined_nests_the_loop_in_busy() -> None:
     inside = lines[start + 1 : end]
     assert "        [*] --> thinking" in inside
     assert "        acting --> thinking: tools_finished [below_max_iterations]" in inside
-    assert len([line for line in inside if "-->" in line]) == len(LOOP_TABLE.rows) + 1 + 4
+    finals = len(LOOP_TABLE.final)
+    assert len([line for line in inside if "-->" in line]) == len(LOOP_TABLE.rows) + 1 + finals
 
 
 def test_mermaid_marks_the_current_states() -> None:

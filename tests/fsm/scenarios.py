@@ -56,6 +56,15 @@ ENABLE: dict[str | None, Setup] = {
     "at_max_iterations": _with({"iteration": 3, "max_iterations": 3}, {}),
     "child_needs_action": _with({}, {"needing_action": 1, "asking_user": 1}),
     "child_asks_user": _with({}, {"asking_user": 1}),
+    "answer_to_validate": _with({"output_retries": 2}, {"tool_calls": 0}),
+    "may_retry_output": _with(
+        {"output_retries": 2, "invalid_outputs": 1, "iteration": 2, "max_iterations": 3},
+        {"errors": ["x: field required"]},
+    ),
+    "output_retries_spent": _with(
+        {"output_retries": 2, "invalid_outputs": 2, "iteration": 2, "max_iterations": 3},
+        {"errors": ["x: field required"]},
+    ),
 }
 """guard name → a setup that makes it hold (and the event's arguments)."""
 
@@ -82,7 +91,8 @@ DEFEAT: dict[tuple[str, str], Setup] = {
 }
 """(state, event) → a setup under which every guard of the event out of that state fails.
 
-``model_replied`` and ``tools_finished`` are absent: their guards cover every input.
+``model_replied``, ``tools_finished`` and ``output_invalid`` are absent: their guards cover
+every input.
 """
 
 

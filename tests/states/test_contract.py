@@ -232,14 +232,14 @@ def test_the_invariants_are_i1_to_i14_and_cover_the_verifier() -> None:
     assert {name for name in PROPERTIES if re.fullmatch(r"I\d+", name)} <= set(listed)
 
 
-def test_the_decided_extensions_are_marked_as_not_built() -> None:
-    text = section("## 6. Decided, not yet built")
+def test_every_decided_extension_is_built_and_temporal_runs_the_same_tables() -> None:
+    text = section("## 6. On Temporal")
 
-    assert '!!! note "Decided 2026-11-24; not in the code yet"' in text
-    for name in ("Typed answers", "Temporal"):
-        assert f"**{name}.**" in text
-    # Not built means not in the tables: the page says so, and the code agrees.
-    assert "output_invalid" not in {*RUN_TABLE.events, *LOOP_TABLE.events}
+    assert "Decided, not yet built" not in CONTRACT.read_text(encoding="utf-8")
+    assert "same error and message as in-process" in text
+    for proof in ("tests/temporal/test_workflow.py", "tests/temporal/test_differential.py"):
+        assert proof in text
+        assert (CONTRACT.parents[1] / proof).is_file()
 
 
 def test_the_fork_records_are_the_contract_s() -> None:
@@ -248,8 +248,14 @@ def test_the_fork_records_are_the_contract_s() -> None:
 
     for kind in (RecordKind.FORKED, RecordKind.MESSAGE_REPLACED):
         assert f"`{kind.value}`" in forks
-    assert "**Fork.**" not in section("## 6. Decided, not yet built")
+
+
 def test_the_conversation_records_are_the_contract_records() -> None:
     rows = table(section("## 3. Hooks and events"), "| record | what changed |")
 
     assert [event_of(cells[0]) for cells in rows] == [kind.value for kind in RecordKind]
+
+
+def test_typed_answers_are_built_and_no_longer_listed_as_decided() -> None:
+    assert "**Typed answers.**" in section("## 2. TurnLoop")
+    assert {"output_valid", "output_invalid"} <= set(LOOP_TABLE.events)

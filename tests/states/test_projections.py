@@ -38,7 +38,7 @@ def reachable() -> tuple[tuple[str, str | None, str | None], ...]:
     explorer = Explorer(
         compile_machine(RunLifecycle, MachineName.RUN, "state"),
         compile_machine(TurnLoop, MachineName.LOOP, "loop_state"),
-        default_domains(2).extended(abstraction={"reason": None}),
+        default_domains(2, typed=True).extended(abstraction={"reason": None}),
         RunData,
         TABLES,
         GUARD_FUNCTIONS,

@@ -152,7 +152,9 @@ def test_a_log_replayed_with_the_wrong_configuration_says_to_pass_it() -> None:
 
     assert result.divergence is not None
     assert LOG[result.divergence.index].target == "exhausted"
-    assert "max_iterations=10, max_turns=None: pass the run's own as config=" in str(result)
+    assert "max_iterations=10, max_turns=None, output_retries=None: pass the run's own as" in str(
+        result
+    )
 
 
 @tool
