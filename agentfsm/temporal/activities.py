@@ -40,7 +40,9 @@ from agentfsm.temporal.template import AgentTemplate
 from agentfsm.temporal.wire import attributes, to_failure
 from agentfsm.tools.arguments import ArgumentLimits
 from agentfsm.tools.context import ToolContext
+from agentfsm.tools.execution import run_once
 from agentfsm.tools.results import json_output
+from agentfsm.tools.spec import Tool
 
 
 def one_attempt(model: Model) -> Model:
@@ -101,6 +103,26 @@ def _whole(
             "trace": stored.trace[:trace_from] + tail.trace,
         }
     )
+
+
+async def _run_body(
+    declared: Tool[..., object], kwargs: dict[str, object], request: ToolRequest, grace: float
+) -> object:
+    """One try of the body: under ``request.timeout`` as `ToolSystem` runs it in one process.
+
+    A sync body runs in a thread (the heartbeat goes on); a timeout raises `ToolTimeoutError`.
+    """
+    timeout = request.timeout if request.timeout is not None else declared.timeout
+    if timeout is not None:
+        timed = copy.copy(declared)
+        timed.timeout = timeout
+        return await run_once(timed, kwargs, request.call_id, grace)
+    function = declared.function
+    assert function is not None  # (client-side tools never reach an activity)
+    if declared.is_async:
+        value = function(**kwargs)
+        return await value if inspect.isawaitable(value) else value
+    return await asyncio.to_thread(functools.partial(function, **kwargs))
 
 
 class RunActivities:
@@ -174,11 +196,14 @@ class RunActivities:
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def tool(self, request: ToolRequest) -> JSONObject:
-        """Run one tool body (heartbeating), with the call's `ToolContext`."""
+        """Run one tool body (heartbeating), with the call's `ToolContext`.
+
+        The body runs under its timeout as in one process; its failure (a timeout included)
+        is retried by Temporal only if the tool is idempotent and lists it in ``retry_on``.
+        The result and the failure carry the attempt (``activity.info().attempt``).
+        """
         template = self._template(request.agent)
         declared = template.registry.get(request.tool)
-        function = declared.function
-        assert function is not None  # (client-side tools never reach an activity)
         kwargs = declared.arguments.parse(
             request.call_id, json.dumps(request.arguments), ArgumentLimits()
         )
@@ -186,25 +211,22 @@ class RunActivities:
             kwargs[declared.context_parameter] = ToolContext(
                 request.run_id, request.turn, request.iteration, request.call_id, request.user_id
             )
+        attempt = activity.info().attempt
         beat = asyncio.ensure_future(self._heartbeat())
         try:
-            if declared.is_async:
-                value = function(**kwargs)
-                value = await value if inspect.isawaitable(value) else value
-            else:
-                value = await asyncio.to_thread(functools.partial(function, **kwargs))
+            value = await _run_body(declared, kwargs, request, template.cancel_grace)
         except Exception as error:
             retry = declared.idempotent and isinstance(error, declared.retry_on)
-            raise to_failure(error, retryable=retry) from None
+            raise to_failure(error, retryable=retry, attempt=attempt) from None
         finally:
             beat.cancel()
         try:
             output, _ = json_output(value)
         except (TypeError, ValueError, RecursionError) as error:
             bad = ToolOutputError(declared.name, request.call_id, type(value).__name__, str(error))
-            raise to_failure(bad) from None
+            raise to_failure(bad, attempt=attempt) from None
         # As JSON text: the converter would sort an object's keys, and the model reads them.
-        return {"json": json.dumps(output, ensure_ascii=False)}
+        return {"json": json.dumps(output, ensure_ascii=False), "attempt": attempt}
 
     async def _heartbeat(self) -> None:
         """Heartbeat every ``heartbeat_every`` seconds, or thrice per heartbeat timeout."""

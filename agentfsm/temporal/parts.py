@@ -18,7 +18,13 @@ from typing import Any, TypeVar
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    RetryState,
+    TimeoutError,
+    TimeoutType,
+)
 
 from agentfsm.agent.turn import OUTCOME_UNKNOWN
 from agentfsm.errors import ModelCallError, ToolTimeoutError
@@ -39,8 +45,9 @@ from agentfsm.temporal.payloads import (
     StoreWrite,
     ToolRequest,
 )
-from agentfsm.temporal.wire import from_failure
+from agentfsm.temporal.wire import failure_attempt, from_failure
 from agentfsm.tools.context import ToolContext
+from agentfsm.tools.execution import TRIED_ATTRIBUTE, Tried
 from agentfsm.tools.spec import Tool
 
 T = TypeVar("T")
@@ -165,9 +172,12 @@ def activity_tool(
 ) -> Tool[..., object]:
     """``declared`` with its body replaced by the tool activity (client-side tools as they are).
 
-    Its timeout becomes the activity's start-to-close timeout; an idempotent tool is retried
-    by Temporal (its body's retryable failures, a lost worker), any other is tried once,
-    with a heartbeat timeout, so a worker lost mid-call gives "outcome unknown".
+    The activity runs the body under the tool's timeout (else the run's ``tool_timeout``), as
+    the `ToolSystem` does in one process; the activity's start-to-close timeout is that plus
+    the heartbeat timeout, a backstop. Temporal retries an idempotent tool's failures only
+    if its ``retry_on`` lists them (the activity marks the others non-retryable), and a lost
+    worker; any other tool is tried once, with a heartbeat timeout, so a worker lost mid-call
+    gives "outcome unknown". The result records the attempts Temporal made.
     """
     if declared.function is None or declared.client_side:
         return declared
@@ -197,22 +207,39 @@ def activity_tool(
             context.iteration,
             context.call_id,
             context.user_id,
+            timeout=timeout,
         )
         try:
             done = await workflow.execute_activity(
                 TOOL_ACTIVITY,
                 request,
-                start_to_close_timeout=_seconds(timeout),
+                start_to_close_timeout=_seconds(timeout + settings.heartbeat_timeout),
                 heartbeat_timeout=_seconds(settings.heartbeat_timeout),
                 retry_policy=retry,
                 result_type=dict,
             )
         except ActivityError as error:
-            raise tool_error(error, declared, context.call_id, settings) from None
-        return json.loads(done["json"])
+            failure = tool_error(error, declared, context.call_id, settings)
+            setattr(failure, TRIED_ATTRIBUTE, _attempts(error, attempts))
+            raise failure from None
+        return Tried(json.loads(done["json"]), done.get("attempt", 1))
 
     proxy.function = body
     return proxy
+
+
+def _attempts(error: ActivityError, maximum: int) -> int:
+    """How many attempts a failed tool activity made.
+
+    Its last attempt's failure says so; a timeout (a lost worker) does not, and ends the
+    retries only at the maximum (or on a tool tried once).
+    """
+    cause = error.cause
+    if isinstance(cause, ApplicationError):
+        attempt = failure_attempt(cause)
+        if attempt is not None:
+            return attempt
+    return maximum if error.retry_state is RetryState.MAXIMUM_ATTEMPTS_REACHED else 1
 
 
 class ToolOutcomeUnknown(Exception):  # noqa: N818 - named as the error type the model reads

@@ -89,6 +89,8 @@ class ToolRequest:
         call_id: The call (with ``run_id``, the idempotency key).
         user_id: The application's user.
         version: The payload's version.
+        timeout: Seconds the body may take (the tool's own timeout, else the run's
+            ``tool_timeout``); None (a request from before it was sent): the tool's own.
     """
 
     agent: str
@@ -100,6 +102,7 @@ class ToolRequest:
     call_id: str
     user_id: str | None = None
     version: int = 1
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)

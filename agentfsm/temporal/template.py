@@ -41,6 +41,7 @@ class AgentTemplate:
         input_timeout: Seconds an answer may take (a durable timer).
         context_window: The model's context window, if set.
         max_attempts: Tries in all for an idempotent tool's retryable failures.
+        cancel_grace: Seconds a timed-out async tool body gets to finish cancelling.
     """
 
     name: str
@@ -56,6 +57,7 @@ class AgentTemplate:
     input_timeout: float | None
     context_window: int | None
     max_attempts: int
+    cancel_grace: float = 0.1
 
 
 def _refuse(name: str, problem: str) -> None:
@@ -108,6 +110,7 @@ def template_of(name: str, agent: object) -> AgentTemplate:
         input_timeout=agent.input_timeout,
         context_window=agent.context_window,
         max_attempts=agent.tools._retry.max_attempts,
+        cancel_grace=agent.tools._retry.cancel_grace,
     )
 
 

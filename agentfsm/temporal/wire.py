@@ -35,14 +35,29 @@ def attributes(error: BaseException) -> dict[str, JSONValue]:
     return {key: _plain(value) for key, value in own.items() if not key.startswith("_")}
 
 
-def to_failure(error: BaseException, *, retryable: bool = False) -> ApplicationError:
-    """``error`` as an `ApplicationError` of its class name, message and attributes."""
+def to_failure(
+    error: BaseException, *, retryable: bool = False, attempt: int | None = None
+) -> ApplicationError:
+    """``error`` as an `ApplicationError` of its class name, message and attributes.
+
+    ``attempt`` (a tool activity's) is the second detail, read back by `failure_attempt`.
+    """
+    details: list[object] = [attributes(error)]
+    if attempt is not None:
+        details.append(attempt)
     return ApplicationError(
         str(error),
-        attributes(error),
+        *details,
         type=type(error).__name__,
         non_retryable=not retryable,
     )
+
+
+def failure_attempt(failure: ApplicationError) -> int | None:
+    """The attempt ``failure`` was raised in (see `to_failure`), if it says."""
+    details = failure.details
+    attempt = details[1] if len(details) > 1 else None
+    return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
 
 
 def rebuild(type_name: str | None, message: str, details: object = None) -> Exception:

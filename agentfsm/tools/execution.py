@@ -59,6 +59,24 @@ class Attempted(NamedTuple):
     """How many times the body was started."""
 
 
+class Tried(NamedTuple):
+    """A body's value, with how many times it was started elsewhere.
+
+    A body that retries outside this process (a Temporal activity, retried by the server)
+    returns its value as ``Tried(value, attempts)``, or raises an exception whose
+    `TRIED_ATTRIBUTE` holds the attempts, so the `ToolResult` records the real count.
+    """
+
+    value: object
+    """What the body returned."""
+    attempts: int
+    """How many times the body was started."""
+
+
+TRIED_ATTRIBUTE = "agentfsm_attempts"
+"""The attribute of a body's exception that says how many times it was started elsewhere."""
+
+
 async def execute(
     tool: Tool[..., object], kwargs: dict[str, object], call_id: str, retry: RetrySettings
 ) -> Attempted:
@@ -70,10 +88,12 @@ async def execute(
                 value = function(**kwargs)
                 if type(value) not in _PLAIN and inspect.isawaitable(value):
                     value = await value
+                    if type(value) is Tried:
+                        return Attempted(value.value, None, value.attempts)
             else:
-                value = await _once(tool, kwargs, call_id, retry)
+                value = await _once(tool, kwargs, call_id, retry.cancel_grace)
         except Exception as exc:  # the body's failure: data for the model, not a crash
-            return Attempted(None, exc, 1)
+            return Attempted(None, exc, getattr(exc, TRIED_ATTRIBUTE, 1))
         return Attempted(value, None, 1)
     retrying = AsyncRetrying(
         stop=stop_after_attempt(retry.max_attempts),
@@ -87,14 +107,25 @@ async def execute(
         async for attempt in retrying:
             with attempt:
                 attempts += 1
-                value = await _once(tool, kwargs, call_id, retry)
+                value = await _once(tool, kwargs, call_id, retry.cancel_grace)
     except Exception as exc:  # the last try's failure, or a failure that is not retryable
         return Attempted(None, exc, attempts)
     return Attempted(value, None, attempts)
 
 
+async def run_once(
+    tool: Tool[..., object], kwargs: dict[str, object], call_id: str, cancel_grace: float
+) -> object:
+    """One try of ``tool``'s body under its timeout, as `execute` makes it (no retries).
+
+    A sync body with a timeout runs in a daemon thread; one without runs in the caller's
+    thread. A timeout raises `ToolTimeoutError`; the body's own exception propagates.
+    """
+    return await _once(tool, kwargs, call_id, cancel_grace)
+
+
 async def _once(
-    tool: Tool[..., object], kwargs: dict[str, object], call_id: str, retry: RetrySettings
+    tool: Tool[..., object], kwargs: dict[str, object], call_id: str, grace: float
 ) -> object:
     function = tool.function
     if function is None:  # pragma: no cover - client-side tools never reach execution
@@ -103,7 +134,7 @@ async def _once(
         value = function(**kwargs)
         return await value if inspect.isawaitable(value) else value
     if tool.is_async:
-        return await _async_with_timeout(tool, function, kwargs, call_id, retry.cancel_grace)
+        return await _async_with_timeout(tool, function, kwargs, call_id, grace)
     return await _thread_with_timeout(tool, function, kwargs, call_id)
 
 

@@ -188,3 +188,71 @@ def make_hooked_agent() -> Agent:
             raise ValueError("the hook refused")
 
     return agent
+
+
+STARTS: dict[str, int] = {}
+"""How many times each retry test tool's body started (cleared by the tests)."""
+
+
+def _started(name: str) -> int:
+    STARTS[name] = STARTS.get(name, 0) + 1
+    return STARTS[name]
+
+
+@tool(idempotent=True, retry_on=(ConnectionError,))
+def flaky_fetch() -> str:
+    """Fails with a listed error on its first try, then answers."""
+    if _started("flaky_fetch") == 1:
+        raise ConnectionError("the first try drops")
+    return "fetched"
+
+
+@tool(idempotent=True, retry_on=(ConnectionError,))
+def down_fetch() -> str:
+    """Always fails with a listed error (retried until the attempts run out)."""
+    _started("down_fetch")
+    raise ConnectionError("the server is down")
+
+
+@tool(idempotent=True, retry_on=(ConnectionError,))
+def bad_fetch() -> str:
+    """Fails with an error its retry_on does not list (never retried)."""
+    _started("bad_fetch")
+    raise ValueError("a bad request")
+
+
+@tool(idempotent=True, timeout=0.2, retry_on=(ConnectionError,))
+def slow_fetch() -> str:
+    """Idempotent, but its timeouts are not listed: a timeout is final."""
+    _started("slow_fetch")
+    time.sleep(0.6)
+    return "too late"
+
+
+@tool(idempotent=True, timeout=0.2, retry_on=(TimeoutError,))
+def slow_retried_fetch() -> str:
+    """Idempotent, and lists TimeoutError: its timeouts are retried."""
+    _started("slow_retried_fetch")
+    time.sleep(0.6)
+    return "too late"
+
+
+RETRY_TOOLS = (flaky_fetch, down_fetch, bad_fetch, slow_fetch, slow_retried_fetch)
+
+
+def respond_call(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+    """``call <tool>`` calls that tool once, then answers with its result."""
+    last = messages[-1]
+    if last.role == "tool":
+        return ModelResponse(content=f"done: {last.content}")
+    words = _last_user(messages).split()
+    return _call(messages, words[1])
+
+
+def make_retry_agent(**options: object) -> Agent:
+    """An agent whose idempotent tools fail, time out or succeed after a retry."""
+    return Agent(
+        ScriptedModel(fallback=respond_call),
+        list(RETRY_TOOLS),
+        **options,  # type: ignore[arg-type]
+    )
