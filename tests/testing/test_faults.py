@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
@@ -11,9 +12,11 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from agentfsm import Agent, MemoryStore, RunStore, ScriptedModel, TurnOutcome, tool
 from agentfsm.agent.steps import StepGuard
+from agentfsm.errors import ModelCallError
 from agentfsm.states.names import RunState
 from agentfsm.testing import AgentStateMachine, InvariantError
 from agentfsm.testing.faults import (
+    Fault,
     FaultInjectingMachine,
     FaultKind,
     fault_points,
@@ -136,6 +139,20 @@ def test_a_refused_save_of_a_late_call_leaves_the_stored_run(kind: FaultKind) ->
     # resolve_action, provide_input or submit) included: the store's error escapes, and the
     # run is what the store holds (I12), and a refusal names that state (I4).
     run_kit(_only(SaveFaultsWhileWaiting, kind), max_examples=100)
+
+
+def test_a_cancellation_told_after_the_turn_failed_is_not_its_cause() -> None:
+    # Found by docs/testing.md's example: with a store, a listener hears of the model's
+    # failure once the step's batch (the turn's `fail` included) is stored; a cancellation it
+    # raises then comes after the turn failed with reason "error", which stands.
+    machine = StoredAgentFaults()
+    machine.create_the_agent()
+    machine.model.fail(ModelCallError("the server failed", model="scripted", reason="http"))
+    machine.injector.arm(Fault("listener:loop.model_failed", FaultKind.CANCELLED_ERROR))
+    machine._act("submit", machine._agent().submit, "hi")
+    agent = machine._agent()
+    assert isinstance(machine.escaped, asyncio.CancelledError)
+    assert (agent.state, agent.reason) == ("failed", "error")
 
 
 # -- broken agents the kit must catch, one per kind of fault --------------------------------
