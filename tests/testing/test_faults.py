@@ -147,12 +147,15 @@ def test_a_cancellation_told_after_the_turn_failed_is_not_its_cause() -> None:
     # raises then comes after the turn failed with reason "error", which stands.
     machine = StoredAgentFaults()
     machine.create_the_agent()
-    machine.model.fail(ModelCallError("the server failed", model="scripted", reason="http"))
-    machine.injector.arm(Fault("listener:loop.model_failed", FaultKind.CANCELLED_ERROR))
-    machine._act("submit", machine._agent().submit, "hi")
-    agent = machine._agent()
-    assert isinstance(machine.escaped, asyncio.CancelledError)
-    assert (agent.state, agent.reason) == ("failed", "error")
+    try:
+        machine.model.fail(ModelCallError("the server failed", model="scripted", reason="http"))
+        machine.injector.arm(Fault("listener:loop.model_failed", FaultKind.CANCELLED_ERROR))
+        machine._act("submit", machine._agent().submit, "hi")  # checks I12 after the step
+        agent = machine._agent()
+        assert isinstance(machine.escaped, asyncio.CancelledError)
+        assert (agent.state, agent.reason) == ("failed", "error")
+    finally:
+        machine.teardown()
 
 
 # -- broken agents the kit must catch, one per kind of fault --------------------------------
