@@ -220,7 +220,7 @@ def refund(amount: float) -> str:
 
 def _overdue(wait: str, store: RunStore, clock: FakeClock) -> Agent:
     """A stored run whose wait (``action`` or ``input``) is past its deadline."""
-    call = (
+    call: tuple[str, str, dict[str, object]] = (
         ("c1", "refund", {"amount": 1.0})
         if wait == "action"
         else ("c1", "ask_user", {"question": "Sure?"})
