@@ -249,6 +249,8 @@ def test_the_fork_records_are_the_contract_s() -> None:
     for kind in (RecordKind.FORKED, RecordKind.MESSAGE_REPLACED):
         assert f"`{kind.value}`" in forks
     assert "**Fork.**" not in section("## 6. Decided, not yet built")
+
+
 def test_the_conversation_records_are_the_contract_records() -> None:
     rows = table(section("## 3. Hooks and events"), "| record | what changed |")
 
