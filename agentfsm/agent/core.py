@@ -418,7 +418,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """
         checks.user_text("text", text)
         checks.open_for(self, "submit")
-        self._expire_if_due()
+        await self._expire_if_due()
         if self.state == RunState.BUSY:
             self._run.send("submit", text=text)  # queued or interrupting, or refused
             return self.outcome()
@@ -430,7 +430,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """Decide every pending call: approve it, deny it, or supply a client-side output."""
         checks.decisions(self, decisions)
         checks.open_for(self, "resolve_action")
-        self._expire_if_due()
+        await self._expire_if_due()
         decided = {call_id: to_decision(call_id, value) for call_id, value in decisions.items()}
         payload: JSONObject = {
             call_id: decision.model_dump(mode="json") for call_id, decision in decided.items()
@@ -446,7 +446,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """Answer the pending question; the answer becomes the ``ask_user`` tool message."""
         checks.user_text("text", text)
         checks.open_for(self, "provide_input")
-        self._expire_if_due()
+        await self._expire_if_due()
         pending = self._data.pending
         self._run.send("provide_input", text=text)
         await self._user_input(text, defer=True)

@@ -604,11 +604,18 @@ class TurnDriver(TypedAnswers):
         if self._run.can_send("submit", text=text, from_queue=True):
             await self._submit(text, from_queue=True)  # the transition pops the queue's head
 
-    def _expire_if_due(self) -> None:
+    async def _expire_if_due(self) -> None:
+        """Expire an overdue wait before a call goes on; the expiry is stored first.
+
+        Stored (and told) on its own, so that what the call then refuses names a state the
+        store holds, and a save the store refuses is what escapes, the run staying as stored
+        (I12): its wait, still overdue, expires at the next call.
+        """
         # The machine's own guard decides whether the wait is overdue.
         now = self._clock()
         if self._run.can_send("expire", now=now):
             self._expire(now)
+            await self._commit()
 
     def _expire(self, now: float) -> None:
         self._run.send("expire", now=now)

@@ -32,7 +32,7 @@ from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.errors import InjectedError, InjectedInterrupt, InvariantError
 from agentfsm.states.events import Event
-from agentfsm.states.names import RunState
+from agentfsm.states.names import RunEvent, RunState
 from agentfsm.testing.injector import (
     CANCELLATIONS,
     Fault,
@@ -186,7 +186,11 @@ class FaultInjectingMachine(AgentStateMachine):
             _check(live == held, "I12", f"after a refused save the run is {live}, not {held}")
         struck = self.injector.struck
         after = self.transitions[max(self._step_transitions, self.injector.struck_at) :]
-        ended = [e for e in after if e.machine == "run" and e.target == "failed"]
+        ended = [
+            e
+            for e in after
+            if e.machine == "run" and e.target == "failed" and not _failed_of_its_own(e)
+        ]
         landed = struck is not None and (
             struck.kind is FaultKind.CANCELLED_ERROR or self.injector.awaited
         )
@@ -225,6 +229,17 @@ class FaultInjectingMachine(AgentStateMachine):
 
     def _step_events(self) -> list[Event]:
         return self.transitions[self._step_transitions :]
+
+
+def _failed_of_its_own(event: Event) -> bool:
+    """Whether ``event`` fails a turn for an error of its own, not for a cancellation.
+
+    Such a turn failed before the cancellation struck, though it may be told after it: with a
+    store, listeners hear of a step's batch (its ``fail`` included) once it is stored, so a
+    listener's cancellation can strike after the turn already failed (contract §3: a run at
+    rest stays there).
+    """
+    return event.event == RunEvent.FAIL and event.data.get("error_type") != "CancelledError"
 
 
 def _check(condition: object, invariant_name: str, message: str) -> None:

@@ -8,13 +8,13 @@ legal event; a `BaseException` is re-raised once the run is consistent.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
 from agentfsm import ScriptedModel
-from agentfsm.agent import Agent
+from agentfsm.agent import Agent, TurnOutcome
 from agentfsm.errors import (
     IllegalTransitionError,
     StoreWriteError,
@@ -23,7 +23,7 @@ from agentfsm.states import Event, Message
 from agentfsm.states.json import JSONObject
 from agentfsm.stores import MemoryStore
 from agentfsm.stores.base import RunStore
-from agentfsm.testing import InvariantError
+from agentfsm.testing import FakeClock, InvariantError
 from agentfsm.tools import tool
 from tests.agent.agent_support import answer, assert_history_valid, calls
 
@@ -209,6 +209,91 @@ class TestTheStoreRefusing:
             assert (agent.state, agent.reason) == ("failed", "cancelled")
         assert_history_valid(agent.messages)
         assert agent.shutdown().state == "shutdown"
+
+
+@tool(policy="require_approval")
+def refund(amount: float) -> str:
+    """Refund an amount (approved by a human)."""
+    RAN.append(f"refund:{amount}")
+    return "refunded"
+
+
+def _overdue(wait: str, store: RunStore, clock: FakeClock) -> Agent:
+    """A stored run whose wait (``action`` or ``input``) is past its deadline."""
+    call: tuple[str, str, dict[str, object]] = (
+        ("c1", "refund", {"amount": 1.0})
+        if wait == "action"
+        else ("c1", "ask_user", {"question": "Sure?"})
+    )
+    agent = make(
+        calls(call),
+        answer("done"),
+        tools=(refund,),
+        store=store,
+        run_id="r",
+        clock=clock,
+        action_timeout=60,
+        input_timeout=60,
+    )
+    waiting = "requires_action" if wait == "action" else "input_required"
+    assert agent.submit("go").state == waiting
+    clock.advance(3600)
+    return agent
+
+
+OVERDUE_CALLS: dict[str, tuple[str, Callable[[Agent], TurnOutcome]]] = {
+    "resolve_action": ("action", lambda agent: agent.resolve_action({"c1": "approve"})),
+    "submit": ("action", lambda agent: agent.submit("next")),
+    "provide_input": ("input", lambda agent: agent.provide_input("yes")),
+}
+
+
+class TestAnExpiryTheStoreRefuses:
+    """A call that finds its wait overdue expires it first (I12).
+
+    If the store refuses that save, its error escapes and the run stays the waiting run the
+    store holds, whatever the call; the next call expires the wait again.
+    """
+
+    @pytest.mark.parametrize("call", sorted(OVERDUE_CALLS))
+    def test_the_store_error_escapes_and_the_run_waits_as_stored(self, call: str) -> None:
+        wait, do = OVERDUE_CALLS[call]
+        store = _RefusingStore()
+        clock = FakeClock()
+        agent = _overdue(wait, store, clock)
+        seen: list[str] = []
+        agent.add_listener(lambda item: seen.append(getattr(item, "event", "")))
+        before = (agent.state, agent.messages, agent.pending)
+        store.countdown = 1  # the save of the expiry
+        with pytest.raises(StoreWriteError, match="disk full"):
+            do(agent)
+        held = store.load("r")
+        assert held is not None
+        assert (agent.state, agent.messages, agent.pending) == before
+        assert (held.state, held.messages) == (agent.state, agent.messages)
+        assert "expire" not in seen  # nothing unstored was told
+        assert RAN == []
+
+    @pytest.mark.parametrize("call", sorted(OVERDUE_CALLS))
+    def test_the_next_call_expires_the_wait_again(self, call: str) -> None:
+        wait, do = OVERDUE_CALLS[call]
+        store = _RefusingStore()
+        agent = _overdue(wait, store, FakeClock())
+        store.countdown = 1
+        with pytest.raises(StoreWriteError):
+            do(agent)
+        if call == "submit":
+            assert do(agent).reply == "done"  # expired, then a new turn
+        else:
+            with pytest.raises(IllegalTransitionError) as refused:
+                do(agent)
+            assert refused.value.state == "failed"  # the state the store holds now
+        held = store.load("r")
+        assert held is not None
+        assert [e.event for e in store.events("r") if e.event == "expire"] == ["expire"]
+        assert (held.state, held.messages) == (agent.state, agent.messages)
+        assert_history_valid(agent.messages)
+        assert RAN == []
 
 
 class TestOpenRoundCheck:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
 from agentfsm import Agent, MemoryStore, RunStore, ScriptedModel, TurnOutcome, tool
 from agentfsm.agent.steps import StepGuard
-from agentfsm.testing import InvariantError
+from agentfsm.errors import ModelCallError
+from agentfsm.states.names import RunState
+from agentfsm.testing import AgentStateMachine, InvariantError
 from agentfsm.testing.faults import (
+    Fault,
     FaultInjectingMachine,
     FaultKind,
     fault_points,
@@ -109,6 +114,48 @@ def test_every_callback_point_is_offered() -> None:
     assert {"hook:before_llm", "hook:on_complete", "hook:before_each_tool"} <= set(points)
     assert {"listener:run.submit", "listener:loop.model_replied"} <= set(points)
     assert {"listener:conversation.message", "listener:trace.LLMCallTrace"} <= set(points)
+
+
+class SaveFaultsWhileWaiting(StoredAgentFaults):
+    """Save faults, armed only while the run waits, often past its deadline."""
+
+    fault_kinds: Sequence[FaultKind] = (FaultKind.EXCEPTION,)
+
+    def points(self, agent: Agent) -> Sequence[str]:
+        return ("store.save",)
+
+    def _do(self, action: str, data: st.DataObject) -> None:
+        if self._agent().state in (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED):
+            if data.draw(st.booleans(), label="late"):
+                self.clock.advance(3_600)  # past the wait's deadline
+            super()._do(action, data)
+        else:  # the run gets to a wait unharmed
+            AgentStateMachine._do(self, action, data)
+
+
+@pytest.mark.parametrize("kind", [FaultKind.EXCEPTION, FaultKind.KEYBOARD_INTERRUPT], ids=str)
+def test_a_refused_save_of_a_late_call_leaves_the_stored_run(kind: FaultKind) -> None:
+    # Any of the call's saves fails, that of the expiry of the overdue wait (a late
+    # resolve_action, provide_input or submit) included: the store's error escapes, and the
+    # run is what the store holds (I12), and a refusal names that state (I4).
+    run_kit(_only(SaveFaultsWhileWaiting, kind), max_examples=100)
+
+
+def test_a_cancellation_told_after_the_turn_failed_is_not_its_cause() -> None:
+    # Found by docs/testing.md's example: with a store, a listener hears of the model's
+    # failure once the step's batch (the turn's `fail` included) is stored; a cancellation it
+    # raises then comes after the turn failed with reason "error", which stands.
+    machine = StoredAgentFaults()
+    machine.create_the_agent()
+    try:
+        machine.model.fail(ModelCallError("the server failed", model="scripted", reason="http"))
+        machine.injector.arm(Fault("listener:loop.model_failed", FaultKind.CANCELLED_ERROR))
+        machine._act("submit", machine._agent().submit, "hi")  # checks I12 after the step
+        agent = machine._agent()
+        assert isinstance(machine.escaped, asyncio.CancelledError)
+        assert (agent.state, agent.reason) == ("failed", "error")
+    finally:
+        machine.teardown()
 
 
 # -- broken agents the kit must catch, one per kind of fault --------------------------------
