@@ -48,7 +48,7 @@ class TemporalDevServer:
     """A Temporal dev server process: `start`, `target` (``127.0.0.1:PORT``), `stop`.
 
     Args:
-        startup_timeout: Seconds to wait for its frontend to accept connections.
+        startup_timeout: Seconds to wait for its frontend to be healthy.
         persistent: Keep the server's state in a temporary SQLite file (as a real
             deployment keeps it on disk); by default it is in memory, which is faster.
     """
@@ -63,7 +63,7 @@ class TemporalDevServer:
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> TemporalDevServer:
-        """Start the server and wait until its port accepts connections."""
+        """Start the server and wait until its frontend is healthy (serving)."""
         command = [
             temporal_binary(),
             "server",
@@ -89,13 +89,31 @@ class TemporalDevServer:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(f"temporal dev server exited: {self.log()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            if self._serving():
                 return self
-            except OSError:
-                time.sleep(0.05)
+            time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"temporal dev server did not start in {self._timeout:g}s")
+
+    def _serving(self) -> bool:
+        """Whether the frontend answers a health check with SERVING.
+
+        The port accepts connections a moment before the frontend is healthy (a client
+        connecting then is told "Frontend is not healthy yet"), so the port alone is not
+        enough.
+        """
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+        except OSError:
+            return False
+        command = ["operator", "cluster", "health", "--address", self.target]
+        health = subprocess.run(
+            [temporal_binary(), *command, "--command-timeout", "2s"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return health.returncode == 0 and "SERVING" in health.stdout
 
     def log(self) -> str:
         """What the server wrote so far."""
