@@ -219,6 +219,29 @@ def check_save(
         )
 
 
+_Closing = TypeVar("_Closing", bound="ClosesOnExit")
+
+
+class ClosesOnExit:
+    """``with store:`` gives the store and closes it on the way out (any store's mixin)."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        """Release what the store holds (overridden by each store)."""
+
+    def __enter__(self: _Closing) -> _Closing:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 class ThreadedAsync:
     """``asave`` and ``aload`` for a store whose I/O blocks.
 
@@ -248,7 +271,7 @@ class ThreadedAsync:
         return await off_loop(lambda: self.load(run_id))
 
 
-class DelegatingStore:
+class DelegatingStore(ClosesOnExit):
     """A `RunStore` that hands every call to ``inner``.
 
     Subclass it to intercept one call (the testing kit's fault injection, the crash tests'
@@ -284,14 +307,3 @@ class DelegatingStore:
     def close(self) -> None:
         """``inner.close``."""
         self.inner.close()
-
-    def __enter__(self) -> DelegatingStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

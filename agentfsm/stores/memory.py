@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from types import TracebackType
 
 from agentfsm.errors import SnapshotConflictError
 from agentfsm.states.events import Event
-from agentfsm.stores.base import RunSummary, check_save
+from agentfsm.stores.base import ClosesOnExit, RunSummary, check_save
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.watch import PollingWatch
 
 
-class MemoryStore(PollingWatch):
+class MemoryStore(PollingWatch, ClosesOnExit):
     """Keeps runs in memory, with the same guarantees as any `RunStore` but durability.
 
     Snapshots and events are frozen models and are stored as given, not copied. A lock
@@ -65,14 +64,3 @@ class MemoryStore(PollingWatch):
 
     def close(self) -> None:
         """Nothing to release: the runs stay in memory until the store is dropped."""
-
-    def __enter__(self) -> MemoryStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -28,7 +28,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import Any
 
 import psycopg
@@ -47,11 +46,11 @@ from agentfsm.states.events import Event
 from agentfsm.stores import _postgres_sql as sql
 from agentfsm.stores._credentials import redact, scrub
 from agentfsm.stores._items import Written, assemble, new_items
-from agentfsm.stores.base import RunSummary, ThreadedAsync, check_save
+from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 
 
-class PostgresStore(ThreadedAsync):
+class PostgresStore(ThreadedAsync, ClosesOnExit):
     """Keeps runs in a PostgreSQL database: durable, atomic, shared by many processes.
 
     Args:
@@ -371,17 +370,6 @@ class PostgresStore(ThreadedAsync):
                 return
             self._closed = True
         self._pool.close()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _follows(snapshot: Snapshot, events: Sequence[Event]) -> int:

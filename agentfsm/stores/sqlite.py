@@ -30,7 +30,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -45,7 +44,7 @@ from agentfsm.errors import (
 )
 from agentfsm.states.events import Event
 from agentfsm.stores._items import ITEMS, Written, assemble, core_json, new_items
-from agentfsm.stores.base import RunSummary, ThreadedAsync, check_save
+from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 from agentfsm.stores.watch import PollingWatch
 
@@ -129,7 +128,7 @@ def _checked_path(path: object) -> Path:
     return where
 
 
-class SQLiteStore(ThreadedAsync, PollingWatch):
+class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
     """Keeps runs in one SQLite file: durable, atomic, safe for several processes.
 
     A file that is not agentfsm's is refused before anything is written to it: no table,
@@ -420,14 +419,3 @@ class SQLiteStore(ThreadedAsync, PollingWatch):
             if not self._closed:
                 self._closed = True
                 self._conn.close()
-
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -12,7 +12,6 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from types import TracebackType
 from typing import Any, TypeVar
 
 from pydantic_core import to_jsonable_python
@@ -33,7 +32,7 @@ from agentfsm.llm.retry import RetryPolicy as ModelRetryPolicy
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message
-from agentfsm.stores.base import RunSummary
+from agentfsm.stores.base import ClosesOnExit, RunSummary
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.temporal.payloads import (
     MODEL_ACTIVITY,
@@ -296,7 +295,7 @@ def _delta(
     )
 
 
-class WorkflowStore:
+class WorkflowStore(ClosesOnExit):
     """The Agent's store inside a workflow: each step's saves go to the store activity.
 
     ``save`` (a save outside a step) queues; ``asave`` (a step's group commit) sends what is
@@ -403,17 +402,6 @@ class WorkflowStore:
 
     def close(self) -> None:
         """Nothing to release."""
-
-    def __enter__(self) -> WorkflowStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 __all__ = [
