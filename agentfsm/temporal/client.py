@@ -9,19 +9,22 @@ would, with the same message).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from temporalio.client import (
     Client,
+    WithStartWorkflowOperation,
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from agentfsm.agent import checks
 from agentfsm.agent.checks import SHUT_DOWN_IS_FINAL
 from agentfsm.agent.vocabulary import DecisionLike, TurnOutcome, to_decision
 from agentfsm.errors import IllegalTransitionError
@@ -64,8 +67,14 @@ class TemporalRun:
         return self.handle.id
 
     async def _update(self, name: str, *args: JSONValue) -> TurnOutcome:
+        return await self._sent(
+            name, lambda: self.handle.execute_update(name, *args, result_type=dict)
+        )
+
+    async def _sent(self, name: str, send: Callable[[], Awaitable[Any]]) -> TurnOutcome:
+        """``send`` the update ``name``; its outcome, or the error the Agent would raise."""
         try:
-            data = await self.handle.execute_update(name, *args, result_type=dict)
+            data = await send()
         except WorkflowUpdateFailedError as error:
             cause = error.cause
             if isinstance(cause, ApplicationError):
@@ -184,6 +193,49 @@ class TemporalRuns:
         )
         # A handle on the workflow id alone follows the run across continue-as-new.
         return self.get(run_id)
+
+    async def start_with(
+        self, text: str, run_id: str | None = None, *, user_id: str | None = None
+    ) -> tuple[TemporalRun, TurnOutcome]:
+        """Start a run and give it its first input, in one round-trip (update-with-start).
+
+        The same as `start` followed by `TemporalRun.submit`, but the workflow's start and
+        the ``submit`` update travel in one request and are taken in the run's first
+        workflow task: one client call instead of two, and never a workflow task of its own
+        for the first input. A first input the run refuses (an empty text) raises what
+        `submit` would (the same `IllegalTransitionError`) and leaves nothing of it in the
+        history; the run is started all the same, in ``ready``, as `start` would leave it.
+
+        Args:
+            text: The user's first input.
+            run_id: The run's id (also the workflow id); a new one if None.
+            user_id: The application's user the run acts for.
+
+        Returns:
+            The run's handle and the first turn's outcome.
+
+        Raises:
+            TypeError: ``text`` is not a str (nothing is started).
+            temporalio.exceptions.WorkflowAlreadyStartedError: A run with this id exists.
+        """
+        checks.user_text("text", text)
+        run_id = run_id or uuid.uuid4().hex
+        operation = WithStartWorkflowOperation(
+            RUN_WORKFLOW,
+            RunStart(self.agent, run_id, user_id, self.settings),
+            id=run_id,
+            task_queue=self.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            task_timeout=self.task_timeout,
+        )
+        run = self.get(run_id)
+        outcome = await run._sent(
+            "submit",
+            lambda: self.client.execute_update_with_start_workflow(
+                "submit", text, start_workflow_operation=operation, result_type=dict
+            ),
+        )
+        return run, outcome
 
     def get(self, run_id: str) -> TemporalRun:
         """The handle of a run started earlier."""
