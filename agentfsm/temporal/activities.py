@@ -230,6 +230,8 @@ class RunActivities:
 
     async def _heartbeat(self) -> None:
         """Heartbeat every ``heartbeat_every`` seconds, or thrice per heartbeat timeout."""
+        if activity.info().is_local:  # (a local activity has no heartbeat to send)
+            return
         timeout = activity.info().heartbeat_timeout
         every = self._every if timeout is None else min(self._every, timeout.total_seconds() / 3)
         while True:

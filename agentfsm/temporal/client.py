@@ -220,7 +220,7 @@ class TemporalRuns:
         """
         checks.user_text("text", text)
         run_id = run_id or uuid.uuid4().hex
-        operation = WithStartWorkflowOperation(
+        operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
             RUN_WORKFLOW,
             RunStart(self.agent, run_id, user_id, self.settings),
             id=run_id,

@@ -78,8 +78,9 @@ def model_retry_policy(model: object) -> RetryPolicy:
     )
 
 
-def _model_error(error: ActivityError, name: str) -> Exception:
-    cause = error.cause
+def _model_error(error: ActivityError | ApplicationError | TimeoutError, name: str) -> Exception:
+    """What a failed model call stands for (a local activity's failure comes unwrapped)."""
+    cause = error.cause if isinstance(error, ActivityError) else error
     if isinstance(cause, ApplicationError):
         return from_failure(cause)
     if isinstance(cause, TimeoutError):
@@ -137,20 +138,35 @@ class ActivityModel:
         """Run the model activity on the stored conversation (``len(messages)`` checked)."""
         try:
             data = await self._store.sending(
-                lambda batch: workflow.execute_activity(
-                    MODEL_ACTIVITY,
+                lambda batch: self._call(
                     ModelRequest(
                         self._agent, self._run_id, len(messages), self.enabled, batch.writes
-                    ),
-                    start_to_close_timeout=_seconds(self._settings.model_timeout),
-                    heartbeat_timeout=_seconds(self._settings.heartbeat_timeout),
-                    retry_policy=self._retry,
-                    result_type=dict,
+                    )
                 )
             )
-        except ActivityError as error:
+        except (ActivityError, ApplicationError, TimeoutError) as error:
             raise _model_error(error, self._name) from None
         return ModelResponse.model_validate(data)
+
+    def _call(self, request: ModelRequest) -> Awaitable[dict[str, Any]]:
+        """The model activity for ``request``: local if the run's settings say so."""
+        timeout = _seconds(self._settings.model_timeout)
+        if self._settings.local_model_calls:
+            return workflow.execute_local_activity(
+                MODEL_ACTIVITY,
+                request,
+                start_to_close_timeout=timeout,
+                retry_policy=self._retry,
+                result_type=dict,
+            )
+        return workflow.execute_activity(
+            MODEL_ACTIVITY,
+            request,
+            start_to_close_timeout=timeout,
+            heartbeat_timeout=_seconds(self._settings.heartbeat_timeout),
+            retry_policy=self._retry,
+            result_type=dict,
+        )
 
 
 class ActivityTool(Tool[..., object]):

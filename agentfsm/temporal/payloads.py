@@ -52,6 +52,7 @@ class RunSettings:
     heartbeat_every: float = 2.0
     store_timeout: float = 30.0
     history_events: int = 10_000
+    local_model_calls: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from agentfsm.stores.exact_replay import replay
 from agentfsm.stores.memory import MemoryStore
-from agentfsm.temporal import TemporalRuns
+from agentfsm.temporal import RunSettings, TemporalRuns
 from agentfsm.verify.log_check import check_log
 from tests.temporal.agents import make_agent
 from tests.temporal.support import Step, drive_local, drive_remote, on_temporal, shape
@@ -44,12 +44,15 @@ SCRIPTS: dict[str, list[Step]] = {
 }
 
 
+@pytest.mark.parametrize("local", [False, True], ids=["activity", "local_model_calls"])
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_same_events_in_process_and_on_temporal(temporal_target: str, name: str) -> None:
+def test_same_events_in_process_and_on_temporal(
+    temporal_target: str, name: str, local: bool
+) -> None:
     import asyncio
 
     steps = SCRIPTS[name]
-    run_id = f"diff-{name}"
+    run_id = f"diff-{name}" + ("-local" if local else "")
     local_store = MemoryStore()
     local_seen = asyncio.run(drive_local(make_agent(run_id=run_id, store=local_store), steps))
     remote_store = MemoryStore()
@@ -58,7 +61,8 @@ def test_same_events_in_process_and_on_temporal(temporal_target: str, name: str)
         run = await runs.start(run_id)
         return await drive_remote(run, steps)
 
-    remote_seen = on_temporal(temporal_target, remote_store, body)
+    settings = RunSettings(local_model_calls=local)
+    remote_seen = on_temporal(temporal_target, remote_store, body, settings=settings)
     assert remote_seen == local_seen
     local_events = local_store.events(run_id)
     remote_events = remote_store.events(run_id)

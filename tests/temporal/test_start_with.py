@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Sequence
 
 import pytest
@@ -20,10 +21,11 @@ from temporalio.service import RPCError
 
 from agentfsm.errors import GuardFailedError
 from agentfsm.stores.memory import MemoryStore
-from agentfsm.temporal import TemporalRuns
+from agentfsm.temporal import RunSettings, TemporalRuns
 from agentfsm.temporal.worker import replayer
 from tests.temporal import agents
 from tests.temporal.support import on_temporal, shape
+from tests.temporal.test_replay import HISTORIES
 
 
 def _kinds(events: Sequence[HistoryEvent]) -> list[str]:
@@ -33,36 +35,46 @@ def _kinds(events: Sequence[HistoryEvent]) -> list[str]:
     ]
 
 
-def one_turn_bound(model_calls: int, tool_calls: int) -> int:
+def one_turn_bound(model_calls: int, tool_calls: int, *, local: bool) -> int:
     """The most events a one-turn run started by `start_with` may have in its history.
 
     Started (1), the first workflow task (3: scheduled, started, completed) that accepts
-    the update (1), each model call and tool body an activity (3) followed by the workflow
-    task that takes its result (3), the step's saves stored before the reply (one local
+    the update (1); each tool body an activity (3) followed by the workflow task that takes
+    its result (3); each model call the same (6), or, as a local activity, a marker (1) in
+    the workflow task already open; the step's saves stored before the reply (a local
     activity: 1 marker) and the update's completion (1).
     """
-    return 1 + 3 + 1 + 6 * (model_calls + tool_calls) + 1 + 1
+    model = 1 if local else 6
+    return 1 + 3 + 1 + model * model_calls + 6 * tool_calls + 1 + 1
 
 
+@pytest.mark.parametrize("local", [False, True], ids=["activity", "local_model_calls"])
 @pytest.mark.parametrize("text", ["hello", "weather Rome", "loop"])
-def test_a_one_turn_history_stays_within_its_structure(temporal_target: str, text: str) -> None:
+def test_a_one_turn_history_stays_within_its_structure(
+    temporal_target: str, text: str, local: bool
+) -> None:
     store = MemoryStore()
+    run_id = f"{'local' if local else 'bound'}-{text.split()[0]}"
 
     async def body(runs: TemporalRuns, client: Client) -> WorkflowHistory:
-        run, outcome = await runs.start_with(text, f"bound-{text.split()[0]}")
+        run, outcome = await runs.start_with(text, run_id)
         assert outcome.state in ("completed", "failed")
         return await run.handle.fetch_history()
 
-    history = on_temporal(temporal_target, store, body, agents={"default": agents.make_agent})
-    stored = store.load(history.workflow_id)
+    settings = RunSettings(local_model_calls=local)
+    history = on_temporal(temporal_target, store, body, settings=settings)
+    stored = store.load(run_id)
     assert stored is not None
     model_calls = sum(1 for m in stored.messages if m.role == "assistant")
     tool_calls = sum(1 for m in stored.messages if m.role == "tool")
     assert model_calls >= 1
     kinds = _kinds(history.events)
-    assert len(kinds) <= one_turn_bound(model_calls, tool_calls), kinds
+    assert len(kinds) <= one_turn_bound(model_calls, tool_calls, local=local), kinds
     assert kinds.count("workflow_execution_update_accepted") == 1
+    assert kinds.count("activity_task_scheduled") <= tool_calls + (0 if local else model_calls)
     asyncio.run(replayer({"default": agents.make_agent}).replay_workflow(history))
+    if local and text == "weather Rome" and os.environ.get("AGENTFSM_RECORD_HISTORIES") == "1":
+        (HISTORIES / "replay-local_model_calls.json").write_text(history.to_json())
 
 
 def test_start_with_is_start_then_submit_in_one_call(temporal_target: str) -> None:

@@ -18,7 +18,7 @@ from agentfsm import Agent
 from agentfsm.errors import HookFailedError, IllegalTransitionError, ReentrantCallError
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.stores.memory import MemoryStore
-from agentfsm.temporal import TemporalRuns, create_worker
+from agentfsm.temporal import RunSettings, TemporalRuns, create_worker
 from agentfsm.temporal.template import load_factory, template_of
 from agentfsm.temporal.wire import outcome_json, outcome_of, rebuild
 from tests.temporal import agents
@@ -95,15 +95,22 @@ def test_a_wait_expires_on_a_durable_timer(temporal_target: str) -> None:
     assert reason == "expired"
 
 
-def test_model_calls_retry_under_the_models_policy_in_temporal(temporal_target: str) -> None:
+@pytest.mark.parametrize("local", [False, True], ids=["activity", "local_model_calls"])
+def test_model_calls_retry_under_the_models_policy_in_temporal(
+    temporal_target: str, local: bool
+) -> None:
     agents.FLAKY.attempts.clear()
 
     async def body(runs: TemporalRuns, client: Client) -> str | None:
-        run = await runs.start("flaky")
+        run = await runs.start("flaky-local" if local else "flaky")
         return (await run.submit("hi")).reply
 
     reply = on_temporal(
-        temporal_target, MemoryStore(), body, agents={"default": agents.make_flaky_agent}
+        temporal_target,
+        MemoryStore(),
+        body,
+        agents={"default": agents.make_flaky_agent},
+        settings=RunSettings(local_model_calls=local),
     )
     assert reply == "attempt 2"  # one failed attempt, retried once by Temporal, not more
     assert agents.FLAKY.attempts == {1: 2}
