@@ -5,8 +5,10 @@ tool call, then the answer. Candidates, all on one Temporal dev server (the temp
 binary, in memory, on 127.0.0.1):
 
 - agentfsm in-process (no store): the floor;
-- agentfsm on Temporal (one worker in this process, a MemoryStore): ms per iteration and
-  history events per iteration;
+- agentfsm on Temporal (one worker in this process, a MemoryStore), each run started with
+  its first input in one round-trip (``TemporalRuns.start_with``): ms per iteration and
+  history events per iteration; once with the model calls as activities (the default),
+  once as local activities (``RunSettings.local_model_calls``);
 - pydantic-ai's Temporal durability (``TemporalAgent``, a ``FunctionModel``, the same
   workload) on the same server, when ``pydantic-ai-slim[temporal]`` is installed.
 
@@ -40,7 +42,7 @@ from agentfsm import Agent, ScriptedModel, tool  # noqa: E402
 from agentfsm.llm.base import ModelResponse  # noqa: E402
 from agentfsm.states import Message, ToolCall  # noqa: E402
 from agentfsm.stores import MemoryStore  # noqa: E402
-from agentfsm.temporal import TemporalRuns, create_worker  # noqa: E402
+from agentfsm.temporal import RunSettings, TemporalRuns, create_worker  # noqa: E402
 from agentfsm.testing.temporal_server import TemporalDevServer  # noqa: E402
 
 ITERATIONS = 10
@@ -104,8 +106,13 @@ async def _events(client: Client, workflow_id: str) -> int:
     return len(history.events)
 
 
-async def on_temporal(target: str, turns: int) -> tuple[float, float]:
-    """(ms per iteration, history events per iteration) of agentfsm on Temporal."""
+async def on_temporal(target: str, turns: int, *, local: bool) -> tuple[float, float]:
+    """(ms per iteration, history events per iteration) of agentfsm on Temporal.
+
+    Each run is started with its first input in one round-trip (`TemporalRuns.start_with`),
+    timed from the start, as the peer's workflow is; ``local``: model calls as local
+    activities (`RunSettings.local_model_calls`).
+    """
     client = await Client.connect(target)
     queue = f"bench-{uuid.uuid4().hex}"
     worker = create_worker(
@@ -113,11 +120,11 @@ async def on_temporal(target: str, turns: int) -> tuple[float, float]:
     )
     times, events = [], []
     async with worker:
-        runs = TemporalRuns(client, task_queue=queue)
+        settings = RunSettings(local_model_calls=local)
+        runs = TemporalRuns(client, task_queue=queue, settings=settings)
         for index in range(turns):
-            run = await runs.start(f"{queue}-{index}")
             started = time.perf_counter()
-            await run.submit("go")
+            run, _ = await runs.start_with("go", f"{queue}-{index}")
             times.append((time.perf_counter() - started) / ITERATIONS * 1e3)
             events.append(await _events(client, run.run_id) / ITERATIONS)  # the turn's
             await run.shutdown()
@@ -174,8 +181,7 @@ def drain(target: str, workers: int, runs: int) -> float:
 
         async def one(index: int) -> None:
             async with gate:
-                run = await starter.start(f"{queue}-{index}")
-                await run.submit("go")
+                await starter.start_with("go", f"{queue}-{index}")
 
         await one(-1)  # the workers are up
         started = time.perf_counter()
@@ -201,8 +207,9 @@ def main() -> None:
     results: dict[str, Any] = {}
     with TemporalDevServer() as server:
         results["in_process_us_per_iteration"] = in_process(turns * 10)
-        ms, events = asyncio.run(on_temporal(server.target, turns))
-        results["agentfsm_temporal"] = {"ms_per_iteration": ms, "events_per_iteration": events}
+        for key, local in (("agentfsm_temporal", False), ("agentfsm_temporal_local", True)):
+            ms, events = asyncio.run(on_temporal(server.target, turns, local=local))
+            results[key] = {"ms_per_iteration": ms, "events_per_iteration": events}
         peer = asyncio.run(pydantic_ai_on_temporal(server.target, turns))
         results["pydantic_ai_temporal"] = (
             None

