@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, cast, get_args
+from typing import Literal, Protocol, cast, get_args
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import TurnOutcome
@@ -33,6 +33,33 @@ AgentFactory = Callable[[str, RunStore], Agent]
 """Builds the application's Agent for a stored run: ``factory(run_id, store)`` returns
 ``Agent(model, tools, run_id=run_id, store=store, ...)``, which restores the run. The view
 needs one to approve, deny or answer (the run then calls the model and the tools)."""
+
+
+class RunHandle(Protocol):
+    """A run driven elsewhere, with the Agent's lifecycle methods (`TemporalRun` is one)."""
+
+    async def resolve_action(self, decisions: Mapping[str, str]) -> TurnOutcome:
+        """Decide every pending call."""
+
+    async def provide_input(self, text: str) -> TurnOutcome:
+        """Answer the pending question."""
+
+    async def pause(self) -> TurnOutcome:
+        """Pause the run."""
+
+    async def resume(self) -> TurnOutcome:
+        """Resume the run."""
+
+    async def cancel(self) -> TurnOutcome:
+        """Cancel the turn."""
+
+
+class RunDriver(Protocol):
+    """Finds the handle of a run that its own workers drive (`TemporalRuns` is one)."""
+
+    def get(self, run_id: str) -> RunHandle:
+        """The handle of run ``run_id``."""
+
 
 ActionName = Literal["resolve", "answer", "pause", "resume", "cancel"]
 """An operator action: ``resolve`` (approve or deny every pending call), ``answer`` (the
@@ -118,13 +145,7 @@ def _needs_agent(action: Action, snapshot: Snapshot) -> bool:
 
 def _check(action: Action, snapshot: Snapshot, factory: AgentFactory | None) -> None:
     run_id = snapshot.run_id
-    if action.version is not None and action.version != snapshot.version:
-        raise ActionError(
-            409,
-            "StaleView",
-            f"run {run_id!r} changed since the page showed it (version {action.version}, "
-            f"now {snapshot.version}); nothing was done: look at it again",
-        )
+    _stale(action, snapshot)
     if snapshot.state == RunState.BUSY:
         raise ActionError(
             409,
@@ -159,7 +180,19 @@ def _restore(run_id: str, store: RunStore, factory: AgentFactory | None) -> Agen
     return agent
 
 
-async def _dispatch(agent: Agent, action: Action) -> TurnOutcome:
+async def _dispatch(agent: RunHandle, action: Action) -> TurnOutcome:
+    if action.name == "resolve":
+        return await agent.resolve_action(dict(action.decisions))
+    if action.name == "answer":
+        return await agent.provide_input(action.text)
+    if action.name == "pause":
+        return await agent.pause()
+    if action.name == "resume":
+        return await agent.resume()
+    return await agent.cancel()
+
+
+async def _dispatch_local(agent: Agent, action: Action) -> TurnOutcome:
     if action.name == "resolve":
         return await agent.aresolve_action(dict(action.decisions))
     if action.name == "answer":
@@ -171,23 +204,45 @@ async def _dispatch(agent: Agent, action: Action) -> TurnOutcome:
     return await agent.acancel()
 
 
+def _stale(action: Action, snapshot: Snapshot) -> None:
+    if action.version is not None and action.version != snapshot.version:
+        raise ActionError(
+            409,
+            "StaleView",
+            f"run {snapshot.run_id!r} changed since the page showed it (version "
+            f"{action.version}, now {snapshot.version}); nothing was done: look at it again",
+        )
+
+
 async def perform(
-    action: Action, run_id: str, store: RunStore, factory: AgentFactory | None
+    action: Action,
+    run_id: str,
+    store: RunStore,
+    factory: AgentFactory | None,
+    driver: RunDriver | None = None,
 ) -> JSONObject:
-    """Do ``action`` on the stored run through a restored Agent; return where it is now.
+    """Do ``action`` on the stored run; return where it is now.
+
+    Through a restored Agent, or, given a ``driver``, through the run's handle (the run's
+    own workers carry it out; a busy run takes ``pause`` and ``cancel`` at its next step
+    boundary, as the contract says).
 
     Raises:
         ActionError: 404 for no such run; 409 when the view or the run refuses (the
             message is the `IllegalTransitionError`'s or the `SnapshotConflictError`'s);
-            500 when the run failed otherwise. Nothing is stored by a refused action.
+            500 when the run failed otherwise; 502 when the driver could not be reached.
+            Nothing is stored by a refused action.
     """
     snapshot = store.load(run_id)
     if snapshot is None:
         raise ActionError(404, "NoSuchRun", f"no run {run_id!r} in the store")
+    if driver is not None:
+        _stale(action, snapshot)
+        return await _driven(action, driver.get(run_id))
     _check(action, snapshot, factory)
     agent = _restore(run_id, store, factory)
     try:
-        outcome = await _dispatch(agent, action)
+        outcome = await _dispatch_local(agent, action)
     except SnapshotConflictError as error:
         raise ActionError(
             409,
@@ -201,4 +256,23 @@ async def perform(
         raise ActionError(500, type(error).__name__, str(error)) from error
     finally:
         agent.close()
+    return _outcome(outcome)
+
+
+async def _driven(action: Action, handle: RunHandle) -> JSONObject:
+    """``action`` sent to a run its own workers drive."""
+    try:
+        outcome = await _dispatch(handle, action)
+    except IllegalTransitionError as error:
+        raise ActionError(409, type(error).__name__, str(error)) from error
+    except (AgentFSMError, ValueError) as error:
+        raise ActionError(500, type(error).__name__, str(error)) from error
+    except Exception as error:  # (the driver's own: a server not reached, a run not found)
+        raise ActionError(
+            502, type(error).__name__, f"the run's driver did not take the action: {error}"
+        ) from error
+    return _outcome(outcome)
+
+
+def _outcome(outcome: TurnOutcome) -> JSONObject:
     return {"state": outcome.state, "reason": outcome.reason, "reply": outcome.reply}

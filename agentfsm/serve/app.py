@@ -33,7 +33,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agentfsm.errors import ActionError
-from agentfsm.serve.actions import AgentFactory, parse_action, perform
+from agentfsm.serve.actions import AgentFactory, RunDriver, parse_action, perform
 from agentfsm.serve.feed import DEFAULT_INTERVAL, ChangeFeed, PollingFeed
 from agentfsm.serve.stores import open_read_only, open_to_read, sqlite_path
 from agentfsm.serve.views import RUN_STATES, RunRows, diagram_svg, event_view, run_view
@@ -124,6 +124,7 @@ class _LiveView:
             or any `RunStore` (used for both reading and acting).
         agent: Builds the application's Agent for a run, for actions that call the model
             and tools (approve, deny, answer); None leaves those refused.
+        runs: Drives the runs through their own workers instead (`TemporalRuns`).
         feed: Where live updates come from; by default `default_feed`.
         poll_interval: Seconds between two polls of the default feed.
     """
@@ -133,11 +134,13 @@ class _LiveView:
         store: str | os.PathLike[str] | RunStore,
         *,
         agent: AgentFactory | None = None,
+        runs: RunDriver | None = None,
         feed: ChangeFeed | None = None,
         poll_interval: float = DEFAULT_INTERVAL,
     ) -> None:
         self.stores = _Stores(store)
         self.agent = agent
+        self.driver = runs
         self.owns_feed = feed is None
         self.feed = feed if feed is not None else default_feed(self.stores.reader, poll_interval)
         self.rows = RunRows(self.stores.reader)
@@ -201,7 +204,7 @@ class _LiveView:
             except ValueError as error:
                 raise ActionError(400, "BadRequest", f"the body is not JSON ({error})") from error
             action = parse_action(body)
-            outcome = await perform(action, run_id, self.stores.writer(), self.agent)
+            outcome = await perform(action, run_id, self.stores.writer(), self.agent, self.driver)
         except ActionError as error:
             return JSONResponse(error.as_json(), status_code=error.status)
         return JSONResponse(outcome)
@@ -211,6 +214,7 @@ def create_app(
     store: str | os.PathLike[str] | RunStore,
     *,
     agent: AgentFactory | None = None,
+    runs: RunDriver | None = None,
     feed: ChangeFeed | None = None,
     poll_interval: float = DEFAULT_INTERVAL,
 ) -> Starlette:
@@ -224,6 +228,10 @@ def create_app(
         agent: ``agent(run_id, store)`` returns the application's `Agent` restored from
             ``store``; needed to approve, deny or answer (the run then calls the model and
             tools). Without it, pause, resume and cancel still work.
+        runs: The runs' driver when their own workers run them: with
+            `agentfsm.temporal.TemporalRuns`, each action is the update the run's workflow
+            takes (its validator refusing what the machine refuses), not a write to the
+            store, which the workers own; ``agent`` is then not needed.
         feed: Where live updates come from (default: `default_feed`: a PostgreSQL store's
             notifications, or else a poll of the store every ``poll_interval`` seconds).
         poll_interval: Seconds between two polls of the default feed.
@@ -236,7 +244,7 @@ def create_app(
         StoreError: There is no store there (nothing is created), or it is not a run
             store; a password in the URL is never shown.
     """
-    view = _LiveView(store, agent=agent, feed=feed, poll_interval=poll_interval)
+    view = _LiveView(store, agent=agent, runs=runs, feed=feed, poll_interval=poll_interval)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
