@@ -115,6 +115,13 @@ def _add_ui_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
         help="your agent factory, (run_id, store) -> Agent, so the view can approve, deny "
         "and answer (the run then calls your model and tools)",
     )
+    ui.add_argument(
+        "--temporal",
+        metavar="HOST:PORT",
+        help="the store's runs run on Temporal: actions are sent to their workflows as "
+        "updates (needs the temporal extra and --task-queue)",
+    )
+    ui.add_argument("--task-queue", metavar="QUEUE", help="the runs' task queue (--temporal)")
 
 
 def _ui(args: argparse.Namespace) -> int:
@@ -128,7 +135,15 @@ def _ui(args: argparse.Namespace) -> int:
         )
         return 1
     store = args.store if args.store is not None else str(DEFAULT_PATH)
-    return ui_command(store, args.host, args.port, args.agent, sys.stdout)
+    return ui_command(
+        store,
+        args.host,
+        args.port,
+        args.agent,
+        sys.stdout,
+        temporal=args.temporal,
+        task_queue=args.task_queue,
+    )
 
 
 def _parser() -> argparse.ArgumentParser:

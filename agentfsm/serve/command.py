@@ -4,11 +4,13 @@
 created, and its password is never printed.
 
 The socket is bound before anything is printed, so the URL printed is one that answers
-(``--port 0`` picks a free port and prints it).
+(``--port 0`` picks a free port and prints it). With ``--temporal HOST:PORT --task-queue Q``
+the store's runs are runs on Temporal, and the view's actions are their workflows' updates.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import socket
 import sys
@@ -17,7 +19,7 @@ from typing import TextIO
 import uvicorn
 
 from agentfsm.errors import StoreError
-from agentfsm.serve.actions import AgentFactory
+from agentfsm.serve.actions import AgentFactory, RunDriver
 from agentfsm.serve.app import create_app
 from agentfsm.serve.stores import shown
 
@@ -70,20 +72,57 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def ui_command(store: str, host: str, port: int, agent: str | None, out: TextIO) -> int:
+def temporal_driver(target: str, task_queue: str | None) -> RunDriver:
+    """The runs on the Temporal server at ``target`` (``HOST:PORT``), on ``task_queue``.
+
+    Raises:
+        UICommandError: No ``task_queue``, the temporal extra is missing, or the server
+            cannot be reached.
+    """
+    if not task_queue:
+        raise UICommandError("--temporal needs --task-queue QUEUE (the runs' task queue)")
+    try:
+        from temporalio.client import Client
+
+        from agentfsm.temporal.client import TemporalRuns
+    except ImportError as error:  # pragma: no cover - without the temporal extra
+        raise UICommandError(
+            f"--temporal needs the temporal extra ({error}): pip install 'agentfsm[temporal]'"
+        ) from error
+    try:
+        client = asyncio.run(Client.connect(target))
+    except Exception as error:  # (the SDK's own: a bad target, a server not answering)
+        raise UICommandError(f"cannot reach the Temporal server at {target} ({error})") from error
+    return TemporalRuns(client, task_queue=task_queue)
+
+
+def ui_command(
+    store: str,
+    host: str,
+    port: int,
+    agent: str | None,
+    out: TextIO,
+    *,
+    temporal: str | None = None,
+    task_queue: str | None = None,
+) -> int:
     """Serve the view of ``store`` (a URL or path) on ``host:port`` until interrupted.
+
+    ``temporal`` (``HOST:PORT``) and ``task_queue``: the store's runs run on Temporal; the
+    view's actions are sent to their workflows (`agentfsm.temporal.TemporalRuns`).
 
     Returns:
         The exit code: 0 once stopped, 1 if it could not start (the reason on stderr).
     """
     try:
         factory = load_factory(agent) if agent is not None else None
+        driver = temporal_driver(temporal, task_queue) if temporal is not None else None
         sock = _bind(host, port)
     except UICommandError as error:
         print(f"agentfsm ui: error: {error}", file=sys.stderr)
         return 1
     try:
-        app = create_app(store, agent=factory)
+        app = create_app(store, agent=factory, runs=driver)
     except StoreError as error:
         sock.close()
         print(f"agentfsm ui: error: {error}", file=sys.stderr)
@@ -92,7 +131,11 @@ def ui_command(store: str, host: str, port: int, agent: str | None, out: TextIO)
     host_shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     where = f"http://{host_shown}:{bound_port}/"
     print(f"agentfsm ui: serving {shown(store)} at {where}", file=out, flush=True)
-    if factory is None:
+    if driver is not None:
+        print(
+            f"  (runs on Temporal at {temporal}: actions are their updates)", file=out, flush=True
+        )
+    elif factory is None:
         print(
             "  (no --agent MODULE:FUNCTION: approving, denying and answering are off; "
             "pause, resume and cancel work)",

@@ -7,14 +7,25 @@ reaches the history); the store, which the workers own, is never written by the 
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
 import httpx
+import pytest
 from temporalio.client import Client
 
+from agentfsm.cli import main as main_cli
 from agentfsm.serve import create_app
 from agentfsm.stores.memory import MemoryStore
-from agentfsm.temporal import TemporalRuns
+from agentfsm.stores.sqlite import SQLiteStore
+from agentfsm.temporal import TemporalRuns, create_worker
 from tests.temporal import agents
 from tests.temporal.support import on_temporal
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_live_view_drives_a_temporal_run_through_its_updates(temporal_target: str) -> None:
@@ -58,3 +69,54 @@ def test_the_live_view_drives_a_temporal_run_through_its_updates(temporal_target
         assert stored.state == "completed"
 
     on_temporal(temporal_target, store, body)
+
+
+def test_agentfsm_ui_drives_temporal_runs(temporal_target: str, tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+
+    async def main() -> None:
+        client = await Client.connect(temporal_target)
+        queue = f"ui-{uuid.uuid4().hex}"
+        with SQLiteStore(path) as store:
+            async with create_worker(
+                client, task_queue=queue, agents={"default": agents.make_agent}, store=store
+            ):
+                runs = TemporalRuns(client, task_queue=queue)
+                run, waiting = await runs.start_with("pay 4", "cli-pay")
+                command = [
+                    sys.executable, "-m", "agentfsm.cli", "ui", "--store", str(path),
+                    "--port", "0", "--temporal", temporal_target, "--task-queue", queue,
+                ]  # fmt: skip
+                server = subprocess.Popen(
+                    command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                )
+                try:
+                    assert server.stdout is not None
+                    first = await asyncio.to_thread(server.stdout.readline)
+                    url = first.split(" at ")[1].strip()
+                    assert "runs on Temporal" in await asyncio.to_thread(server.stdout.readline)
+                    decisions = {waiting.pending[0].id: "approve"}
+                    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+                        answer = await http.post(
+                            "api/runs/cli-pay/actions",
+                            json={"action": "resolve", "decisions": decisions},
+                        )
+                    assert answer.json()["state"] == "completed"
+                    assert await run.state() == "completed"
+                finally:
+                    server.terminate()
+                    await asyncio.to_thread(server.communicate, timeout=10)
+            stored = store.load("cli-pay")
+            assert stored is not None
+            assert stored.state == "completed"
+
+    asyncio.run(main())
+
+
+def test_agentfsm_ui_on_temporal_needs_a_task_queue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+    SQLiteStore(path).close()
+    assert main_cli(["ui", "--store", str(path), "--temporal", "127.0.0.1:7233"]) == 1
+    assert "--temporal needs --task-queue" in capsys.readouterr().err
