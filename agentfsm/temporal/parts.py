@@ -35,6 +35,7 @@ from agentfsm.states.messages import Message
 from agentfsm.stores.base import ClosesOnExit, RunSummary
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.temporal.payloads import (
+    LOCAL_MODEL_PATCH,
     MODEL_ACTIVITY,
     STORE_ACTIVITY,
     TOOL_ACTIVITY,
@@ -151,7 +152,7 @@ class ActivityModel:
     def _call(self, request: ModelRequest) -> Awaitable[dict[str, Any]]:
         """The model activity for ``request``: local if the run's settings say so."""
         timeout = _seconds(self._settings.model_timeout)
-        if self._settings.local_model_calls:
+        if self._settings.local_model_calls and workflow.patched(LOCAL_MODEL_PATCH):
             return workflow.execute_local_activity(
                 MODEL_ACTIVITY,
                 request,

@@ -21,6 +21,10 @@ TOOL_ACTIVITY = "agentfsm.tool.v1"
 """The activity that runs one tool body."""
 STORE_ACTIVITY = "agentfsm.store.v1"
 """The activity that appends a step's events to the worker's `RunStore`."""
+LOCAL_MODEL_PATCH = "agentfsm.local-model-calls.v1"
+"""The patch (``workflow.patched``) under which a run makes its model calls local
+activities (`RunSettings.local_model_calls`): a run begun by a worker that did not know the
+setting goes on with activities."""
 
 UPDATES = ("submit", "resolve_action", "provide_input", "pause", "resume", "cancel", "shutdown")
 """The lifecycle events a client sends, each a Temporal update of that name."""
@@ -50,7 +54,9 @@ class RunSettings:
             models; a call longer than about 80% of the workflow task timeout adds a
             workflow task heartbeat (three events) each time, updates wait for the call to
             end, and a lost worker is noticed by the workflow task timeout (the next
-            worker makes the call again). Off: the model call is an activity.
+            worker makes the call again). Off: the model call is an activity. Taken under
+            the patch `LOCAL_MODEL_PATCH` (two events per workflow run), so a run
+            begun by an older worker, which ignores the setting, replays on a newer one.
     """
 
     model_timeout: float = 120.0

@@ -11,6 +11,8 @@ replayed too. Rerecord (after a deliberate, versioned change) with
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import os
 from pathlib import Path
 
@@ -59,3 +61,22 @@ def test_fresh_histories_replay(temporal_target: str) -> None:
         HISTORIES.mkdir(exist_ok=True)
         for history in histories:
             (HISTORIES / f"{history.workflow_id}.json").write_text(history.to_json())
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["patched", "unpatched"])
+def test_a_run_begun_by_a_worker_ignoring_local_model_calls_replays(local: bool) -> None:
+    """An older worker ignores ``local_model_calls`` (an unknown field) and makes activities.
+
+    A newer worker replaying that run must make the same commands: it takes local model
+    calls only under their patch, which the older worker's history does not have. (Without
+    the setting, nothing changes at all.)
+    """
+    recorded = json.loads((HISTORIES / "replay-tool_round.json").read_text())
+    payload = recorded["events"][0]["workflowExecutionStartedEventAttributes"]["input"]
+    start = json.loads(base64.b64decode(payload["payloads"][0]["data"]))
+    assert "local_model_calls" not in start["settings"]  # (recorded before the setting)
+    start["settings"]["local_model_calls"] = local
+    payload["payloads"][0]["data"] = base64.b64encode(json.dumps(start).encode()).decode()
+    history = WorkflowHistory.from_json("replay-tool_round", recorded)
+    result = asyncio.run(replayer(AGENTS).replay_workflow(history))
+    assert result.replay_failure is None

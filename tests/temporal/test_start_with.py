@@ -41,11 +41,12 @@ def one_turn_bound(model_calls: int, tool_calls: int, *, local: bool) -> int:
     Started (1), the first workflow task (3: scheduled, started, completed) that accepts
     the update (1); each tool body an activity (3) followed by the workflow task that takes
     its result (3); each model call the same (6), or, as a local activity, a marker (1) in
-    the workflow task already open; the step's saves stored before the reply (a local
-    activity: 1 marker) and the update's completion (1).
+    the workflow task already open (and the patch's two events, once); the step's saves stored
+    before the reply (a local activity: 1 marker) and the update's completion (1).
     """
-    model = 1 if local else 6
-    return 1 + 3 + 1 + model * model_calls + 6 * tool_calls + 1 + 1
+    if local:  # (and the patch they are taken under, once per run: a marker, an upsert)
+        return 1 + 3 + 1 + 2 + model_calls + 6 * tool_calls + 1 + 1
+    return 1 + 3 + 1 + 6 * model_calls + 6 * tool_calls + 1 + 1
 
 
 @pytest.mark.parametrize("local", [False, True], ids=["activity", "local_model_calls"])
