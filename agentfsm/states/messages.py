@@ -187,7 +187,9 @@ def message_json(message: Message) -> JSONObject:
         "tool_calls": [
             {"id": call.id, "name": call.name, "arguments": call.arguments}
             for call in message.tool_calls
-        ],
+        ]
+        if message.tool_calls
+        else [],  # (no comprehension to run for the usual message: it costs a call)
         "tool_call_id": message.tool_call_id,
         "name": message.name,
     }

@@ -158,8 +158,7 @@ class ToolSystem:
 
     def openai_tools(self, enabled: Collection[str] | None = None) -> list[JSONObject]:
         """The ``tools=[...]`` for a run's model call: the enabled tools only."""
-        checks.enabled_names(enabled)
-        return self.registry.openai_tools(enabled)
+        return self.registry.openai_tools(enabled)  # (which checks ``enabled``)
 
     def awaiting_decision(
         self, calls: Sequence[ToolCall], enabled: Collection[str] | None = None
@@ -169,7 +168,8 @@ class ToolSystem:
         Those are the calls to registered, enabled tools that are client-side or require
         approval; the others are run or refused without asking.
         """
-        checks.enabled_names(enabled)
+        if enabled is not None:  # (None, every tool, needs no check: the usual case)
+            checks.enabled_names(enabled)
         pending = []
         for call in calls:
             found = self.registry.find(call.name)
