@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentfsm.states.json import JSONObject
-from agentfsm.states.unchecked import unchecked
+from agentfsm.states.unchecked import blank, sealed, unchecked
 
 Role = Literal["system", "user", "assistant", "tool"]
 """Who a message is from: the system prompt, the user, the model, or a tool's result."""
@@ -130,17 +130,14 @@ def tool_message(tool_call_id: str, content: str, name: str | None = None) -> Me
     The caller guarantees the types (``tool_call_id`` and ``content`` are str, ``name`` a
     str or None), which is all a tool message's validation checks.
     """
-    return unchecked(
-        Message,
-        {
-            "role": "tool",
-            "content": content,
-            "tool_calls": (),
-            "tool_call_id": tool_call_id,
-            "name": name,
-        },
-        _TOOL_GIVEN,
-    )
+    message = blank(Message)
+    fields = message.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+    fields["role"] = "tool"
+    fields["content"] = content
+    fields["tool_calls"] = ()
+    fields["tool_call_id"] = tool_call_id
+    fields["name"] = name
+    return sealed(message, _TOOL_GIVEN)
 
 
 def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> Message:
