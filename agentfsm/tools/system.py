@@ -508,9 +508,12 @@ class ToolSystem:
         found = self.registry.find(call.name)
         if found is None:
             raise UnknownToolError(call.name, self._available(round_), call_id=call.id)
-        reason = refusal(found.policy, found.client_side, round_.decisions.get(call.id))
-        if reason is not None:
-            raise ToolDeniedError(call.name, call.id, reason)
+        decision = round_.decisions.get(call.id)
+        # (An allowed server-side tool with no decision always passes: the usual case.)
+        if decision is not None or found.client_side or found.policy is not ToolPolicy.ALLOW:
+            reason = refusal(found.policy, found.client_side, decision)
+            if reason is not None:
+                raise ToolDeniedError(call.name, call.id, reason)
         return found, found.arguments.parse(call.id, call.arguments, self._limits)
 
     def _unanswerable(self, call: ToolCall, asked: InputRequest) -> tuple[ToolResult, str]:
