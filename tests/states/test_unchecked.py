@@ -38,7 +38,11 @@ ids = st.text(min_size=1, max_size=8)
 texts = st.text(max_size=12)
 calls = st.builds(ToolCall, id=ids, name=texts, arguments=texts)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | texts,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
     max_leaves=6,
 )
