@@ -158,17 +158,14 @@ def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> 
         or len({call.id for call in tool_calls}) != len(tool_calls)
     ):
         return Message.assistant(content, tool_calls)
-    return unchecked(
-        Message,
-        {
-            "role": "assistant",
-            "content": content,
-            "tool_calls": tool_calls,
-            "tool_call_id": None,
-            "name": None,
-        },
-        _ASSISTANT_GIVEN,
-    )
+    message = blank(Message)
+    fields = message.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+    fields["role"] = "assistant"
+    fields["content"] = content
+    fields["tool_calls"] = tool_calls
+    fields["tool_call_id"] = None
+    fields["name"] = None
+    return sealed(message, _ASSISTANT_GIVEN)
 
 
 def message_json(message: Message) -> JSONObject:
