@@ -220,7 +220,11 @@ class RunRecord:
                 self._store_failed = True
                 raise
             self._version = version
-        self._deliver(event)
+        if self._quiet is None:  # `_deliver`, inlined: every event of a run comes here
+            for listener in tuple(self._listeners):
+                listener(event)
+        else:
+            self._deliver(event)
 
     async def _commit(self) -> None:
         """Before an external effect: save the batch in one transaction, then deliver it.
@@ -410,14 +414,16 @@ class RunRecord:
             self._note(RecordKind.FLUSH_DEFERRED, {})
 
     def _deliver(self, item: AgentEvent) -> None:
-        for listener in tuple(self._listeners):
-            if self._quiet is None:
+        quiet = self._quiet  # (no listener can change it: only settling a step does)
+        if quiet is None:
+            for listener in tuple(self._listeners):
                 listener(item)
-                continue
+            return
+        for listener in tuple(self._listeners):
             try:  # settling a failed step: what a listener raises now is kept for later
                 listener(item)
             except BaseException as error:
-                self._quiet.append(error)
+                quiet.append(error)
 
     def _record(self, entry: AnyTraceEntry) -> None:
         self._trace.append(entry)

@@ -448,7 +448,7 @@ class TurnDriver(TypedAnswers):
             on_start=self._on_start,
             on_answer=self._on_answer,
             stop=self._stop_between_calls,
-            resumes={c: r for c, r in self._inputs.items() if "answer" in r} or None,
+            resumes=self._resumes() if self._inputs else None,
             on_input=self._on_input,
             delegates=self._delegates,
             resumed=resumed,
@@ -478,6 +478,10 @@ class TurnDriver(TypedAnswers):
             await self._finish(loop.state)
         elif self._sources:
             await self._relist_changed()
+
+    def _resumes(self) -> dict[str, JSONObject] | None:
+        """The `ToolContext.resume` of the open round's calls the user has answered."""
+        return {c: r for c, r in self._inputs.items() if "answer" in r} or None
 
     def _on_input(self, call: ToolCall, asked: InputRequest) -> None:
         self._asking = (call, asked)

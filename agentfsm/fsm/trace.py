@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentfsm.llm.base import ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
-from agentfsm.states.unchecked import unchecked
+from agentfsm.states.unchecked import blank, sealed, unchecked
 from agentfsm.tools.results import ToolResult, ToolStatus
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -147,21 +147,18 @@ def llm_call_entry(
     Built without validation (one per iteration): every value comes from the validated
     ``response`` or is made a float here; a test pins it equal to the validated entry.
     """
-    return unchecked(
-        LLMCallTrace,
-        {
-            "kind": "llm_call",
-            "model": response.model or model,
-            "turn": turn,
-            "iteration": iteration,
-            "duration": float(duration) if duration > 0 else 0.0,
-            "tool_call_count": len(response.tool_calls),
-            "finish_reason": response.finish_reason.value,
-            "usage": response.usage,
-            "at": float(at),
-        },
-        _LLM_CALL_GIVEN,
-    )
+    entry = blank(LLMCallTrace)
+    fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+    fields["kind"] = "llm_call"
+    fields["model"] = response.model or model
+    fields["turn"] = turn
+    fields["iteration"] = iteration
+    fields["duration"] = float(duration) if duration > 0 else 0.0
+    fields["tool_call_count"] = len(response.tool_calls)
+    fields["finish_reason"] = response.finish_reason.value
+    fields["usage"] = response.usage
+    fields["at"] = float(at)
+    return sealed(entry, _LLM_CALL_GIVEN)
 
 
 def tool_entries(
@@ -173,23 +170,20 @@ def tool_entries(
     each equal to the validated entry.
     """
     moment = float(at)
-    return [
-        unchecked(
-            ToolExecutionTrace,
-            {
-                "kind": "tool_execution",
-                "name": call.name,
-                "arguments": call.arguments,
-                "call_id": call.id,
-                "turn": turn,
-                "iteration": iteration,
-                "status": result.status,
-                "result": result,
-                "duration": float(result.duration),
-                "error_type": result.error.type if result.error else None,
-                "at": moment,
-            },
-            _TOOL_EXECUTION_GIVEN,
-        )
-        for call, result in zip(calls, results, strict=True)
-    ]
+    entries = []
+    for call, result in zip(calls, results, strict=True):
+        entry = blank(ToolExecutionTrace)
+        fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+        fields["kind"] = "tool_execution"
+        fields["name"] = call.name
+        fields["arguments"] = call.arguments
+        fields["call_id"] = call.id
+        fields["turn"] = turn
+        fields["iteration"] = iteration
+        fields["status"] = result.status
+        fields["result"] = result
+        fields["duration"] = float(result.duration)
+        fields["error_type"] = result.error.type if result.error else None
+        fields["at"] = moment
+        entries.append(sealed(entry, _TOOL_EXECUTION_GIVEN))
+    return entries

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentfsm.states.json import JSONObject
-from agentfsm.states.unchecked import unchecked
+from agentfsm.states.unchecked import blank, sealed, unchecked
 
 Role = Literal["system", "user", "assistant", "tool"]
 """Who a message is from: the system prompt, the user, the model, or a tool's result."""
@@ -130,17 +130,14 @@ def tool_message(tool_call_id: str, content: str, name: str | None = None) -> Me
     The caller guarantees the types (``tool_call_id`` and ``content`` are str, ``name`` a
     str or None), which is all a tool message's validation checks.
     """
-    return unchecked(
-        Message,
-        {
-            "role": "tool",
-            "content": content,
-            "tool_calls": (),
-            "tool_call_id": tool_call_id,
-            "name": name,
-        },
-        _TOOL_GIVEN,
-    )
+    message = blank(Message)
+    fields = message.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+    fields["role"] = "tool"
+    fields["content"] = content
+    fields["tool_calls"] = ()
+    fields["tool_call_id"] = tool_call_id
+    fields["name"] = name
+    return sealed(message, _TOOL_GIVEN)
 
 
 def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> Message:
@@ -161,17 +158,14 @@ def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> 
         or len({call.id for call in tool_calls}) != len(tool_calls)
     ):
         return Message.assistant(content, tool_calls)
-    return unchecked(
-        Message,
-        {
-            "role": "assistant",
-            "content": content,
-            "tool_calls": tool_calls,
-            "tool_call_id": None,
-            "name": None,
-        },
-        _ASSISTANT_GIVEN,
-    )
+    message = blank(Message)
+    fields = message.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+    fields["role"] = "assistant"
+    fields["content"] = content
+    fields["tool_calls"] = tool_calls
+    fields["tool_call_id"] = None
+    fields["name"] = None
+    return sealed(message, _ASSISTANT_GIVEN)
 
 
 def message_json(message: Message) -> JSONObject:
@@ -187,7 +181,9 @@ def message_json(message: Message) -> JSONObject:
         "tool_calls": [
             {"id": call.id, "name": call.name, "arguments": call.arguments}
             for call in message.tool_calls
-        ],
+        ]
+        if message.tool_calls
+        else [],  # (no comprehension to run for the usual message: it costs a call)
         "tool_call_id": message.tool_call_id,
         "name": message.name,
     }

@@ -54,3 +54,25 @@ def unchecked(cls: type[M], values: dict[str, object], fields_set: set[str]) -> 
     _set_extra(record, None)
     _set_private(record, None)
     return record
+
+
+def blank(cls: type[M]) -> M:
+    """An empty instance of ``cls``: set every field in its ``__dict__``, then `sealed` it.
+
+    Fields must be set in the order the class declares them (see `unchecked`), each a value
+    its validation would have kept as it is.
+    """
+    return _new(cls)
+
+
+def sealed(record: M, fields_set: set[str]) -> M:
+    """``record`` (from `blank`, its fields set) with the slots pydantic sets on construction.
+
+    Args:
+        record: The instance, every field set.
+        fields_set: As `unchecked`'s.
+    """
+    _set_fields_set(record, fields_set)
+    _set_extra(record, None)
+    _set_private(record, None)
+    return record

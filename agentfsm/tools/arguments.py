@@ -9,6 +9,7 @@ the JSON into the values the body's annotations ask for. Each failure raises
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn, cast
 
@@ -40,6 +41,27 @@ def _reject_constant(name: str) -> NoReturn:
 
 # Python's json accepts NaN and Infinity, which are not JSON; refuse them while parsing.
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_SCAN: Callable[[str, int], tuple[JSONValue, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+def decode_json(text: str) -> JSONValue:
+    """``text`` parsed as the arguments' JSON: the value or the error of ``_DECODER.decode``.
+
+    A text that is one object and nothing around it (what models send) goes to the scanner
+    directly, skipping the two whitespace matches of ``decode``: about half of its cost.
+    Anything else, and any failure, goes through ``decode``, whose value or error stands (a
+    property test pins the two equal).
+    """
+    if text[:1] == "{" and text[-1:] == "}":
+        try:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, ValueError, RecursionError):
+            pass  # decode raises its own error, with its own words
+        else:
+            if end == len(text):
+                return value
+    decoded: JSONValue = _DECODER.decode(text)
+    return decoded
 
 
 def _depth_exceeds(value: JSONValue, limit: int) -> bool:
@@ -120,7 +142,7 @@ class ArgumentParser:
 
     def _decode(self, call_id: str, text: str, limits: ArgumentLimits) -> JSONValue:
         try:
-            value: JSONValue = _DECODER.decode(text)
+            value = decode_json(text)
         except RecursionError:
             self._refuse(call_id, "", f"they are nested deeper than {limits.max_depth} levels")
         except ValueError as exc:

@@ -97,7 +97,8 @@ class ToolRegistry:
         Raises:
             UnknownToolError: ``enabled`` names a tool that is not registered.
         """
-        checks.names("enabled", enabled, optional=True)
+        if enabled is not None:  # (None, every tool, needs no check: the usual case)
+            checks.names("enabled", enabled, optional=True)
         key = (len(self._tools), None if enabled is None else frozenset(enabled))
         offered = self._offered.get(key)
         if offered is None:  # tools are only ever added, so the count names the set

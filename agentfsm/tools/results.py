@@ -12,7 +12,7 @@ from agentfsm._compat import StrEnum
 from agentfsm._redact import redact
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
-from agentfsm.states.unchecked import unchecked
+from agentfsm.states.unchecked import blank, sealed
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -210,19 +210,16 @@ def tool_result(
     ``status`` is ``success``, ``output`` is JSON (from `json_output`) and ``attempts`` is
     not negative. A ``duration`` below zero (a timer that went backwards) is taken as 0.
     """
-    return unchecked(
-        ToolResult,
-        {
-            "call_id": call_id,
-            "tool_name": tool_name,
-            "status": status,
-            "output": output,
-            "error": error,
-            "duration": float(duration) if duration > 0 else 0.0,
-            "attempts": attempts,
-        },
-        _RESULT_GIVEN,
-    )
+    result = blank(ToolResult)
+    fields = result.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+    fields["call_id"] = call_id
+    fields["tool_name"] = tool_name
+    fields["status"] = status
+    fields["output"] = output
+    fields["error"] = error
+    fields["duration"] = float(duration) if duration > 0 else 0.0
+    fields["attempts"] = attempts
+    return sealed(result, _RESULT_GIVEN)
 
 
 _SCALARS = (int, float, bool)

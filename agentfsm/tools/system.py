@@ -158,8 +158,7 @@ class ToolSystem:
 
     def openai_tools(self, enabled: Collection[str] | None = None) -> list[JSONObject]:
         """The ``tools=[...]`` for a run's model call: the enabled tools only."""
-        checks.enabled_names(enabled)
-        return self.registry.openai_tools(enabled)
+        return self.registry.openai_tools(enabled)  # (which checks ``enabled``)
 
     def awaiting_decision(
         self, calls: Sequence[ToolCall], enabled: Collection[str] | None = None
@@ -169,7 +168,8 @@ class ToolSystem:
         Those are the calls to registered, enabled tools that are client-side or require
         approval; the others are run or refused without asking.
         """
-        checks.enabled_names(enabled)
+        if enabled is not None:  # (None, every tool, needs no check: the usual case)
+            checks.enabled_names(enabled)
         pending = []
         for call in calls:
             found = self.registry.find(call.name)
@@ -326,8 +326,10 @@ class ToolSystem:
         results: list[ToolResult] = []
         new: list[Message] = []  # the round's tool messages so far (after ``messages``)
         for index, call in enumerate(calls):
-            if results and stop is not None and call.id not in known and await _asked(stop):
-                return RoundResult(tuple(results), (*new, *added))
+            if results and stop is not None and call.id not in known:
+                asked = stop()  # (awaited only if it must be: a coroutine costs)
+                if asked if isinstance(asked, bool) else await asked:
+                    return RoundResult(tuple(results), (*new, *added))
             if call.id in known:
                 result, message = known[call.id]
                 new.append(message)
@@ -335,22 +337,24 @@ class ToolSystem:
                 continue
             if round_.hooked:
                 await self._fire(HookKind.BEFORE_EACH_TOOL, round_, [*messages, *new], call)
-            answer = await self._answer_or_ask(index, call, round_, on_input)
+            answer = self._waits_or(call, await self._answer(index, call, round_), on_input)
             if answer is None:  # the call waits (its tool asked the user, or its sub-agent)
                 return RoundResult(tuple(results), (*new, *added))
             result, text = answer
             message = tool_message(call.id, text, call.name)
             new.append(message)
             results.append(result)
-            await self._finish_call(
+            after = self._finish_call(
                 round_, index, call, (result, message), on_answer, messages, new
             )
+            if after is not None:
+                await after
         if HookKind.AFTER_TOOLS in self._hooks:
             conversation = [*messages, *new, *added]
             added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation)
         return RoundResult(tuple(results), (*new, *added))
 
-    async def _finish_call(
+    def _finish_call(
         self,
         round_: _Round,
         index: int,
@@ -359,21 +363,26 @@ class ToolSystem:
         on_answer: Callable[[ToolResult, Message], None] | None,
         messages: Sequence[Message],
         new: list[Message],
-    ) -> None:
-        """A call has its answer: tell ``on_answer``, the observer and the per-call hooks."""
+    ) -> Awaitable[None] | None:
+        """A call has its answer: tell ``on_answer`` and the observer; then the per-call hooks.
+
+        Returns:
+            The per-call hooks' firing, to await; None when the round has no per-call hook
+            (no coroutine is made for nothing).
+        """
         result, message = answer
         if on_answer is not None:
             on_answer(result, message)
         if self._observer is not None:
             self._observe(ObservationType.FINISHED, round_, index, call, result)
         if round_.hooked:
-            await self._after_call(round_, [*messages, *new], call, result)
+            return self._after_call(round_, [*messages, *new], call, result)
+        return None
 
-    async def _answer_or_ask(
+    def _waits_or(
         self,
-        index: int,
         call: ToolCall,
-        round_: _Round,
+        answer: tuple[ToolResult, str] | InputRequest | None,
         on_input: Callable[[ToolCall, InputRequest], None] | None,
     ) -> tuple[ToolResult, str] | None:
         """A call's answer, or None if it waits.
@@ -381,7 +390,6 @@ class ToolSystem:
         It waits when its tool asked the user and ``on_input`` took the question, or when its
         delegate (a sub-agent) stopped the round.
         """
-        answer = await self._answer(index, call, round_)
         if answer is None or not isinstance(answer, InputRequest):
             return answer
         if on_input is None:
@@ -460,17 +468,36 @@ class ToolSystem:
         )
         return result, text
 
-    async def _run_body(
+    def _run_body(
         self, index: int, call: ToolCall, round_: _Round, found: AnyTool, kwargs: dict[str, object]
-    ) -> Attempted:
-        """Run an admitted call's body (its start told first), with its retries."""
+    ) -> Awaitable[Attempted]:
+        """Run an admitted call's body (its start told first), with its retries.
+
+        When ``on_start`` has nothing to await, this returns `execute`'s coroutine itself:
+        no coroutine of its own wraps it.
+        """
         if found.context_parameter is not None:
             resume = None if round_.resumes is None else round_.resumes.get(call.id)
             kwargs[found.context_parameter] = round_.context.for_call(call.id, resume)
         if round_.on_start is not None:
             starting = round_.on_start(call)
             if starting is not None:
-                await starting
+                return self._run_started(starting, index, call, round_, found, kwargs)
+        if self._observer is not None:
+            self._observe(ObservationType.STARTED, round_, index, call, None)
+        return execute(found, kwargs, call.id, self._retry)
+
+    async def _run_started(
+        self,
+        starting: Awaitable[None],
+        index: int,
+        call: ToolCall,
+        round_: _Round,
+        found: AnyTool,
+        kwargs: dict[str, object],
+    ) -> Attempted:
+        """`_run_body` once ``on_start`` has finished (if it raises, the body does not run)."""
+        await starting
         if self._observer is not None:
             self._observe(ObservationType.STARTED, round_, index, call, None)
         return await execute(found, kwargs, call.id, self._retry)
@@ -481,9 +508,12 @@ class ToolSystem:
         found = self.registry.find(call.name)
         if found is None:
             raise UnknownToolError(call.name, self._available(round_), call_id=call.id)
-        reason = refusal(found.policy, found.client_side, round_.decisions.get(call.id))
-        if reason is not None:
-            raise ToolDeniedError(call.name, call.id, reason)
+        decision = round_.decisions.get(call.id)
+        # (An allowed server-side tool with no decision always passes: the usual case.)
+        if decision is not None or found.client_side or found.policy is not ToolPolicy.ALLOW:
+            reason = refusal(found.policy, found.client_side, decision)
+            if reason is not None:
+                raise ToolDeniedError(call.name, call.id, reason)
         return found, found.arguments.parse(call.id, call.arguments, self._limits)
 
     def _unanswerable(self, call: ToolCall, asked: InputRequest) -> tuple[ToolResult, str]:
@@ -570,9 +600,3 @@ def _execution_status(error: Exception, call: ToolCall) -> ToolStatus:
     if isinstance(error, ToolTimeoutError) and error.call_id == call.id:
         return ToolStatus.TIMEOUT
     return ToolStatus.ERROR
-
-
-async def _asked(stop: Callable[[], bool | Awaitable[bool]]) -> bool:
-    """``stop``'s answer, awaited if it is an awaitable."""
-    answer = stop()
-    return answer if isinstance(answer, bool) else await answer

@@ -1,10 +1,17 @@
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import NoReturn
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel, field_validator
 
 from agentfsm.errors import ToolArgumentsError
 from agentfsm.tools import ArgumentLimits, Tool
+from agentfsm.tools.arguments import decode_json
 from agentfsm.tools.schema import json_pointer
 
 
@@ -103,3 +110,41 @@ def test_json_pointers_follow_rfc_6901(path: tuple[str | int, ...], pointer: str
 )
 def test_arguments_that_are_not_an_object_name_their_json_type(text: str, kind: str) -> None:
     assert refusal(text).detail.startswith(f"they must be a JSON object, not a JSON {kind}; ")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _outcome(parse: Callable[[str], object], text: str) -> tuple[str, object]:
+    try:
+        return ("value", parse(text))
+    except (ValueError, RecursionError) as exc:
+        return (type(exc).__name__, str(exc))
+
+
+@given(
+    st.one_of(
+        _JSON.map(json.dumps),
+        st.tuples(
+            st.sampled_from(["", " ", "\n"]), _JSON.map(json.dumps), st.text(max_size=3)
+        ).map("".join),
+        st.text(max_size=30).map(lambda inner: "{" + inner + "}"),
+        st.sampled_from(
+            ['{"a": NaN}', '{"a": 1} {}', '{"a": }', '{"a":' * 5000 + "1" + "}" * 5000, "{}x}"]
+        ),
+    )
+)
+def test_the_fast_decoder_gives_the_value_or_the_error_of_json_decode(text: str) -> None:
+    decoder = json.JSONDecoder(parse_constant=_reject)
+
+    assert _outcome(decode_json, text) == _outcome(decoder.decode, text)
+
+
+def _reject(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not valid JSON")
