@@ -21,6 +21,7 @@ from agentfsm.agent._sync import SyncFacade, SyncRunner
 from agentfsm.agent.context import ContextControl
 from agentfsm.agent.deltas import StreamItem, StreamListener
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
+from agentfsm.agent.record import NO_LISTINGS
 from agentfsm.agent.steps import StepGuard, step
 from agentfsm.agent.vocabulary import (
     ASK_USER,
@@ -150,9 +151,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self.tools = ToolSystem(registry, hooks=self.hooks, timer=timer, clock=clock)
         """The ToolSystem that runs the tool rounds (its registry changes with the listings
         of ``mcp_servers``)."""
-        self._own = tuple(registry)
+        self._own = registry.enabled()  # (shared by the runs whose registries are alike)
         self._sources = sources
-        self._listed: dict[str, tuple[JSONObject, ...]] = {}
+        self._listed = NO_LISTINGS
         self._asking = None
         self._init_children(registry)
         self.enabled_tools = None if enabled_tools is None else frozenset(enabled_tools)
@@ -175,7 +176,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         or the known one for its name)."""
         self._clock, self._timer, self._engine = clock, timer, engine
         self._listeners: list[AgentListener] = list(listeners)
-        self._delta_listeners: list[StreamListener] = []
+        self._delta_listeners: tuple[StreamListener, ...] = ()  # (rarely any: no list)
         self._system_prompt = system_prompt
         self._system = (Message.system(system_prompt),) if system_prompt is not None else ()
         self._config = (max_iterations, max_turns, InputPolicy(input_policy))
@@ -327,7 +328,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         flag("deltas", deltas)
         self._listeners.append(listener)
         if deltas:
-            self._delta_listeners.append(cast("StreamListener", listener))  # per overload
+            added = cast("StreamListener", listener)  # per overload
+            self._delta_listeners = (*self._delta_listeners, added)
 
     def remove_listener(self, listener: AgentListener) -> None:
         """Stop telling ``listener``.
@@ -338,7 +340,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         checks.added_listener(listener, self._listeners)
         self._listeners.remove(listener)
         if listener in self._delta_listeners:
-            self._delta_listeners.remove(listener)
+            at = self._delta_listeners.index(listener)
+            self._delta_listeners = self._delta_listeners[:at] + self._delta_listeners[at + 1 :]
 
     async def stream(self, text: str, *, deltas: bool = True) -> AsyncIterator[StreamItem]:
         """Submit ``text`` and yield every transition and trace entry of the turn as it happens.
@@ -562,12 +565,20 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._apply_requests()  # a pause asked for by a listener of the reset
 
 
-def _weak_listener(agent: Agent) -> Callable[[Event], None]:
-    ref = weakref.ref(agent)
+class _WeakListener(weakref.ref["Agent"]):
+    """The emitter's listener: tells the Agent of each event while the Agent lives.
 
-    def on_event(event: Event) -> None:
-        alive = ref()
+    A weak reference that is itself the listener (80 bytes), rather than a closure over
+    one (about 280): every run has one.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, event: Event) -> None:  # type: ignore[override]  # a listener's call
+        alive = weakref.ref.__call__(self)
         if alive is not None:
             alive._on_event(event)
 
-    return on_event
+
+def _weak_listener(agent: Agent) -> Callable[[Event], None]:
+    return _WeakListener(agent)

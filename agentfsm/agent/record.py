@@ -39,6 +39,11 @@ from agentfsm.tools.system import Answer, ToolSystem
 
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
+NO_INPUTS: Mapping[str, JSONObject] = MappingProxyType({})
+"""The requests of a round whose tools asked nothing (the usual case): shared, like
+`NO_DECISIONS`."""
+NO_LISTINGS: Mapping[str, tuple[JSONObject, ...]] = MappingProxyType({})
+"""The listings of a run with no tool source listed yet: shared, like `NO_DECISIONS`."""
 
 
 class RunRecord:
@@ -107,9 +112,10 @@ class RunRecord:
     """The application's own tools (and ``ask_user``): offered whatever the sources list."""
     _sources: tuple[ToolSource, ...]
     """Where the rest of the tools come from (MCP servers), listed when a turn starts."""
-    _listed: dict[str, tuple[JSONObject, ...]]
-    """The last recorded listing of each source, by prefix: what the run offers and runs."""
-    _inputs: dict[str, JSONObject]
+    _listed: Mapping[str, tuple[JSONObject, ...]]
+    """The last recorded listing of each source, by prefix: what the run offers and runs
+    (replaced, never changed in place: it starts as the shared `NO_LISTINGS`)."""
+    _inputs: Mapping[str, JSONObject]
     """The open round's calls whose tool asked the user: their request (and answer)."""
     _cancel_requested: bool
     _pause_requested: bool
@@ -156,9 +162,9 @@ class RunRecord:
         self._decisions: Mapping[str, Decision] = NO_DECISIONS
         self._answers: tuple[Answer, ...] = ()
         self._started: tuple[str, ...] = ()
-        self._inputs = {}
+        self._inputs = NO_INPUTS
         if self._listed:
-            self._listed = {}
+            self._listed = NO_LISTINGS
             self._offer(self._registry(self._listed))
         self._version = 0
         self._origin = None
@@ -180,7 +186,7 @@ class RunRecord:
         self._decisions = dict(snapshot.decisions)
         self._answers = tuple((answer.result, answer.message) for answer in snapshot.answers)
         self._started = tuple(snapshot.started)
-        self._inputs = dict(snapshot.inputs)
+        self._inputs = dict(snapshot.inputs) if snapshot.inputs else NO_INPUTS
         if self._listed or snapshot.tool_lists:
             self._listed = dict(snapshot.tool_lists)
             self._offer(self._registry(self._listed))
@@ -360,7 +366,7 @@ class RunRecord:
 
     def _record_listing(self, prefix: str, listing: tuple[JSONObject, ...]) -> None:
         """Record a source's listing (already offered) as a ``tools_listed`` record."""
-        self._listed[prefix] = listing
+        self._listed = {**self._listed, prefix: listing}
         self._note(RecordKind.TOOLS_LISTED, {"server": prefix, "tools": list(listing)})
 
     def _claim(self) -> None:

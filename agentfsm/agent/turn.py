@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import cast
 
 from agentfsm.agent.deltas import Delta, StreamListener, takes_deltas
-from agentfsm.agent.record import NO_DECISIONS
+from agentfsm.agent.record import NO_DECISIONS, NO_INPUTS
 from agentfsm.agent.typed import TypedAnswers
 from agentfsm.agent.vocabulary import ASK_USER, INCOMPLETE_MESSAGE, question_of
 from agentfsm.errors import AgentFSMError, ModelError
@@ -79,7 +79,7 @@ class TurnDriver(TypedAnswers):
     input_timeout: float | None
     _clock: Callable[[], float]
     _timer: Callable[[], float]
-    _delta_listeners: list[StreamListener]
+    _delta_listeners: tuple[StreamListener, ...]
     """The listeners that asked for deltas (each is among the listeners too)."""
     _error: ErrorDetails | None
     """The error that failed the last turn that failed (None if none did, here)."""
@@ -348,7 +348,7 @@ class TurnDriver(TypedAnswers):
 
     def _call_model(self) -> Awaitable[ModelResponse]:
         messages = tuple(self._messages)  # a view: the model cannot change the history (I10)
-        tools = self.tools.openai_tools(self.enabled_tools)
+        tools = self.tools.registry.offered_tools(self.enabled_tools)  # shared, not copied
         if self._response_format is not None:  # a typed run, on a model with structured output
             return self._call_structured(messages, tools)
         if self._delta_listeners and takes_deltas(self.model):
@@ -358,7 +358,7 @@ class TurnDriver(TypedAnswers):
         return self.model.complete(messages, tools, on_retry=self._on_retry)
 
     def _call_structured(
-        self, messages: tuple[Message, ...], tools: list[JSONObject]
+        self, messages: tuple[Message, ...], tools: tuple[JSONObject, ...]
     ) -> Awaitable[ModelResponse]:
         model = cast("StructuredModel", self.model)
         on_delta = self._on_delta if self._delta_listeners and takes_deltas(model) else None
@@ -378,7 +378,7 @@ class TurnDriver(TypedAnswers):
         """Tell the listeners that asked for them of a piece of the model's answer."""
         data = self._data
         item = Delta.of(data.run_id, data.turn, data.iteration, delta)
-        for listener in tuple(self._delta_listeners):
+        for listener in self._delta_listeners:  # (replaced, never changed in place)
             listener(item)
 
     def _classify(self, reply: Message) -> None:
@@ -566,7 +566,7 @@ class TurnDriver(TypedAnswers):
         self._data.at_boundary = True
         self._messages.extend(round_messages(self._round, self._answers))
         self._answers, self._started, self._decisions = (), (), NO_DECISIONS
-        self._inputs = {}
+        self._inputs = NO_INPUTS
         self._round = ()
         self._note(RecordKind.ROUND_CLOSED, {})
 

@@ -6,9 +6,10 @@ just made, durations it just measured. pydantic's validated constructor costs 2 
 record, and even its unvalidated ``model_construct`` about 2.5 µs (it walks the fields for
 defaults); `unchecked` sets the four slots pydantic sets on a validated instance in about
 1 µs, and leaves the instance without a ``__dict__`` object (its fields stay in the
-instance's inline values), 64 bytes less per record than pydantic's own instances. Each caller passes every field, and the set of fields a validated construction
-would have marked as given; property tests (tests/states/test_unchecked.py and the tests of
-each caller) pin each result equal to the validated one, field set and JSON included, so
+instance's inline values), 64 bytes less per record than pydantic's own instances. Each
+caller passes every field, and the set of fields a validated construction would have
+marked as given; property tests (tests/states/test_unchecked.py and the tests of each
+caller) pin each result equal to the validated one, field set and JSON included, so
 a pydantic change that broke this would fail the suite.
 """
 

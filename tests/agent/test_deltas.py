@@ -210,7 +210,7 @@ def test_closing_the_stream_mid_turn_does_not_cancel_the_turn() -> None:
                 break
         await stream.aclose()  # the client went away
         assert agent.state == "busy"
-        assert agent._delta_listeners == []
+        assert agent._delta_listeners == ()
         gate.set()
         for _ in range(100):
             if agent.state != "busy":
