@@ -425,7 +425,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         if self.state == RunState.BUSY:
             self._run.send("submit", text=text)  # queued or interrupting, or refused
             return self.outcome()
-        await self._submit(text, from_queue=False)
+        await self._open_turn(text, from_queue=False)
+        await self._drive()
         return self.outcome()
 
     @step

@@ -91,8 +91,12 @@ class TurnDriver(TypedAnswers):
     """The sub-agent tools' delegates, by tool name (`agentfsm.agent.children`); None when
     the run has no sub-agent tool."""
 
-    async def _submit(self, text: str, *, from_queue: bool) -> None:
-        """Submit an input that starts a turn; its user message is part of the transition."""
+    async def _open_turn(self, text: str, *, from_queue: bool) -> None:
+        """Submit an input that starts a turn; its user message is part of the transition.
+
+        The caller then drives the turn (`_drive`): so that this frame is gone while the
+        turn runs (each waiting run holds one frame less).
+        """
         args: dict[str, JSONValue] = {"text": text}
         if from_queue:
             args["from_queue"] = True
@@ -113,7 +117,6 @@ class TurnDriver(TypedAnswers):
         if listings is not None:
             self._install(*listings)
         await self._user_input(text, defer=False)
-        await self._drive()
 
     async def _list_sources(
         self, sources: tuple[ToolSource, ...] | None = None
@@ -214,11 +217,19 @@ class TurnDriver(TypedAnswers):
                 await self._tell()
             if self._stop_at_boundary():
                 break
-            await self._think()
-            if loop.state == LoopState.ACTING:
-                await self._tool_round()
-            elif loop.state == LoopState.VALIDATING:  # (only a typed run's answer)
-                await self._validate()
+            if HookKind.BEFORE_LLM in self.hooks or self._due():
+                await self._before_model()
+            # The model call is awaited here, not in a coroutine of its own: a run waiting on
+            # its model (most of a run's life) holds one frame less.
+            started = self._timer()
+            self._data.at_boundary = False
+            try:
+                response = await self._call_model()
+                check_finish(response, self.model.name)  # whatever the model (length, filter)
+            except ModelError as error:
+                await self._model_failed(error)
+                break
+            await self._replied(response, started)
         if self._data.state == RunState.BUSY:
             await self._finish(loop.state)
         if self._due():
@@ -298,24 +309,22 @@ class TurnDriver(TypedAnswers):
                 taken = True
         return taken
 
-    async def _think(self) -> None:
+    async def _before_model(self) -> None:
         if HookKind.BEFORE_LLM in self.hooks:
             self._append(await self._fire(HookKind.BEFORE_LLM))
         if self._due():
             await self._commit()  # the model call is an external effect
-        started = self._timer()
-        self._data.at_boundary = False
-        try:
-            response = await self._call_model()
-            check_finish(response, self.model.name)  # whatever the model (length, filter)
-        except ModelError as error:
-            self._data.at_boundary = True
-            self._error = ErrorDetails.of(error)
-            await self._fire(HookKind.ON_ERROR, error=self._error)
-            details = self._error.event_data()
-            self._loop_machine().send("model_failed", **details)
-            self._run.send("fail", **details)
-            return
+
+    async def _model_failed(self, error: ModelError) -> None:
+        self._data.at_boundary = True
+        self._error = ErrorDetails.of(error)
+        await self._fire(HookKind.ON_ERROR, error=self._error)
+        details = self._error.event_data()
+        self._loop_machine().send("model_failed", **details)
+        self._run.send("fail", **details)
+
+    async def _replied(self, response: ModelResponse, started: float) -> None:
+        """Take the model's reply (asked for at ``started``), then the round or check it asks."""
         self._data.at_boundary = True
         self._record(
             llm_call_entry(
@@ -345,6 +354,11 @@ class TurnDriver(TypedAnswers):
             self._defer(added)
         else:
             self._append(added)
+        loop = self._loop_machine()
+        if loop.state == LoopState.ACTING:
+            await self._tool_round()
+        elif loop.state == LoopState.VALIDATING:  # (only a typed run's answer)
+            await self._validate()
 
     def _call_model(self) -> Awaitable[ModelResponse]:
         messages = tuple(self._messages)  # a view: the model cannot change the history (I10)
@@ -602,7 +616,8 @@ class TurnDriver(TypedAnswers):
             return
         text = self._data.queued[0]
         if self._run.can_send("submit", text=text, from_queue=True):
-            await self._submit(text, from_queue=True)  # the transition pops the queue's head
+            await self._open_turn(text, from_queue=True)  # the transition pops the queue's head
+            await self._drive()
 
     async def _expire_if_due(self) -> None:
         """Expire an overdue wait before a call goes on; the expiry is stored first.
