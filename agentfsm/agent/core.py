@@ -9,11 +9,12 @@ the run is always in a state docs/contract.md names, and anything not allowed th
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
-from typing import cast, overload
+from typing import TypeVar, cast, overload
 
 from agentfsm._checks import flag
 from agentfsm.agent import checks
@@ -175,11 +176,11 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """The model's context window in tokens, for `context_usage` (None: the model's own,
         or the known one for its name)."""
         self._clock, self._timer, self._engine = clock, timer, engine
-        self._listeners: list[AgentListener] = list(listeners)
+        self._listeners: tuple[AgentListener, ...] = tuple(listeners)  # (replaced on change)
         self._delta_listeners: tuple[StreamListener, ...] = ()  # (rarely any: no list)
         self._system_prompt = system_prompt
         self._system = (Message.system(system_prompt),) if system_prompt is not None else ()
-        self._config = (max_iterations, max_turns, InputPolicy(input_policy))
+        self._config = _config(max_iterations, max_turns, InputPolicy(input_policy))
         # The emitter holds the Agent weakly: no reference cycle, so an Agent nobody holds is
         # freed at once, and its private event loop closed with it.
         self._emitter = Emitter(run_id or uuid.uuid4().hex, [_weak_listener(self)], clock=clock)
@@ -326,7 +327,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """
         checks.listener(listener)
         flag("deltas", deltas)
-        self._listeners.append(listener)
+        self._listeners = (*self._listeners, listener)
         if deltas:
             added = cast("StreamListener", listener)  # per overload
             self._delta_listeners = (*self._delta_listeners, added)
@@ -338,10 +339,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             ValueError: ``listener`` was never added (or was already removed).
         """
         checks.added_listener(listener, self._listeners)
-        self._listeners.remove(listener)
+        self._listeners = _without(self._listeners, listener)
         if listener in self._delta_listeners:
-            at = self._delta_listeners.index(listener)
-            self._delta_listeners = self._delta_listeners[:at] + self._delta_listeners[at + 1 :]
+            self._delta_listeners = _without(self._delta_listeners, listener)
 
     async def stream(self, text: str, *, deltas: bool = True) -> AsyncIterator[StreamItem]:
         """Submit ``text`` and yield every transition and trace entry of the turn as it happens.
@@ -564,6 +564,23 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         finally:
             self._depth = 0
         self._apply_requests()  # a pause asked for by a listener of the reset
+
+
+@functools.lru_cache(maxsize=64)
+def _config(
+    max_iterations: int, max_turns: int | None, input_policy: InputPolicy
+) -> tuple[int, int | None, InputPolicy]:
+    """The run's limits and policy as one tuple, shared by the Agents configured alike."""
+    return (max_iterations, max_turns, input_policy)
+
+
+L = TypeVar("L")
+
+
+def _without(listeners: tuple[L, ...], listener: object) -> tuple[L, ...]:
+    """``listeners`` without the first occurrence of ``listener`` (which it holds)."""
+    at = listeners.index(listener)
+    return listeners[:at] + listeners[at + 1 :]
 
 
 class _WeakListener(weakref.ref["Agent"]):

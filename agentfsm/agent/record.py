@@ -96,7 +96,9 @@ class RunRecord:
     _engine: Engine
     _config: tuple[int, int | None, InputPolicy]
     _system: tuple[Message, ...]
-    _listeners: list[AgentListener]
+    _listeners: tuple[AgentListener, ...]
+    """Told of every event and trace entry (replaced, never changed in place: a listener
+    added or removed during a delivery takes effect at the next)."""
     _messages: list[Message]
     _trace: list[AnyTraceEntry]
     _round: tuple[ToolCall, ...]
@@ -416,7 +418,7 @@ class RunRecord:
             self._note(RecordKind.FLUSH_DEFERRED, {})
 
     def _deliver(self, item: AgentEvent) -> None:
-        for listener in tuple(self._listeners):
+        for listener in self._listeners:
             if self._quiet is None:
                 listener(item)
                 continue

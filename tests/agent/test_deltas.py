@@ -173,7 +173,7 @@ def test_bad_arguments_are_refused_naming_them() -> None:
     agent = Agent(ScriptedModel())
     with pytest.raises(TypeError, match="deltas"):
         agent.add_listener(print, deltas="yes")  # type: ignore[call-overload]
-    assert agent._listeners == []
+    assert agent._listeners == ()
 
     async def bad_stream() -> None:
         async for _ in agent.stream("hi", deltas=1):  # type: ignore[arg-type]
