@@ -23,7 +23,7 @@ from agentfsm.agent.context import ContextControl
 from agentfsm.agent.deltas import StreamItem, StreamListener
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
 from agentfsm.agent.record import NO_LISTINGS
-from agentfsm.agent.steps import StepGuard, step
+from agentfsm.agent.steps import DRIVE, StepGuard, step
 from agentfsm.agent.vocabulary import (
     ASK_USER,
     AgentListener,
@@ -391,8 +391,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             self._restored = False
             self._claim()
             if self.state == RunState.BUSY:
-                await self._drive()
-            elif self._round and self._loop is not None and self._loop.is_final:
+                return DRIVE
+            if self._round and self._loop is not None and self._loop.is_final:
                 # The process stopped between ending a turn and closing its round.
                 self._close_turn(self._data.reason or "cancelled")
             return self.outcome()
@@ -426,8 +426,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             self._run.send("submit", text=text)  # queued or interrupting, or refused
             return self.outcome()
         await self._open_turn(text, from_queue=False)
-        await self._drive()
-        return self.outcome()
+        return DRIVE  # (the step drives the turn: this frame is gone meanwhile)
 
     @step
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
@@ -442,8 +441,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._run.send("resolve_action", decisions=payload)
         self._decisions = {**self._decisions, **decided}  # (a round waiting on a child again)
         self._loop_machine().send("resolved", decisions=payload)
-        await self._drive()
-        return self.outcome()
+        return DRIVE
 
     @step
     async def aprovide_input(self, text: str) -> TurnOutcome:
@@ -467,8 +465,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         else:
             self._decisions = {**self._decisions, **answers}  # (a round waiting on a child)
         self._loop_machine().send("resolved", decisions=payload)
-        await self._drive()
-        return self.outcome()
+        return DRIVE
 
     @step
     async def acancel(self) -> TurnOutcome:
@@ -521,9 +518,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._pause_requested = False  # (a pause asked by a listener of resume is kept)
         self._run.send("resume")
         self._restored = False
-        if self.state == RunState.BUSY:
-            await self._drive()
-        return self.outcome()
+        return DRIVE if self.state == RunState.BUSY else self.outcome()
 
     @step
     async def aexpire(self) -> TurnOutcome:

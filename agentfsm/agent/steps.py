@@ -36,6 +36,12 @@ HOLDING = frozenset({RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED, RunState
 MID_STEP_CALLS = frozenset({"cancel", "pause", "submit"})
 """The calls allowed while a step runs (`submit` only while the run is busy)."""
 
+DRIVE = TurnOutcome(RunState.BUSY, None, None, (), None)
+"""What a step method returns to have the step drive its turn on (`TurnDriver._drive`) and
+then return the outcome: the method's own coroutine is then finished while the turn runs,
+so a run waiting on its model holds one frame fewer. Never returned to a caller, nor by a
+call made mid-step (those take effect at once, or are requests: they drive nothing)."""
+
 
 def step(
     method: Callable[Concatenate[Agent, P], Coroutine[Any, Any, TurnOutcome]],
@@ -53,7 +59,7 @@ def step(
             self._check_mid_step(name)
             self._depth += 1
             try:
-                return await method(self, *args, **kwargs)
+                return await method(self, *args, **kwargs)  # (never DRIVE: see MID_STEP_CALLS)
             finally:
                 self._depth -= 1
         self._depth = 1
@@ -62,6 +68,9 @@ def step(
         seq = self._emitter.seq
         try:
             outcome = await method(self, *args, **kwargs)
+            if outcome is DRIVE:
+                await self._drive()
+                outcome = self.outcome()
             if self._orphans:  # children of a turn this step closed (cancel, expire…)
                 await self._close_orphans()
             await self._commit()  # the return to the caller: all is stored and told
