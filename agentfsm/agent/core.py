@@ -191,7 +191,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._quiet: list[BaseException] | None = None
         self._error: ErrorDetails | None = None
         self._edit: tuple[ToolCall, ...] | None = None
-        self._sync = SyncRunner()
+        self._sync: SyncRunner | None = None  # (made by the first synchronous call)
         self._fresh()
         stored = store.load(run_id) if store is not None and run_id is not None else None
         if stored is not None:

@@ -39,8 +39,7 @@ MID_STEP_CALLS = frozenset({"cancel", "pause", "submit"})
 DRIVE = TurnOutcome(RunState.BUSY, None, None, (), None)
 """What a step method returns to have the step drive its turn on (`TurnDriver._drive`) and
 then return the outcome: the method's own coroutine is then finished while the turn runs,
-so a run waiting on its model holds one frame fewer. Never returned to a caller, nor by a
-call made mid-step (those take effect at once, or are requests: they drive nothing)."""
+so a run waiting on its model holds one frame fewer. Never returned to a caller."""
 
 
 def step(
@@ -59,7 +58,8 @@ def step(
             self._check_mid_step(name)
             self._depth += 1
             try:
-                return await method(self, *args, **kwargs)  # (never DRIVE: see MID_STEP_CALLS)
+                outcome = await method(self, *args, **kwargs)
+                return await _driven_on(self) if outcome is DRIVE else outcome
             finally:
                 self._depth -= 1
         self._depth = 1
@@ -90,6 +90,12 @@ def step(
         return outcome
 
     return wrapper
+
+
+async def _driven_on(agent: Agent) -> TurnOutcome:
+    """For a call from inside a step that drives (none the contract allows does): drive."""
+    await agent._drive()
+    return agent.outcome()
 
 
 class StepGuard(ChildRuns):
