@@ -7,13 +7,18 @@ Agents built from the same list of tools; what one Agent adds (``ask_user``, a t
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import weakref
 from collections.abc import Sequence
 
 from pydantic import BaseModel
 
 from agentfsm import ScriptedModel
 from agentfsm.agent import Agent
+from agentfsm.fsm import Emitter
 from agentfsm.states.json import JSONObject
+from agentfsm.states.names import MachineName
 from agentfsm.tools import HookContext, HookKind, Tool, tool
 from tests.agent.agent_support import answer, calls
 
@@ -105,3 +110,24 @@ def test_two_agents_sharing_tools_keep_their_runs_apart() -> None:
     assert [m.content for m in second.messages] == ["second", "B"]
     assert len(first.messages) == 4  # the user's, the call, its answer, the reply
     assert [entry.kind for entry in second.trace] == ["user_input", "llm_call"]
+
+
+def test_an_agent_nobody_holds_is_freed_at_once_and_its_emitter_then_tells_nobody() -> None:
+    async def run() -> tuple[weakref.ref[Agent], Emitter]:
+        agent = Agent(ScriptedModel([answer("hi")]), TOOLS, listeners=[seen.append])
+        await agent.astart()
+        await agent.asubmit("go")
+        return weakref.ref(agent), agent._emitter
+
+    seen: list[object] = []
+    gc.disable()  # freed by reference counting alone: no cycle through the emitter
+    try:
+        ref, emitter = asyncio.run(run())
+        assert ref() is None
+    finally:
+        gc.enable()
+    told = len(seen)
+    emitter.emit(MachineName.CONVERSATION, "reset", "ready", "ready", {})
+
+    assert told > 0
+    assert len(seen) == told  # the run is gone: its listeners hear nothing more
