@@ -84,7 +84,8 @@ def run_inline(coroutine: Coroutine[object, object, T]) -> T:
 class _AsyncCore(Protocol):
     """What the facade needs of the Agent: its runner, its step depth and its async methods."""
 
-    _sync: SyncRunner
+    _sync: SyncRunner | None
+    """Made by the first synchronous call (an Agent used from async code needs none)."""
     _depth: int
 
     async def astart(self) -> TurnOutcome: ...
@@ -140,7 +141,7 @@ class SyncFacade:
         try:
             return _run(self, self.ashutdown())
         finally:
-            if not self._depth:
+            if not self._depth and self._sync is not None:
                 self._sync.close()
 
     def close(self: _AsyncCore) -> None:
@@ -151,10 +152,16 @@ class SyncFacade:
         """
         if self._depth:
             raise RuntimeError("Agent.close() was called from inside a step of its run")
-        self._sync.close()
+        if self._sync is not None:
+            self._sync.close()
 
 
 def _run(agent: _AsyncCore, coroutine: Coroutine[object, object, T]) -> T:
     # Inside a step of the run (a listener, a tool, a hook, all on the Agent's own loop),
     # the call is run inline: it either takes effect at once or is refused.
-    return run_inline(coroutine) if agent._depth else agent._sync.run(coroutine)
+    if agent._depth:
+        return run_inline(coroutine)
+    runner = agent._sync
+    if runner is None:
+        runner = agent._sync = SyncRunner()
+    return runner.run(coroutine)

@@ -8,7 +8,7 @@ conversation and its store are as they were.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from agentfsm import _checks as checks
@@ -229,7 +229,7 @@ def listener(value: object) -> None:
         checks.refuse_type("listener", value, "a callable taking each event")
 
 
-def added_listener(value: object, listeners: list[AgentListener]) -> None:
+def added_listener(value: object, listeners: Sequence[AgentListener]) -> None:
     """Check a listener to remove: one that was added.
 
     Raises:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from agentfsm import _checks
@@ -142,6 +143,12 @@ def _weak_delegate(runs: ChildRuns) -> Delegate:
     return delegate
 
 
+_NO_AGENT_TOOLS: Mapping[str, AgentTool] = MappingProxyType({})
+"""The sub-agent tools of a run that has none: shared, immutable."""
+_NO_CHILDREN: Mapping[str, Agent] = MappingProxyType({})
+"""The child runs of a run that has none taken up: shared, immutable."""
+
+
 class ChildRuns(TurnDriver):
     """What an Agent does for its calls to sub-agents: the child runs, their waits and ends."""
 
@@ -149,11 +156,12 @@ class ChildRuns(TurnDriver):
 
     _agent_tools: Mapping[str, AgentTool]
     """The sub-agent tools among the registered ones, by name."""
-    _children: dict[str, Agent]
-    """The child runs taken up in this process, by run id, until they return."""
+    _children: Mapping[str, Agent]
+    """The child runs taken up in this process, by run id, until they return (replaced,
+    never changed in place: a run with no child shares `_NO_CHILDREN`)."""
     _active_child: Agent | None
     """The child run whose step is running inside this run's step, if any."""
-    _orphans: list[Agent]
+    _orphans: tuple[Agent, ...]
     """Children whose parent's turn was closed while they were at rest in a wait or a pause:
     closed too at the end of the step."""
     _parent: tuple[str, str] | None
@@ -161,15 +169,20 @@ class ChildRuns(TurnDriver):
 
     def _init_children(self, registry: ToolRegistry) -> None:
         agents = {tool.name: tool for tool in registry if isinstance(tool, AgentTool)}
-        self._agent_tools = agents
+        # Most runs have no sub-agent tool: they share empty, immutable containers.
+        self._agent_tools = agents or _NO_AGENT_TOOLS
         self._delegates = None
         if agents:
             delegate = _weak_delegate(self)  # (no cycle: an Agent nobody holds is freed)
             self._delegates = dict.fromkeys(agents, delegate)
-        self._children = {}
+        self._children = _NO_CHILDREN
         self._active_child = None
-        self._orphans = []
+        self._orphans = ()
         self._parent = None
+
+    def _forget_child(self, run_id: str) -> None:
+        if run_id in self._children:
+            self._children = {key: child for key, child in self._children.items() if key != run_id}
 
     # -- taking a child up ------------------------------------------------------------------
 
@@ -186,7 +199,7 @@ class ChildRuns(TurnDriver):
                     f"{_checks.given(child)}"
                 )
             child._adopt(run_id, self.store, (data.run_id, call_id))
-            self._children[run_id] = child
+            self._children = {**self._children, run_id: child}
         return child
 
     def _adopt(self, run_id: str, store: object, parent: tuple[str, str]) -> None:
@@ -207,7 +220,7 @@ class ChildRuns(TurnDriver):
             child = self._active_child = self._child(self._agent_tools[call.name], call.id)
             await self._advance(child, call.id, str(arguments.get("task", "")))
         except Exception as error:  # the child is at rest (I12); its failure is the call's
-            self._children.pop(run_id, None)
+            self._forget_child(run_id)
             loop.send("child_returned")
             failure = SubAgentError(call.name, call.id, run_id, type(error).__name__, str(error))
             return Attempted(None, failure, 1)
@@ -261,7 +274,7 @@ class ChildRuns(TurnDriver):
         if state == RunState.PAUSED:
             self._pause_requested = True  # the child stopped at a boundary: so does its parent
             return None
-        del self._children[child.run_id]
+        self._forget_child(child.run_id)
         loop.send("child_returned")
         outcome = child.outcome()
         if state == RunState.COMPLETED:
@@ -331,7 +344,7 @@ class ChildRuns(TurnDriver):
         child = self._open_child() if self._agent_tools and self._round else None
         super()._close_turn(why)
         if child is not None and child is not self._active_child:
-            self._orphans.append(child)
+            self._orphans = (*self._orphans, child)
 
     async def _close_orphans_after(self, error: Exception) -> None:
         """`_close_orphans` for a step that failed with ``error`` (raised next, unchanged)."""
@@ -345,8 +358,8 @@ class ChildRuns(TurnDriver):
     async def _close_orphans(self) -> None:
         """Cancel (or, paused, shut down) the children whose parent's turn was closed."""
         while self._orphans:
-            child = self._orphans.pop()
-            self._children.pop(child.run_id, None)
+            child, self._orphans = self._orphans[-1], self._orphans[:-1]
+            self._forget_child(child.run_id)
             if child.state == RunState.PAUSED:
                 await child.ashutdown()
             elif child.state in (*_WAITS, RunState.BUSY):

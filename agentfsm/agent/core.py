@@ -9,11 +9,12 @@ the run is always in a state docs/contract.md names, and anything not allowed th
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
-from typing import cast, overload
+from typing import TypeVar, cast, overload
 
 from agentfsm._checks import flag
 from agentfsm.agent import checks
@@ -21,7 +22,8 @@ from agentfsm.agent._sync import SyncFacade, SyncRunner
 from agentfsm.agent.context import ContextControl
 from agentfsm.agent.deltas import StreamItem, StreamListener
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
-from agentfsm.agent.steps import StepGuard, step
+from agentfsm.agent.record import NO_LISTINGS
+from agentfsm.agent.steps import DRIVE, StepGuard, step
 from agentfsm.agent.vocabulary import (
     ASK_USER,
     AgentListener,
@@ -150,9 +152,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self.tools = ToolSystem(registry, hooks=self.hooks, timer=timer, clock=clock)
         """The ToolSystem that runs the tool rounds (its registry changes with the listings
         of ``mcp_servers``)."""
-        self._own = tuple(registry)
+        self._own = registry.enabled()  # (shared by the runs whose registries are alike)
         self._sources = sources
-        self._listed: dict[str, tuple[JSONObject, ...]] = {}
+        self._listed = NO_LISTINGS
         self._asking = None
         self._init_children(registry)
         self.enabled_tools = None if enabled_tools is None else frozenset(enabled_tools)
@@ -174,11 +176,11 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """The model's context window in tokens, for `context_usage` (None: the model's own,
         or the known one for its name)."""
         self._clock, self._timer, self._engine = clock, timer, engine
-        self._listeners: list[AgentListener] = list(listeners)
-        self._delta_listeners: list[StreamListener] = []
+        self._listeners: tuple[AgentListener, ...] = tuple(listeners)  # (replaced on change)
+        self._delta_listeners: tuple[StreamListener, ...] = ()  # (rarely any: no list)
         self._system_prompt = system_prompt
         self._system = (Message.system(system_prompt),) if system_prompt is not None else ()
-        self._config = (max_iterations, max_turns, InputPolicy(input_policy))
+        self._config = _config(max_iterations, max_turns, InputPolicy(input_policy))
         # The emitter holds the Agent weakly: no reference cycle, so an Agent nobody holds is
         # freed at once, and its private event loop closed with it.
         self._emitter = Emitter(run_id or uuid.uuid4().hex, [_weak_listener(self)], clock=clock)
@@ -189,7 +191,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._quiet: list[BaseException] | None = None
         self._error: ErrorDetails | None = None
         self._edit: tuple[ToolCall, ...] | None = None
-        self._sync = SyncRunner()
+        self._sync: SyncRunner | None = None  # (made by the first synchronous call)
         self._fresh()
         stored = store.load(run_id) if store is not None and run_id is not None else None
         if stored is not None:
@@ -325,9 +327,10 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """
         checks.listener(listener)
         flag("deltas", deltas)
-        self._listeners.append(listener)
+        self._listeners = (*self._listeners, listener)
         if deltas:
-            self._delta_listeners.append(cast("StreamListener", listener))  # per overload
+            added = cast("StreamListener", listener)  # per overload
+            self._delta_listeners = (*self._delta_listeners, added)
 
     def remove_listener(self, listener: AgentListener) -> None:
         """Stop telling ``listener``.
@@ -336,9 +339,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             ValueError: ``listener`` was never added (or was already removed).
         """
         checks.added_listener(listener, self._listeners)
-        self._listeners.remove(listener)
+        self._listeners = _without(self._listeners, listener)
         if listener in self._delta_listeners:
-            self._delta_listeners.remove(listener)
+            self._delta_listeners = _without(self._delta_listeners, listener)
 
     async def stream(self, text: str, *, deltas: bool = True) -> AsyncIterator[StreamItem]:
         """Submit ``text`` and yield every transition and trace entry of the turn as it happens.
@@ -388,8 +391,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             self._restored = False
             self._claim()
             if self.state == RunState.BUSY:
-                await self._drive()
-            elif self._round and self._loop is not None and self._loop.is_final:
+                return DRIVE
+            if self._round and self._loop is not None and self._loop.is_final:
                 # The process stopped between ending a turn and closing its round.
                 self._close_turn(self._data.reason or "cancelled")
             return self.outcome()
@@ -422,8 +425,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         if self.state == RunState.BUSY:
             self._run.send("submit", text=text)  # queued or interrupting, or refused
             return self.outcome()
-        await self._submit(text, from_queue=False)
-        return self.outcome()
+        await self._open_turn(text, from_queue=False)
+        return DRIVE  # (the step drives the turn: this frame is gone meanwhile)
 
     @step
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
@@ -438,8 +441,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._run.send("resolve_action", decisions=payload)
         self._decisions = {**self._decisions, **decided}  # (a round waiting on a child again)
         self._loop_machine().send("resolved", decisions=payload)
-        await self._drive()
-        return self.outcome()
+        return DRIVE
 
     @step
     async def aprovide_input(self, text: str) -> TurnOutcome:
@@ -463,8 +465,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         else:
             self._decisions = {**self._decisions, **answers}  # (a round waiting on a child)
         self._loop_machine().send("resolved", decisions=payload)
-        await self._drive()
-        return self.outcome()
+        return DRIVE
 
     @step
     async def acancel(self) -> TurnOutcome:
@@ -517,9 +518,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._pause_requested = False  # (a pause asked by a listener of resume is kept)
         self._run.send("resume")
         self._restored = False
-        if self.state == RunState.BUSY:
-            await self._drive()
-        return self.outcome()
+        return DRIVE if self.state == RunState.BUSY else self.outcome()
 
     @step
     async def aexpire(self) -> TurnOutcome:
@@ -562,12 +561,37 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._apply_requests()  # a pause asked for by a listener of the reset
 
 
-def _weak_listener(agent: Agent) -> Callable[[Event], None]:
-    ref = weakref.ref(agent)
+@functools.lru_cache(maxsize=64)
+def _config(
+    max_iterations: int, max_turns: int | None, input_policy: InputPolicy
+) -> tuple[int, int | None, InputPolicy]:
+    """The run's limits and policy as one tuple, shared by the Agents configured alike."""
+    return (max_iterations, max_turns, input_policy)
 
-    def on_event(event: Event) -> None:
-        alive = ref()
+
+L = TypeVar("L")
+
+
+def _without(listeners: tuple[L, ...], listener: object) -> tuple[L, ...]:
+    """``listeners`` without the first occurrence of ``listener`` (which it holds)."""
+    at = listeners.index(listener)
+    return listeners[:at] + listeners[at + 1 :]
+
+
+class _WeakListener(weakref.ref["Agent"]):
+    """The emitter's listener: tells the Agent of each event while the Agent lives.
+
+    A weak reference that is itself the listener (80 bytes), rather than a closure over
+    one (about 280): every run has one.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, event: Event) -> None:  # type: ignore[override]  # a listener's call
+        alive = weakref.ref.__call__(self)
         if alive is not None:
             alive._on_event(event)
 
-    return on_event
+
+def _weak_listener(agent: Agent) -> Callable[[Event], None]:
+    return _WeakListener(agent)

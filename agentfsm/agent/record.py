@@ -39,6 +39,11 @@ from agentfsm.tools.system import Answer, ToolSystem
 
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
+NO_INPUTS: Mapping[str, JSONObject] = MappingProxyType({})
+"""The requests of a round whose tools asked nothing (the usual case): shared, like
+`NO_DECISIONS`."""
+NO_LISTINGS: Mapping[str, tuple[JSONObject, ...]] = MappingProxyType({})
+"""The listings of a run with no tool source listed yet: shared, like `NO_DECISIONS`."""
 
 
 class RunRecord:
@@ -91,7 +96,9 @@ class RunRecord:
     _engine: Engine
     _config: tuple[int, int | None, InputPolicy]
     _system: tuple[Message, ...]
-    _listeners: list[AgentListener]
+    _listeners: tuple[AgentListener, ...]
+    """Told of every event and trace entry (replaced, never changed in place: a listener
+    added or removed during a delivery takes effect at the next)."""
     _messages: list[Message]
     _trace: list[AnyTraceEntry]
     _round: tuple[ToolCall, ...]
@@ -107,9 +114,10 @@ class RunRecord:
     """The application's own tools (and ``ask_user``): offered whatever the sources list."""
     _sources: tuple[ToolSource, ...]
     """Where the rest of the tools come from (MCP servers), listed when a turn starts."""
-    _listed: dict[str, tuple[JSONObject, ...]]
-    """The last recorded listing of each source, by prefix: what the run offers and runs."""
-    _inputs: dict[str, JSONObject]
+    _listed: Mapping[str, tuple[JSONObject, ...]]
+    """The last recorded listing of each source, by prefix: what the run offers and runs
+    (replaced, never changed in place: it starts as the shared `NO_LISTINGS`)."""
+    _inputs: Mapping[str, JSONObject]
     """The open round's calls whose tool asked the user: their request (and answer)."""
     _cancel_requested: bool
     _pause_requested: bool
@@ -156,9 +164,9 @@ class RunRecord:
         self._decisions: Mapping[str, Decision] = NO_DECISIONS
         self._answers: tuple[Answer, ...] = ()
         self._started: tuple[str, ...] = ()
-        self._inputs = {}
+        self._inputs = NO_INPUTS
         if self._listed:
-            self._listed = {}
+            self._listed = NO_LISTINGS
             self._offer(self._registry(self._listed))
         self._version = 0
         self._origin = None
@@ -180,7 +188,7 @@ class RunRecord:
         self._decisions = dict(snapshot.decisions)
         self._answers = tuple((answer.result, answer.message) for answer in snapshot.answers)
         self._started = tuple(snapshot.started)
-        self._inputs = dict(snapshot.inputs)
+        self._inputs = dict(snapshot.inputs) if snapshot.inputs else NO_INPUTS
         if self._listed or snapshot.tool_lists:
             self._listed = dict(snapshot.tool_lists)
             self._offer(self._registry(self._listed))
@@ -221,7 +229,7 @@ class RunRecord:
                 raise
             self._version = version
         if self._quiet is None:  # `_deliver`, inlined: every event of a run comes here
-            for listener in tuple(self._listeners):
+            for listener in self._listeners:
                 listener(event)
         else:
             self._deliver(event)
@@ -364,7 +372,7 @@ class RunRecord:
 
     def _record_listing(self, prefix: str, listing: tuple[JSONObject, ...]) -> None:
         """Record a source's listing (already offered) as a ``tools_listed`` record."""
-        self._listed[prefix] = listing
+        self._listed = {**self._listed, prefix: listing}
         self._note(RecordKind.TOOLS_LISTED, {"server": prefix, "tools": list(listing)})
 
     def _claim(self) -> None:
@@ -416,10 +424,10 @@ class RunRecord:
     def _deliver(self, item: AgentEvent) -> None:
         quiet = self._quiet  # (no listener can change it: only settling a step does)
         if quiet is None:
-            for listener in tuple(self._listeners):
+            for listener in self._listeners:  # (a tuple, replaced on change)
                 listener(item)
             return
-        for listener in tuple(self._listeners):
+        for listener in self._listeners:
             try:  # settling a failed step: what a listener raises now is kept for later
                 listener(item)
             except BaseException as error:

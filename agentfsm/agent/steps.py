@@ -36,6 +36,11 @@ HOLDING = frozenset({RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED, RunState
 MID_STEP_CALLS = frozenset({"cancel", "pause", "submit"})
 """The calls allowed while a step runs (`submit` only while the run is busy)."""
 
+DRIVE = TurnOutcome(RunState.BUSY, None, None, (), None)
+"""What a step method returns to have the step drive its turn on (`TurnDriver._drive`) and
+then return the outcome: the method's own coroutine is then finished while the turn runs,
+so a run waiting on its model holds one frame fewer. Never returned to a caller."""
+
 
 def step(
     method: Callable[Concatenate[Agent, P], Coroutine[Any, Any, TurnOutcome]],
@@ -53,7 +58,8 @@ def step(
             self._check_mid_step(name)
             self._depth += 1
             try:
-                return await method(self, *args, **kwargs)
+                outcome = await method(self, *args, **kwargs)
+                return await _driven_on(self) if outcome is DRIVE else outcome
             finally:
                 self._depth -= 1
         self._depth = 1
@@ -62,6 +68,9 @@ def step(
         seq = self._emitter.seq
         try:
             outcome = await method(self, *args, **kwargs)
+            if outcome is DRIVE:
+                await self._drive()
+                outcome = self.outcome()
             if self._orphans:  # children of a turn this step closed (cancel, expire…)
                 await self._close_orphans()
             await self._commit()  # the return to the caller: all is stored and told
@@ -81,6 +90,12 @@ def step(
         return outcome
 
     return wrapper
+
+
+async def _driven_on(agent: Agent) -> TurnOutcome:
+    """For a call from inside a step that drives (none the contract allows does): drive."""
+    await agent._drive()
+    return agent.outcome()
 
 
 class StepGuard(ChildRuns):

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import cast
 
 from agentfsm.agent.deltas import Delta, StreamListener, takes_deltas
-from agentfsm.agent.record import NO_DECISIONS
+from agentfsm.agent.record import NO_DECISIONS, NO_INPUTS
 from agentfsm.agent.typed import TypedAnswers
 from agentfsm.agent.vocabulary import ASK_USER, INCOMPLETE_MESSAGE, question_of
 from agentfsm.errors import AgentFSMError, ModelError
@@ -79,7 +79,7 @@ class TurnDriver(TypedAnswers):
     input_timeout: float | None
     _clock: Callable[[], float]
     _timer: Callable[[], float]
-    _delta_listeners: list[StreamListener]
+    _delta_listeners: tuple[StreamListener, ...]
     """The listeners that asked for deltas (each is among the listeners too)."""
     _error: ErrorDetails | None
     """The error that failed the last turn that failed (None if none did, here)."""
@@ -91,8 +91,12 @@ class TurnDriver(TypedAnswers):
     """The sub-agent tools' delegates, by tool name (`agentfsm.agent.children`); None when
     the run has no sub-agent tool."""
 
-    async def _submit(self, text: str, *, from_queue: bool) -> None:
-        """Submit an input that starts a turn; its user message is part of the transition."""
+    async def _open_turn(self, text: str, *, from_queue: bool) -> None:
+        """Submit an input that starts a turn; its user message is part of the transition.
+
+        The caller then drives the turn (`_drive`): so that this frame is gone while the
+        turn runs (each waiting run holds one frame less).
+        """
         args: dict[str, JSONValue] = {"text": text}
         if from_queue:
             args["from_queue"] = True
@@ -113,7 +117,6 @@ class TurnDriver(TypedAnswers):
         if listings is not None:
             self._install(*listings)
         await self._user_input(text, defer=False)
-        await self._drive()
 
     async def _list_sources(
         self, sources: tuple[ToolSource, ...] | None = None
@@ -214,11 +217,19 @@ class TurnDriver(TypedAnswers):
                 await self._tell()
             if self._stop_at_boundary():
                 break
-            await self._think()
-            if loop.state == LoopState.ACTING:
-                await self._tool_round()
-            elif loop.state == LoopState.VALIDATING:  # (only a typed run's answer)
-                await self._validate()
+            if HookKind.BEFORE_LLM in self.hooks or self._due():
+                await self._before_model()
+            # The model call is awaited here, not in a coroutine of its own: a run waiting on
+            # its model (most of a run's life) holds one frame less.
+            started = self._timer()
+            self._data.at_boundary = False
+            try:
+                response = await self._call_model()
+                check_finish(response, self.model.name)  # whatever the model (length, filter)
+            except ModelError as error:
+                await self._model_failed(error)
+                break
+            await self._replied(response, started)
         if self._data.state == RunState.BUSY:
             await self._finish(loop.state)
         if self._due():
@@ -298,24 +309,22 @@ class TurnDriver(TypedAnswers):
                 taken = True
         return taken
 
-    async def _think(self) -> None:
+    async def _before_model(self) -> None:
         if HookKind.BEFORE_LLM in self.hooks:
             self._append(await self._fire(HookKind.BEFORE_LLM))
         if self._due():
             await self._commit()  # the model call is an external effect
-        started = self._timer()
-        self._data.at_boundary = False
-        try:
-            response = await self._call_model()
-            check_finish(response, self.model.name)  # whatever the model (length, filter)
-        except ModelError as error:
-            self._data.at_boundary = True
-            self._error = ErrorDetails.of(error)
-            await self._fire(HookKind.ON_ERROR, error=self._error)
-            details = self._error.event_data()
-            self._loop_machine().send("model_failed", **details)
-            self._run.send("fail", **details)
-            return
+
+    async def _model_failed(self, error: ModelError) -> None:
+        self._data.at_boundary = True
+        self._error = ErrorDetails.of(error)
+        await self._fire(HookKind.ON_ERROR, error=self._error)
+        details = self._error.event_data()
+        self._loop_machine().send("model_failed", **details)
+        self._run.send("fail", **details)
+
+    async def _replied(self, response: ModelResponse, started: float) -> None:
+        """Take the model's reply (asked for at ``started``), then the round or check it asks."""
         self._data.at_boundary = True
         self._record(
             llm_call_entry(
@@ -345,10 +354,15 @@ class TurnDriver(TypedAnswers):
             self._defer(added)
         else:
             self._append(added)
+        loop = self._loop_machine()
+        if loop.state == LoopState.ACTING:
+            await self._tool_round()
+        elif loop.state == LoopState.VALIDATING:  # (only a typed run's answer)
+            await self._validate()
 
     def _call_model(self) -> Awaitable[ModelResponse]:
         messages = tuple(self._messages)  # a view: the model cannot change the history (I10)
-        tools = self.tools.openai_tools(self.enabled_tools)
+        tools = self.tools.registry.offered_tools(self.enabled_tools)  # shared, not copied
         if self._response_format is not None:  # a typed run, on a model with structured output
             return self._call_structured(messages, tools)
         if self._delta_listeners and takes_deltas(self.model):
@@ -358,7 +372,7 @@ class TurnDriver(TypedAnswers):
         return self.model.complete(messages, tools, on_retry=self._on_retry)
 
     def _call_structured(
-        self, messages: tuple[Message, ...], tools: list[JSONObject]
+        self, messages: tuple[Message, ...], tools: tuple[JSONObject, ...]
     ) -> Awaitable[ModelResponse]:
         model = cast("StructuredModel", self.model)
         on_delta = self._on_delta if self._delta_listeners and takes_deltas(model) else None
@@ -378,7 +392,7 @@ class TurnDriver(TypedAnswers):
         """Tell the listeners that asked for them of a piece of the model's answer."""
         data = self._data
         item = Delta.of(data.run_id, data.turn, data.iteration, delta)
-        for listener in tuple(self._delta_listeners):
+        for listener in self._delta_listeners:  # (replaced, never changed in place)
             listener(item)
 
     def _classify(self, reply: Message) -> None:
@@ -570,7 +584,7 @@ class TurnDriver(TypedAnswers):
         self._data.at_boundary = True
         self._messages.extend(round_messages(self._round, self._answers))
         self._answers, self._started, self._decisions = (), (), NO_DECISIONS
-        self._inputs = {}
+        self._inputs = NO_INPUTS
         self._round = ()
         self._note(RecordKind.ROUND_CLOSED, {})
 
@@ -606,7 +620,8 @@ class TurnDriver(TypedAnswers):
             return
         text = self._data.queued[0]
         if self._run.can_send("submit", text=text, from_queue=True):
-            await self._submit(text, from_queue=True)  # the transition pops the queue's head
+            await self._open_turn(text, from_queue=True)  # the transition pops the queue's head
+            await self._drive()
 
     async def _expire_if_due(self) -> None:
         """Expire an overdue wait before a call goes on; the expiry is stored first.

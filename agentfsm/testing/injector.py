@@ -214,7 +214,7 @@ class FaultInjector:
                 faulty = copy.copy(found)
                 faulty.function = self._tool_body(found.name, found.function)
                 faulty.is_async = True
-                registry._tools[found.name] = faulty
+                registry._replace(faulty)  # (this Agent's registry only: tables are shared)
 
     def arm(self, fault: Fault) -> None:
         """Strike with ``fault`` when its point is reached (replacing any armed fault)."""

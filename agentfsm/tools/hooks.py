@@ -14,7 +14,8 @@ so there `HookContext.add_message` raises `HookMessageError` and adds nothing.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 
 from agentfsm._checks import given
 from agentfsm._compat import StrEnum
@@ -285,6 +286,10 @@ HookHandler = Callable[[HookContext], object]
 """A hook handler: ``handler(context)``, sync or async; its return value is ignored."""
 
 
+_NO_HANDLERS: Mapping[HookKind, list[HookHandler]] = MappingProxyType({})
+"""The handlers of a `Hooks` that has none yet: shared by all of them, immutable."""
+
+
 class Hooks:
     """Handlers by hook, called in the order they were added.
 
@@ -300,7 +305,9 @@ class Hooks:
     __slots__ = ("_handlers",)
 
     def __init__(self) -> None:
-        self._handlers: dict[HookKind, list[HookHandler]] = {}
+        # Most Hooks never get a handler (every Agent has one): the dict is made by the
+        # first `add`, and until then all Hooks share one empty, immutable mapping.
+        self._handlers: Mapping[HookKind, list[HookHandler]] = _NO_HANDLERS
 
     def on(self, kind: HookKind | str) -> Callable[[HookHandler], HookHandler]:
         """A decorator adding its function as a handler of ``kind``.
@@ -326,7 +333,11 @@ class Hooks:
         hook = _hook_kind(kind)
         if not callable(handler):
             raise TypeError(f"handler must be a callable, not {given(handler)}")
-        self._handlers.setdefault(hook, []).append(handler)
+        handlers = self._handlers
+        if not isinstance(handlers, dict):  # the first handler of these Hooks
+            handlers = {}
+            self._handlers = handlers
+        handlers.setdefault(hook, []).append(handler)
 
     def handlers(self, kind: HookKind) -> tuple[HookHandler, ...]:
         """The handlers of ``kind``, in call order."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 from agentfsm import _checks as checks
@@ -13,9 +14,80 @@ from agentfsm.tools.spec import Tool
 AnyTool = Tool[..., object]
 """A tool of any signature."""
 
+Offered = tuple[JSONObject, ...]
+"""The schemas of the tools offered to a model, in the ``tools=[...]`` form."""
+
+
+class _Table:
+    """Tools by name, and the schemas offered of them: what registries built alike share.
+
+    Never changed once built (but for ``offered``, a cache whose content the tools decide):
+    a registry that registers a tool moves to another table.
+    """
+
+    __slots__ = ("__weakref__", "items", "offered", "tools", "values")
+
+    def __init__(self, items: tuple[object, ...], tools: dict[str, AnyTool]) -> None:
+        self.items = items
+        """What the table was built from, in order (kept alive: `_TABLES` keys on their ids)."""
+        self.tools = tools
+        self.values = tuple(tools.values())
+        self.offered: dict[frozenset[str] | None, tuple[tuple[AnyTool, ...], Offered]] = {}
+        """The offered tools and their schemas, by the names enabled (None for all)."""
+
+    def refresh(self) -> None:
+        """Forget the schemas offered of a tool whose name or description changed since."""
+        for key, (tools, schemas) in tuple(self.offered.items()):
+            if any(
+                found.offered() is not schema for found, schema in zip(tools, schemas, strict=True)
+            ):
+                del self.offered[key]
+
+
+_TABLES: weakref.WeakValueDictionary[tuple[int, ...], _Table] = weakref.WeakValueDictionary()
+"""Every table alive, by the ids of what it was built from: Agents built from the same list
+of tools (one per run) share one table instead of each declaring and holding its own."""
+
+_EMPTY = _Table((), {})
+"""The table of a registry with no tool."""
+
+
+def _declared(item: AnyTool | Callable[..., object], tools: dict[str, AnyTool]) -> AnyTool:
+    tool_item("item", item)
+    declared = item if isinstance(item, Tool) else Tool(item)
+    if declared.name in tools:
+        raise DuplicateToolError(declared.name, tuple(tools))
+    return declared
+
+
+def _table(items: tuple[AnyTool | Callable[..., object], ...], base: _Table = _EMPTY) -> _Table:
+    """The table of ``base``'s items and then ``items``: a live one, or a new one.
+
+    Raises:
+        DuplicateToolError: Two tools share a name (no table is made).
+    """
+    everything = base.items + items
+    key = tuple(map(id, everything))
+    found = _TABLES.get(key)
+    if found is not None:
+        found.refresh()  # (a new registry offers a changed tool as it is now)
+        return found
+    tools = dict(base.tools)
+    for item in items:
+        declared = _declared(item, tools)
+        tools[declared.name] = declared
+    table = _Table(everything, tools)
+    _TABLES[key] = table
+    return table
+
 
 class ToolRegistry:
     """Tools by name: register, look up, and list the schemas a run's model is offered.
+
+    Registries built from the same tools (the same objects, in the same order) share what
+    they hold, so that a registry per run costs a few bytes: a plain function is declared
+    once while any of them lives. Registering a tool changes only the registry it is
+    registered in.
 
     Args:
         tools: Tools (or plain functions, declared with the default options) to register.
@@ -24,14 +96,11 @@ class ToolRegistry:
         DuplicateToolError: Two tools share a name.
     """
 
-    __slots__ = ("_offered", "_tools")
+    __slots__ = ("_table",)
 
     def __init__(self, tools: Iterable[AnyTool | Callable[..., object]] = ()) -> None:
         tool_items("tools", tools)
-        self._tools: dict[str, AnyTool] = {}
-        self._offered: dict[tuple[int, frozenset[str] | None], tuple[JSONObject, ...]] = {}
-        for item in tools:
-            self.register(item)
+        self._table = _table(tuple(tools))
 
     def register(self, item: AnyTool | Callable[..., object]) -> AnyTool:
         """Add a tool (a plain function is declared with `Tool`'s defaults) and return it.
@@ -40,11 +109,17 @@ class ToolRegistry:
             DuplicateToolError: A tool of that name is already registered.
         """
         tool_item("item", item)
-        declared = item if isinstance(item, Tool) else Tool(item)
-        if declared.name in self._tools:
-            raise DuplicateToolError(declared.name, self.names)
-        self._tools[declared.name] = declared
-        return declared
+        table = _table((item,), self._table)
+        self._table = table
+        return table.values[-1]
+
+    def _replace(self, tool: AnyTool) -> None:
+        """Put ``tool`` in the place of the tool of its name, in this registry only.
+
+        (The fault injector's: a table is shared, so this one gets a table of its own.)
+        """
+        tools = {**self._table.tools, tool.name: tool}
+        self._table = _Table(tuple(tools.values()), tools)
 
     def get(self, name: str) -> AnyTool:
         """The tool called ``name``.
@@ -53,19 +128,19 @@ class ToolRegistry:
             UnknownToolError: None is registered; the error lists those that are.
         """
         checks.text("name", name)
-        found = self._tools.get(name)
+        found = self._table.tools.get(name)
         if found is None:
             raise UnknownToolError(name, self.names)
         return found
 
     def find(self, name: str) -> AnyTool | None:
         """The tool called ``name``, or None."""
-        return self._tools.get(name)
+        return self._table.tools.get(name)
 
     @property
     def names(self) -> tuple[str, ...]:
         """The registered names, in registration order."""
-        return tuple(self._tools)
+        return tuple(self._table.tools)
 
     def enabled(self, enabled: Collection[str] | None = None) -> tuple[AnyTool, ...]:
         """The tools a run may use: all of them, or those named in ``enabled``.
@@ -78,11 +153,11 @@ class ToolRegistry:
         """
         checks.names("enabled", enabled, optional=True)
         if enabled is None:
-            return tuple(self._tools.values())
-        unknown = sorted(name for name in enabled if name not in self._tools)
+            return self._table.values
+        unknown = sorted(name for name in enabled if name not in self._table.tools)
         if unknown:
             raise UnknownToolError(unknown[0], self.names)
-        return tuple(found for name, found in self._tools.items() if name in enabled)
+        return tuple(found for name, found in self._table.tools.items() if name in enabled)
 
     def openai_tools(self, enabled: Collection[str] | None = None) -> list[JSONObject]:
         """The ``tools=[...]`` argument of a chat completion for a run.
@@ -97,23 +172,34 @@ class ToolRegistry:
         Raises:
             UnknownToolError: ``enabled`` names a tool that is not registered.
         """
+        return list(self.offered_tools(enabled))
+
+    def offered_tools(self, enabled: Collection[str] | None = None) -> tuple[JSONObject, ...]:
+        """`openai_tools` as a tuple, shared: by every call and every registry alike.
+
+        Raises:
+            UnknownToolError: ``enabled`` names a tool that is not registered.
+        """
         if enabled is not None:  # (None, every tool, needs no check: the usual case)
             checks.names("enabled", enabled, optional=True)
-        key = (len(self._tools), None if enabled is None else frozenset(enabled))
-        offered = self._offered.get(key)
-        if offered is None:  # tools are only ever added, so the count names the set
-            offered = tuple(found.offered() for found in self.enabled(enabled))
-            self._offered[key] = offered
-        return list(offered)
+        key = None if enabled is None else frozenset(enabled)
+        cache = self._table.offered
+        cached = cache.get(key)
+        if cached is not None:
+            return cached[1]
+        tools = self.enabled(enabled)
+        offered = tuple(found.offered() for found in tools)
+        cache[key] = (tools, offered)
+        return offered
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return name in self._table.tools
 
     def __iter__(self) -> Iterator[AnyTool]:
-        return iter(self._tools.values())
+        return iter(self._table.values)
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._table.tools)
 
     def __repr__(self) -> str:
-        return f"ToolRegistry({list(self._tools)!r})"
+        return f"ToolRegistry({list(self._table.tools)!r})"

@@ -77,6 +77,12 @@ _REFUSALS: dict[type[ToolCallError], ToolStatus] = {
 
 _DEFAULT_WAIT = wait_random_exponential(multiplier=0.1, max=5.0)
 """Exponential backoff with jitter between an idempotent call's tries (stateless: shared)."""
+_DEFAULT_LIMITS = ArgumentLimits()
+"""The default bounds on arguments (frozen: shared)."""
+_DEFAULT_RETRY = RetrySettings(
+    max_attempts=3, wait=_DEFAULT_WAIT, sleep=asyncio.sleep, cancel_grace=0.1
+)
+"""The default retry settings (frozen: shared by every `ToolSystem` built with them)."""
 
 _PER_CALL_HOOKS = (HookKind.BEFORE_EACH_TOOL, HookKind.AFTER_EACH_TOOL, HookKind.ON_ERROR)
 
@@ -146,13 +152,15 @@ class ToolSystem:
         """The tools this system can run."""
         self._hooks = hooks if hooks is not None else Hooks()
         self._observer = observer
-        self._limits = limits if limits is not None else ArgumentLimits()
-        self._retry = RetrySettings(
+        self._limits = limits if limits is not None else _DEFAULT_LIMITS
+        retry = RetrySettings(
             max_attempts=max_attempts,
             wait=retry_wait if retry_wait is not None else _DEFAULT_WAIT,
             sleep=sleep,
             cancel_grace=cancel_grace,
         )
+        # (the settings are frozen: every system with the defaults, one per Agent, shares them)
+        self._retry = _DEFAULT_RETRY if retry == _DEFAULT_RETRY else retry
         self._timer = timer
         self._clock = clock
 

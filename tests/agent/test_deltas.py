@@ -173,7 +173,7 @@ def test_bad_arguments_are_refused_naming_them() -> None:
     agent = Agent(ScriptedModel())
     with pytest.raises(TypeError, match="deltas"):
         agent.add_listener(print, deltas="yes")  # type: ignore[call-overload]
-    assert agent._listeners == []
+    assert agent._listeners == ()
 
     async def bad_stream() -> None:
         async for _ in agent.stream("hi", deltas=1):  # type: ignore[arg-type]
@@ -210,7 +210,7 @@ def test_closing_the_stream_mid_turn_does_not_cancel_the_turn() -> None:
                 break
         await stream.aclose()  # the client went away
         assert agent.state == "busy"
-        assert agent._delta_listeners == []
+        assert agent._delta_listeners == ()
         gate.set()
         for _ in range(100):
             if agent.state != "busy":

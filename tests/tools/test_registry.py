@@ -99,3 +99,40 @@ def test_a_tool_is_offered_once_for_every_registry_and_rebuilt_when_it_changes()
     assert ToolRegistry([shared]).openai_tools()[0]["function"]["description"] == (  # type: ignore[index, call-overload]
         "Say it back, louder."
     )
+
+
+def test_registries_built_from_the_same_tools_share_them_but_not_their_registrations() -> None:
+    first, second = ToolRegistry([clock, echo]), ToolRegistry([clock, echo])
+
+    assert first.get("echo") is second.get("echo")  # a plain function is declared once
+    added = first.register(Tool(echo, name="shout"))
+
+    assert first.names == ("clock", "echo", "shout")
+    assert list(second.names) == ["clock", "echo"]  # what one registers, only it has
+    assert second.find("shout") is None
+    assert [t["function"]["name"] for t in second.openai_tools()] == ["clock", "echo"]  # type: ignore[index, call-overload]
+    assert second.register(added) is added  # the same registration: alike again
+    assert second.names == first.names
+    with pytest.raises(DuplicateToolError):
+        second.register(Tool(clock))
+    assert list(second.names) == ["clock", "echo", "shout"]  # a refusal changes nothing
+
+
+def test_a_registry_built_alike_after_the_others_are_gone_declares_its_tools_again() -> None:
+    first = ToolRegistry([clock])
+    declared = first.get("clock")
+    del first
+
+    assert ToolRegistry([clock]).get("clock") is not declared  # nothing outlives its registries
+
+
+def test_a_tool_replaced_in_one_registry_stays_in_the_others() -> None:
+    first, second = ToolRegistry([clock, echo]), ToolRegistry([clock, echo])
+    original = second.get("echo")
+
+    first._replace(Tool(echo, description="A fault."))
+    first.register(Tool(echo, name="shout"))
+
+    assert first.get("echo").description == "A fault."  # kept across a registration
+    assert second.get("echo") is original
+    assert ToolRegistry([clock, echo]).get("echo") is original

@@ -1,0 +1,133 @@
+"""Agents built from one configuration share what they can, and nothing of their runs.
+
+An Agent per run shares its tools' table (and the schemas offered of them) with the other
+Agents built from the same list of tools; what one Agent adds (``ask_user``, a typed run's
+``final_answer``, a tool source's listing, a hook handler) is its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from agentfsm import ScriptedModel
+from agentfsm.agent import Agent
+from agentfsm.fsm import Emitter
+from agentfsm.states.json import JSONObject
+from agentfsm.states.names import MachineName
+from agentfsm.tools import HookContext, HookKind, Tool, tool
+from tests.agent.agent_support import answer, calls
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
+TOOLS = [lookup]
+
+
+class Verdict(BaseModel):
+    ok: bool
+
+
+def offered(model: ScriptedModel) -> list[str]:
+    """The names of the tools the model was offered in its last call."""
+    return [str(schema["function"]["name"]) for schema in model.requests[-1].tools]  # type: ignore[index, call-overload]
+
+
+class Source:
+    """A tool source listing one tool of its own."""
+
+    prefix = "extra"
+
+    async def listing(self) -> tuple[JSONObject, ...]:
+        return ({"name": "extra_tool"},)
+
+    def tools_of(self, listing: Sequence[JSONObject]) -> tuple[Tool[..., object], ...]:
+        return tuple(Tool(lambda: "ok", name=str(item["name"])) for item in listing)
+
+    def take_changed(self) -> bool:
+        return False
+
+
+def test_agents_from_one_tool_list_offer_each_only_what_they_add() -> None:
+    models = [ScriptedModel([answer("hi")]) for _ in range(4)]
+    typed_model = ScriptedModel([calls(("c1", "final_answer", {"ok": True}))])
+    agents = [
+        Agent(models[0], TOOLS),  # with ask_user
+        Agent(models[1], TOOLS, ask_user=False),
+        Agent(typed_model, TOOLS, ask_user=False, output_type=Verdict),
+        Agent(models[2], TOOLS, ask_user=False, mcp_servers=[Source()]),
+        Agent(models[3], TOOLS, ask_user=False),
+    ]
+    for agent in agents:
+        agent.start()
+        agent.submit("go")
+
+    assert offered(models[0]) == ["lookup", "ask_user"]
+    assert offered(models[1]) == ["lookup"]
+    assert offered(typed_model) == ["lookup", "final_answer"]
+    assert offered(models[2]) == ["lookup", "extra_tool"]
+    assert offered(models[3]) == ["lookup"]  # built last: nothing of the others leaked in
+    assert agents[4].tools.registry.names == ("lookup",)
+    assert agents[3].tools.registry.names == ("lookup", "extra_tool")
+
+
+def test_a_hook_handler_added_to_one_agent_is_not_anothers() -> None:
+    seen: list[str] = []
+    first = Agent(ScriptedModel([answer("one")]), TOOLS)
+    second = Agent(ScriptedModel([answer("two")]), TOOLS)
+
+    @first.on(HookKind.BEFORE_LLM)
+    def before(context: HookContext) -> None:
+        seen.append(context.run_id)
+
+    for agent in (first, second):
+        agent.start()
+        agent.submit("go")
+
+    assert seen == [first.run_id]
+    assert HookKind.BEFORE_LLM in first.hooks
+    assert HookKind.BEFORE_LLM not in second.hooks
+    assert second.hooks.handlers(HookKind.BEFORE_LLM) == ()
+
+
+def test_two_agents_sharing_tools_keep_their_runs_apart() -> None:
+    first = Agent(ScriptedModel([calls(("c1", "lookup", {"query": "a"})), answer("A")]), TOOLS)
+    second = Agent(ScriptedModel([answer("B")]), TOOLS)
+    for agent in (first, second):
+        agent.start()
+
+    assert first.submit("first").reply == "A"
+    assert second.submit("second").reply == "B"
+
+    assert [m.content for m in second.messages] == ["second", "B"]
+    assert len(first.messages) == 4  # the user's, the call, its answer, the reply
+    assert [entry.kind for entry in second.trace] == ["user_input", "llm_call"]
+
+
+def test_an_agent_nobody_holds_is_freed_at_once_and_its_emitter_then_tells_nobody() -> None:
+    async def run() -> tuple[weakref.ref[Agent], Emitter]:
+        agent = Agent(ScriptedModel([answer("hi")]), TOOLS, listeners=[seen.append])
+        await agent.astart()
+        await agent.asubmit("go")
+        return weakref.ref(agent), agent._emitter
+
+    seen: list[object] = []
+    gc.disable()  # freed by reference counting alone: no cycle through the emitter
+    try:
+        ref, emitter = asyncio.run(run())
+        assert ref() is None
+    finally:
+        gc.enable()
+    told = len(seen)
+    emitter.emit(MachineName.CONVERSATION, "reset", "ready", "ready", {})
+
+    assert told > 0
+    assert len(seen) == told  # the run is gone: its listeners hear nothing more
