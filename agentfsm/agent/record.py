@@ -10,6 +10,16 @@ it in one transaction, then delivers its events (and the trace entries among the
 Nothing is delivered before it is stored. Outside a step (``reset``) and while a failed step
 is settled, each event is saved on its own as it happens, as before.
 
+Write-behind, on a store whose saves run in worker threads (`writes_behind`: SQLite,
+PostgreSQL): where durability is not needed for correctness (a step boundary; a model call
+or an idempotent tool body once `_behind` holds: all a crash could lose since the last
+awaited save is replayable), `_write_behind` starts the save of the batch and the run goes
+on; one save is in flight at a time, and the next takes everything produced meanwhile, with
+the newest snapshot, in one transaction. Its events are delivered once it has committed.
+`_commit` still waits for all to be stored and told: before a non-idempotent tool body, the
+first effect of a call (its input), after a non-idempotent body, and the return to the
+caller. A failed save surfaces at the next point, and nothing after it is stored or told.
+
 `RunRecord` is the lowest layer of the `Agent`: it holds what a run is made of and knows how
 to restore it from a `Snapshot`, save it, and tell listeners of it. It decides nothing about
 the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
@@ -17,8 +27,11 @@ the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from types import MappingProxyType
+from typing import NamedTuple
 
 from agentfsm.agent.vocabulary import AgentEvent, AgentListener
 from agentfsm.errors import MCPServerError
@@ -29,7 +42,7 @@ from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
-from agentfsm.stores.base import RunStore
+from agentfsm.stores.base import RunStore, SaveOutcome, start_save, writes_behind
 from agentfsm.stores.snapshot import ForkPoint, Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
@@ -41,6 +54,27 @@ NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
 
 
+class InFlight(NamedTuple):
+    """A save started by `RunRecord._write_behind`, running in a worker thread."""
+
+    future: Future[SaveOutcome]
+    events: int
+    """How many of the batch's first events it stores."""
+    told: int
+    """How many of the first undelivered items are told once it has committed."""
+    version: int
+    """The version it stores."""
+
+
+class Point(NamedTuple):
+    """A model call's point, kept while a save was in flight: saved next, on its own."""
+
+    snapshot: Snapshot
+    events: tuple[Event, ...]
+    told: int
+    """How many of the first undelivered items are told once it has committed."""
+
+
 class RunRecord:
     """A run's data, machines, conversation and trace, and how they are saved and told.
 
@@ -49,6 +83,7 @@ class RunRecord:
 
     __slots__ = (
         "_answers",
+        "_behind",
         "_cancel_requested",
         "_claim_due",
         "_config",
@@ -59,6 +94,7 @@ class RunRecord:
         "_driven",
         "_emitter",
         "_engine",
+        "_flight",
         "_grouping",
         "_inputs",
         "_listed",
@@ -68,6 +104,8 @@ class RunRecord:
         "_origin",
         "_own",
         "_pause_requested",
+        "_pipelined",
+        "_queued",
         "_quiet",
         "_round",
         "_run",
@@ -129,12 +167,30 @@ class RunRecord:
     """The batch's events and the trace entries among them, in order, not yet delivered."""
     _claim_due: bool
     """A restored run is to be claimed (a save with no event) by the next commit."""
+    _pipelined: bool
+    """A step runs on a store that writes behind (`writes_behind`)."""
+    _flight: InFlight | None
+    """The save started by `_write_behind`, not taken in yet."""
+    _queued: Point | None
+    """The newest model call's point not in flight: the next save stores it (so a crash
+    in a later save does not lose the answers the call was given)."""
+    _behind: bool
+    """All a crash could lose of what is not stored yet is replayable: a model call or an
+    idempotent body may start with its save in flight (only ever set when pipelined)."""
 
     def _ungrouped(self) -> None:
         """No batch: nothing waits to be saved or delivered."""
-        self._grouping = self._claim_due = False
+        self._grouping = self._claim_due = self._pipelined = self._behind = False
+        self._flight = self._queued = None
         self._unsaved = []
         self._undelivered = []
+
+    def _group(self) -> None:
+        """A step begins: group commit on a store (and write-behind on one that can)."""
+        store = self.store
+        self._grouping = store is not None
+        self._pipelined = store is not None and writes_behind(store)
+        self._behind = False  # the call's input is stored before its first effect
 
     def _fresh(self) -> None:
         """A new run, in created: nothing said, nothing stored."""
@@ -192,6 +248,9 @@ class RunRecord:
 
     def _reload(self) -> None:
         """After a failed save: be exactly what the store holds (nothing unsaved is kept)."""
+        if self._flight is not None:  # (its outcome is what the store holds: wait for it)
+            self._flight.future.result()
+            self._flight = self._queued = None
         stored = self.store.load(self._data.run_id) if self.store is not None else None
         if stored is None:
             self._fresh()
@@ -226,33 +285,121 @@ class RunRecord:
         """Before an external effect: save the batch in one transaction, then deliver it.
 
         Listeners told now may add to the batch (a transition of their own): that is saved
-        and delivered too before this returns.
+        and delivered too before this returns. On a pipelined store, the save in flight is
+        awaited first, and the rest saved behind it.
 
         Raises:
             BaseException: What the store raised (the run is then to be reloaded: nothing of
                 the batch was delivered), or what a listener raised (the batch is stored;
                 what was not delivered yet waits for the settling of the step).
         """
-        while self._undelivered or self._claim_due:
-            told = len(self._undelivered)
-            store = self.store
-            if store is not None and (self._unsaved or self._claim_due):
-                await self._save_batch(store)
-            else:  # (nothing to save, or the store was taken away mid-step)
+        while self._due():
+            flight = self._flight
+            if flight is not None:
+                await asyncio.wrap_future(flight.future)
+                self._take_in(flight, tell=False)  # told once all is stored
+            elif self._queued is not None:
+                self._launch_queued(self._queued)
+            elif self.store is not None and (self._unsaved or self._claim_due):
+                if self._pipelined:
+                    self._launch(self.store)
+                    continue
+                told = len(self._undelivered)
+                await self._save_batch(self.store)
+                self._tell_first(told)
+            else:  # (all is stored, or the store was taken away mid-step)
                 self._claim_due = False
-            items = self._undelivered[:told]
-            del self._undelivered[:told]
-            for index, item in enumerate(items):
-                try:
-                    self._deliver(item)
-                except BaseException:
-                    self._undelivered[:0] = items[index + 1 :]
-                    raise
+                self._tell_first(len(self._undelivered))
+        self._behind = self._pipelined
+
+    def _tell_first(self, told: int) -> None:
+        """Deliver the first ``told`` undelivered items (stored), in order."""
+        items = self._undelivered[:told]
+        del self._undelivered[:told]
+        for index, item in enumerate(items):
+            try:
+                self._deliver(item)
+            except BaseException:
+                self._undelivered[:0] = items[index + 1 :]
+                raise
+
+    def _launch(self, store: RunStore) -> None:
+        """Start saving the batch (and a claim) in a worker thread (pipelined store)."""
+        events = tuple(self._unsaved)
+        version = self._version + 1
+        seq = events[-1].seq if events else self._emitter.seq
+        snapshot = self._snapshot(seq, version)
+        future = start_save(store, snapshot, events, expected_version=self._version or None)
+        self._claim_due = False
+        self._flight = InFlight(future, len(events), len(self._undelivered), version)
+
+    def _launch_queued(self, point: Point) -> None:
+        """Start saving the kept point (the save before it has committed)."""
+        self._queued = None
+        assert self.store is not None  # (kept only while writing behind on a store)
+        version = point.snapshot.version
+        future = start_save(
+            self.store, point.snapshot, point.events, expected_version=self._version or None
+        )
+        self._flight = InFlight(future, len(point.events), point.told, version)
+
+    def _take_in(self, flight: InFlight, *, tell: bool) -> None:
+        """The save in flight has ended: its events are stored (and told if ``tell``).
+
+        Raises:
+            BaseException: What the store raised (nothing after it is saved or told), or
+                what a listener raised.
+        """
+        self._flight = None
+        _, error = flight.future.result()
+        if error is not None:
+            self._store_failed = True
+            self._queued = None
+            try:
+                raise error
+            finally:
+                del error  # (no reference cycle through this frame)
+        self._version = flight.version
+        del self._unsaved[: flight.events]
+        if tell and flight.told:
+            queued = self._queued
+            if queued is not None:
+                self._queued = queued._replace(told=queued.told - flight.told)
+            self._tell_first(flight.told)
+
+    def _write_behind(self, *, keep: bool = False) -> None:
+        """Start saving what waits, not awaited; tell what a finished save stored.
+
+        With a save still in flight, the next one takes all produced meanwhile, from the
+        state it is started in; but a model call's point (``keep``) is kept as it is.
+
+        Raises:
+            BaseException: What a save that ended raised, or what a listener raised.
+        """
+        flight = self._flight
+        if flight is not None:
+            if not flight.future.done():
+                if keep and len(self._unsaved) > flight.events:
+                    events = tuple(self._unsaved[flight.events :])
+                    snapshot = self._snapshot(events[-1].seq, flight.version + 1)
+                    self._queued = Point(snapshot, events, len(self._undelivered))
+                return
+            self._take_in(flight, tell=True)
+        store = self.store
+        if self._queued is not None:
+            self._launch_queued(self._queued)
+        elif store is not None and (self._unsaved or self._claim_due):
+            self._launch(store)
+        else:  # only trace entries wait, after stored events (or the store was taken away)
+            self._claim_due = False
+            self._tell_first(len(self._undelivered))
 
     def _holds_only_starts(self) -> bool:
         """Whether all the batch holds is ``tool_started`` records (no claim either)."""
-        return not self._claim_due and all(
-            event.event == RecordKind.TOOL_STARTED for event in self._unsaved
+        return (
+            not self._claim_due
+            and self._flight is None
+            and all(event.event == RecordKind.TOOL_STARTED for event in self._unsaved)
         )
 
     def _due(self) -> bool:
@@ -260,16 +407,20 @@ class RunRecord:
 
         If not, the hot path skips the call (an awaited coroutine costs more than this).
         """
-        return bool(self._undelivered) or self._claim_due
+        return bool(self._undelivered) or self._claim_due or self._flight is not None
 
     async def _tell(self) -> None:
         """At a step boundary: listeners hear of what happened so far (stored first).
 
         A listener may ask to cancel or pause, which the boundary then takes; with no
-        listener, the batch waits for the next external effect.
+        listener, the batch waits for the next external effect. Writing behind (`_behind`),
+        the save is only started: they hear of it at the first boundary after it committed.
         """
         if self._listeners:
-            await self._commit()
+            if self._behind:
+                self._write_behind()
+            else:
+                await self._commit()
 
     async def _save_batch(self, store: RunStore) -> None:
         events = tuple(self._unsaved)
@@ -294,6 +445,11 @@ class RunRecord:
     def _flush_now(self) -> None:
         """Stop grouping: save what waits in one transaction now, then deliver it (settling)."""
         self._grouping = False
+        self._queued = None  # (all that waits is saved at once, below)
+        flight = self._flight
+        if flight is not None:
+            flight.future.result()  # (settling a failed step: wait for the thread here)
+            self._take_in(flight, tell=False)
         if self.store is not None and self._unsaved:
             events = tuple(self._unsaved)
             version = self._version + 1

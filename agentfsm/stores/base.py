@@ -9,9 +9,10 @@ a worker thread, so an async `Agent` awaits its saves without blocking the event
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, TypeVar, runtime_checkable
@@ -307,3 +308,32 @@ class DelegatingStore(ClosesOnExit):
     def close(self) -> None:
         """``inner.close``."""
         self.inner.close()
+
+
+SaveOutcome = tuple[None, BaseException | None]
+"""What a save started by `start_save` gives: ``(None, None)``, or what it raised."""
+
+
+def writes_behind(store: RunStore) -> bool:
+    """Whether ``store``'s saves may run in a worker thread while the run goes on.
+
+    True for a store whose blocking ``save`` already runs in worker threads
+    (`ThreadedAsync`: SQLite, PostgreSQL), also behind `DelegatingStore` wrappers; a
+    `MemoryStore` (or any other store) is saved from the event loop, as before.
+    """
+    while isinstance(store, DelegatingStore):
+        store = store.inner
+    return isinstance(store, ThreadedAsync)
+
+
+def start_save(
+    store: RunStore, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+) -> Future[SaveOutcome]:
+    """Start ``store.save`` in a worker thread now, without waiting for it.
+
+    The save begins at once (not when the event loop next runs), so a run that goes on
+    computing overlaps its fsync. What the save raises is the future's value, not raised
+    (see `off_loop`).
+    """
+    save = functools.partial(store.save, snapshot, events, expected_version=expected_version)
+    return _workers().submit(_outcome, save)
