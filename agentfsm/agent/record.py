@@ -248,9 +248,9 @@ class RunRecord:
 
     def _reload(self) -> None:
         """After a failed save: be exactly what the store holds (nothing unsaved is kept)."""
-        if self._flight is not None:  # (its outcome is what the store holds: wait for it)
-            self._flight.future.result()
-            self._flight = self._queued = None
+        if self._flight is not None and not self._flight.future.cancel():
+            self._flight.future.result()  # (what the store holds: wait for its outcome)
+        self._flight = self._queued = None
         stored = self.store.load(self._data.run_id) if self.store is not None else None
         if stored is None:
             self._fresh()
@@ -378,13 +378,19 @@ class RunRecord:
         """
         flight = self._flight
         if flight is not None:
-            if not flight.future.done():
+            if keep and flight.future.cancel():
+                # Not begun yet (a busy loop holds the worker back): one save of all up to
+                # this model call replaces it, rather than two in a row.
+                self._flight = None
+                self._claim_due = True  # (whatever it held, a claim included, is saved now)
+            elif not flight.future.done():
                 if keep and len(self._unsaved) > flight.events:
                     events = tuple(self._unsaved[flight.events :])
                     snapshot = self._snapshot(events[-1].seq, flight.version + 1)
                     self._queued = Point(snapshot, events, len(self._undelivered))
                 return
-            self._take_in(flight, tell=True)
+            else:
+                self._take_in(flight, tell=True)
         store = self.store
         if self._queued is not None:
             self._launch_queued(self._queued)
@@ -448,8 +454,11 @@ class RunRecord:
         self._queued = None  # (all that waits is saved at once, below)
         flight = self._flight
         if flight is not None:
-            flight.future.result()  # (settling a failed step: wait for the thread here)
-            self._take_in(flight, tell=False)
+            if flight.future.cancel() or flight.future.cancelled():
+                self._flight = None  # (never begun: what it held is saved below)
+            else:
+                flight.future.result()  # (settling a failed step: wait for the thread here)
+                self._take_in(flight, tell=False)
         if self.store is not None and self._unsaved:
             events = tuple(self._unsaved)
             version = self._version + 1
