@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentfsm import Agent, Event, Message, SQLiteStore, replay
+from agentfsm import Event, Message, SQLiteStore, replay
 from agentfsm.errors import StoreWriteError
 from agentfsm.llm.base import ModelResponse, RetryListener
 from agentfsm.states import RunState
