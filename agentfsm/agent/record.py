@@ -42,7 +42,7 @@ from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
-from agentfsm.stores.base import RunStore, SaveOutcome, start_save, writes_behind
+from agentfsm.stores.base import RunStore, SaveOutcome, start_saves, writes_behind
 from agentfsm.stores.snapshot import ForkPoint, Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
@@ -54,23 +54,26 @@ NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
 
 
+Save = tuple[Snapshot, tuple[Event, ...], int | None]
+"""One transaction: a snapshot, the events it appends, and the version it expects stored."""
+
+
 class InFlight(NamedTuple):
-    """A save started by `RunRecord._write_behind`, running in a worker thread."""
+    """Saves started by `RunRecord._write_behind`, running in a worker thread."""
 
     future: Future[SaveOutcome]
+    saves: tuple[Save, ...]
+    """Its transactions, in order (started again, with more, if it is replaced unbegun)."""
     events: int
     """How many of the batch's first events it stores."""
     told: int
     """How many of the first undelivered items are told once it has committed."""
-    version: int
-    """The version it stores."""
 
 
 class Point(NamedTuple):
     """A model call's point, kept while a save was in flight: saved next, on its own."""
 
-    snapshot: Snapshot
-    events: tuple[Event, ...]
+    save: Save
     told: int
     """How many of the first undelivered items are told once it has committed."""
 
@@ -294,20 +297,30 @@ class RunRecord:
                 what was not delivered yet waits for the settling of the step).
         """
         while self._due():
-            flight = self._flight
+            flight, store = self._flight, self.store
             if flight is not None:
+                more = store is not None and len(self._unsaved) > flight.events
+                if more and flight.future.cancel():  # not begun: it and the rest, one hop
+                    assert store is not None
+                    self._launch(store, flight.saves)  # (each its own transaction)
+                    continue
                 await asyncio.wrap_future(flight.future)
                 self._take_in(flight, tell=False)  # told once all is stored
-            elif self._queued is not None:
-                self._launch_queued(self._queued)
-            elif self.store is not None and (self._unsaved or self._claim_due):
+            elif self._queued is not None and store is not None:
+                queued, self._queued = self._queued, None
+                if len(self._unsaved) > len(queued.save[1]):
+                    self._launch(store, (queued.save,))  # one hop, two transactions
+                else:
+                    self._start(store, (queued.save,), queued.told)
+            elif store is not None and (self._unsaved or self._claim_due):
                 if self._pipelined:
-                    self._launch(self.store)
+                    self._launch(store)
                     continue
                 told = len(self._undelivered)
-                await self._save_batch(self.store)
+                await self._save_batch(store)
                 self._tell_first(told)
             else:  # (all is stored, or the store was taken away mid-step)
+                self._queued = None
                 self._claim_due = False
                 self._tell_first(len(self._undelivered))
         self._behind = self._pipelined
@@ -323,25 +336,18 @@ class RunRecord:
                 self._undelivered[:0] = items[index + 1 :]
                 raise
 
-    def _launch(self, store: RunStore) -> None:
-        """Start saving the batch (and a claim) in a worker thread (pipelined store)."""
-        events = tuple(self._unsaved)
-        version = self._version + 1
+    def _launch(self, store: RunStore, before: tuple[Save, ...] = ()) -> None:
+        """Start saving (after ``before``) the batch and a claim, in one worker's hop."""
+        version = self._version + 1 + len(before)
+        events = tuple(self._unsaved[sum(len(save[1]) for save in before) :])
         seq = events[-1].seq if events else self._emitter.seq
-        snapshot = self._snapshot(seq, version)
-        future = start_save(store, snapshot, events, expected_version=self._version or None)
+        save = (self._snapshot(seq, version), events, version - 1 or None)
         self._claim_due = False
-        self._flight = InFlight(future, len(events), len(self._undelivered), version)
+        self._start(store, (*before, save), len(self._undelivered))
 
-    def _launch_queued(self, point: Point) -> None:
-        """Start saving the kept point (the save before it has committed)."""
-        self._queued = None
-        assert self.store is not None  # (kept only while writing behind on a store)
-        version = point.snapshot.version
-        future = start_save(
-            self.store, point.snapshot, point.events, expected_version=self._version or None
-        )
-        self._flight = InFlight(future, len(point.events), point.told, version)
+    def _start(self, store: RunStore, saves: tuple[Save, ...], told: int) -> None:
+        events = sum(len(save[1]) for save in saves)
+        self._flight = InFlight(start_saves(store, saves), saves, events, told)
 
     def _take_in(self, flight: InFlight, *, tell: bool) -> None:
         """The save in flight has ended: its events are stored (and told if ``tell``).
@@ -359,7 +365,7 @@ class RunRecord:
                 raise error
             finally:
                 del error  # (no reference cycle through this frame)
-        self._version = flight.version
+        self._version = flight.saves[-1][0].version
         del self._unsaved[: flight.events]
         if tell and flight.told:
             queued = self._queued
@@ -386,14 +392,16 @@ class RunRecord:
             elif not flight.future.done():
                 if keep and len(self._unsaved) > flight.events:
                     events = tuple(self._unsaved[flight.events :])
-                    snapshot = self._snapshot(events[-1].seq, flight.version + 1)
-                    self._queued = Point(snapshot, events, len(self._undelivered))
+                    version = flight.saves[-1][0].version
+                    snapshot = self._snapshot(events[-1].seq, version + 1)
+                    self._queued = Point((snapshot, events, version), len(self._undelivered))
                 return
             else:
                 self._take_in(flight, tell=True)
         store = self.store
-        if self._queued is not None:
-            self._launch_queued(self._queued)
+        if self._queued is not None and store is not None:
+            self._start(store, (self._queued.save,), self._queued.told)
+            self._queued = None
         elif store is not None and (self._unsaved or self._claim_due):
             self._launch(store)
         else:  # only trace entries wait, after stored events (or the store was taken away)

@@ -9,7 +9,6 @@ a worker thread, so an async `Agent` awaits its saves without blocking the event
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -311,7 +310,7 @@ class DelegatingStore(ClosesOnExit):
 
 
 SaveOutcome = tuple[None, BaseException | None]
-"""What a save started by `start_save` gives: ``(None, None)``, or what it raised."""
+"""What saves started by `start_saves` give: ``(None, None)``, or what it raised."""
 
 
 def writes_behind(store: RunStore) -> bool:
@@ -326,14 +325,18 @@ def writes_behind(store: RunStore) -> bool:
     return isinstance(store, ThreadedAsync)
 
 
-def start_save(
-    store: RunStore, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
+def start_saves(
+    store: RunStore, saves: Sequence[tuple[Snapshot, Sequence[Event], int | None]]
 ) -> Future[SaveOutcome]:
-    """Start ``store.save`` in a worker thread now, without waiting for it.
+    """Start ``store.save`` of each ``(snapshot, events, expected_version)`` in a worker thread.
 
-    The save begins at once (not when the event loop next runs), so a run that goes on
-    computing overlaps its fsync. What the save raises is the future's value, not raised
-    (see `off_loop`).
+    The saves begin at once (not when the event loop next runs), so a run that goes on
+    computing overlaps them; each is its own transaction, in order, and the first that
+    raises ends them. What it raises is the future's value, not raised (see `off_loop`).
     """
-    save = functools.partial(store.save, snapshot, events, expected_version=expected_version)
-    return _workers().submit(_outcome, save)
+
+    def save_all() -> None:
+        for snapshot, events, expected_version in saves:
+            store.save(snapshot, events, expected_version=expected_version)
+
+    return _workers().submit(_outcome, save_all)
