@@ -4,12 +4,15 @@ Persist: the workload of `benchmarks.loops` (runs of `ITERATIONS` iterations) on
 without a store, with a `MemoryStore`, a `SQLiteStore` at ``synchronous=NORMAL`` and
 ``FULL`` (fsync per save), and a `PostgresStore` on a PostgreSQL server this benchmark
 starts (`TemporaryPostgres`, durable: ``fsync`` and ``synchronous_commit`` on, over a Unix
-socket). The Agent saves its snapshot and the new event at every event, so the extra cost
-per saved event is reported too, and the durable-run ratio: a run's time with the store over
-the same run's with none. Resume: ``Agent(…, store=…, run_id=…)`` of a finished run of
-`ITERATIONS` iterations, which loads its snapshot and restores both machines. Saves per run:
-the stored version of a finished run (one per save). One more row runs the same workload on
-SQLite FULL with the three tools declared idempotent (no save of their own before each body).
+socket). The Agent saves by group commit, and on SQLite and PostgreSQL writes behind
+(docs/persistence.md), so the extra cost per event is reported, and the durable-run ratio: a
+run's time with the store over the same run's with none. Resume:
+``Agent(…, store=…, run_id=…)`` of a finished run of `ITERATIONS` iterations, which loads
+its snapshot and restores both machines. Saves per run: the stored version of a finished run
+(one per save; on SQLite each save is one fsync'd commit). One more row runs the same workload on
+SQLite FULL with the three tools declared idempotent (their saves go on behind the run); the
+durable-run target (`benchmarks.targets`) names that row. The machine's load average is
+recorded beside the medians (its disk and cores are shared: fsync latency varies).
 
 The peer row: LangGraph's own PostgreSQL checkpointer (langgraph-checkpoint-postgres's
 `PostgresSaver`) on the same workload and the same server, with ``durability="sync"`` (each
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sqlite3
 import statistics
 import sys
@@ -271,6 +275,7 @@ def _measure(
         "resume_us": {n: statistics.median(v) for n, v in resume.items()},
         "saves_per_run": saves,
         "fsync_commit_us": min(fsync_commit),  # the quietest sample: a floor
+        "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
 
 
@@ -307,6 +312,7 @@ def main() -> None:
         )
     fsync = results["fsync_commit_us"]
     print(f"one fsync'd SQLite commit of one row: {fsync:.0f} µs (the quietest median)")
+    print(f"load average (1 min) at the end: {results['load_average']}")
     target = durable_run_target(results)
     print(f"target: {target.goal}: {target.measured}, {'met' if target.met else 'NOT met'}")
     if options.json:

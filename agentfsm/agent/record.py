@@ -10,6 +10,9 @@ it in one transaction, then delivers its events (and the trace entries among the
 Nothing is delivered before it is stored. Outside a step (``reset``) and while a failed step
 is settled, each event is saved on its own as it happens, as before.
 
+Write-behind, on a store whose saves run in worker threads (SQLite, PostgreSQL): see
+`agentfsm.agent.behind`.
+
 `RunRecord` is the lowest layer of the `Agent`: it holds what a run is made of and knows how
 to restore it from a `Snapshot`, save it, and tell listeners of it. It decides nothing about
 the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
@@ -17,9 +20,11 @@ the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
+from agentfsm.agent.behind import InFlight, Point, WriteBehind
 from agentfsm.agent.vocabulary import AgentEvent, AgentListener
 from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
@@ -29,7 +34,7 @@ from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
-from agentfsm.stores.base import RunStore
+from agentfsm.stores.base import RunStore, writes_behind
 from agentfsm.stores.snapshot import ForkPoint, Snapshot, ToolAnswer
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
@@ -46,7 +51,7 @@ NO_LISTINGS: Mapping[str, tuple[JSONObject, ...]] = MappingProxyType({})
 """The listings of a run with no tool source listed yet: shared, like `NO_DECISIONS`."""
 
 
-class RunRecord:
+class RunRecord(WriteBehind):
     """A run's data, machines, conversation and trace, and how they are saved and told.
 
     The `Agent` sets them; `TurnDriver` and the `Agent` add their own slots.
@@ -54,8 +59,8 @@ class RunRecord:
 
     __slots__ = (
         "_answers",
+        "_behind",
         "_cancel_requested",
-        "_claim_due",
         "_config",
         "_data",
         "_decisions",
@@ -73,17 +78,16 @@ class RunRecord:
         "_origin",
         "_own",
         "_pause_requested",
+        "_pipelined",
         "_quiet",
         "_round",
         "_run",
         "_sources",
         "_started",
-        "_store_failed",
         "_system",
         "_trace",
         "_undelivered",
         "_unsaved",
-        "_version",
         "store",
         "tools",
     )
@@ -137,12 +141,30 @@ class RunRecord:
     """The batch's events and the trace entries among them, in order, not yet delivered."""
     _claim_due: bool
     """A restored run is to be claimed (a save with no event) by the next commit."""
+    _pipelined: bool
+    """A step runs on a store that writes behind (`writes_behind`)."""
+    _flight: InFlight | None
+    """The save started by `_write_behind`, not taken in yet."""
+    _queued: Point | None
+    """The newest model call's point not in flight: the next save stores it (so a crash
+    in a later save does not lose the answers the call was given)."""
+    _behind: bool
+    """All a crash could lose of what is not stored yet is replayable: a model call or an
+    idempotent body may start with its save in flight (only ever set when pipelined)."""
 
     def _ungrouped(self) -> None:
         """No batch: nothing waits to be saved or delivered."""
-        self._grouping = self._claim_due = False
+        self._grouping = self._claim_due = self._pipelined = self._behind = False
+        self._flight = self._queued = None
         self._unsaved = []
         self._undelivered = []
+
+    def _group(self) -> None:
+        """A step begins: group commit on a store (and write-behind on one that can)."""
+        store = self.store
+        self._grouping = store is not None
+        self._pipelined = store is not None and writes_behind(store)
+        self._behind = False  # the call's input is stored before its first effect
 
     def _fresh(self) -> None:
         """A new run, in created: nothing said, nothing stored."""
@@ -200,6 +222,9 @@ class RunRecord:
 
     def _reload(self) -> None:
         """After a failed save: be exactly what the store holds (nothing unsaved is kept)."""
+        if self._flight is not None and not self._flight.future.cancel():
+            self._flight.future.result()  # (what the store holds: wait for its outcome)
+        self._flight = self._queued = None
         stored = self.store.load(self._data.run_id) if self.store is not None else None
         if stored is None:
             self._fresh()
@@ -238,33 +263,49 @@ class RunRecord:
         """Before an external effect: save the batch in one transaction, then deliver it.
 
         Listeners told now may add to the batch (a transition of their own): that is saved
-        and delivered too before this returns.
+        and delivered too before this returns. On a pipelined store, the save in flight is
+        awaited first, and the rest saved behind it.
 
         Raises:
             BaseException: What the store raised (the run is then to be reloaded: nothing of
                 the batch was delivered), or what a listener raised (the batch is stored;
                 what was not delivered yet waits for the settling of the step).
         """
-        while self._undelivered or self._claim_due:
-            told = len(self._undelivered)
-            store = self.store
-            if store is not None and (self._unsaved or self._claim_due):
+        while self._due():
+            flight, store = self._flight, self.store
+            if flight is not None:
+                more = store is not None and len(self._unsaved) > flight.events
+                if more and flight.future.cancel():  # not begun: it and the rest, one hop
+                    assert store is not None
+                    self._launch(store, flight.saves)  # (each its own transaction)
+                    continue
+                await asyncio.wrap_future(flight.future)
+                self._take_in(flight, tell=False)  # told once all is stored
+            elif self._queued is not None and store is not None:
+                queued, self._queued = self._queued, None
+                if len(self._unsaved) > len(queued.save[1]):
+                    self._launch(store, (queued.save,))  # one hop, two transactions
+                else:
+                    self._start(store, (queued.save,), queued.told)
+            elif store is not None and (self._unsaved or self._claim_due):
+                if self._pipelined:
+                    self._launch(store)
+                    continue
+                told = len(self._undelivered)
                 await self._save_batch(store)
-            else:  # (nothing to save, or the store was taken away mid-step)
+                self._tell_first(told)
+            else:  # (all is stored, or the store was taken away mid-step)
+                self._queued = None
                 self._claim_due = False
-            items = self._undelivered[:told]
-            del self._undelivered[:told]
-            for index, item in enumerate(items):
-                try:
-                    self._deliver(item)
-                except BaseException:
-                    self._undelivered[:0] = items[index + 1 :]
-                    raise
+                self._tell_first(len(self._undelivered))
+        self._behind = self._pipelined
 
     def _holds_only_starts(self) -> bool:
         """Whether all the batch holds is ``tool_started`` records (no claim either)."""
-        return not self._claim_due and all(
-            event.event == RecordKind.TOOL_STARTED for event in self._unsaved
+        return (
+            not self._claim_due
+            and self._flight is None
+            and all(event.event == RecordKind.TOOL_STARTED for event in self._unsaved)
         )
 
     def _due(self) -> bool:
@@ -272,16 +313,20 @@ class RunRecord:
 
         If not, the hot path skips the call (an awaited coroutine costs more than this).
         """
-        return bool(self._undelivered) or self._claim_due
+        return bool(self._undelivered) or self._claim_due or self._flight is not None
 
     async def _tell(self) -> None:
         """At a step boundary: listeners hear of what happened so far (stored first).
 
         A listener may ask to cancel or pause, which the boundary then takes; with no
-        listener, the batch waits for the next external effect.
+        listener, the batch waits for the next external effect. Writing behind (`_behind`),
+        the save is only started: they hear of it at the first boundary after it committed.
         """
         if self._listeners:
-            await self._commit()
+            if self._behind:
+                self._write_behind()
+            else:
+                await self._commit()
 
     async def _save_batch(self, store: RunStore) -> None:
         events = tuple(self._unsaved)
@@ -306,6 +351,14 @@ class RunRecord:
     def _flush_now(self) -> None:
         """Stop grouping: save what waits in one transaction now, then deliver it (settling)."""
         self._grouping = False
+        self._queued = None  # (all that waits is saved at once, below)
+        flight = self._flight
+        if flight is not None:
+            if flight.future.cancel() or flight.future.cancelled():
+                self._flight = None  # (never begun: what it held is saved below)
+            else:
+                flight.future.result()  # (settling a failed step: wait for the thread here)
+                self._take_in(flight, tell=False)
         if self.store is not None and self._unsaved:
             events = tuple(self._unsaved)
             version = self._version + 1

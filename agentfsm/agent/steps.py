@@ -64,7 +64,7 @@ def step(
                 self._depth -= 1
         self._depth = 1
         self._store_failed = self._driven = False
-        self._grouping = self.store is not None  # group commit (agentfsm.agent.record)
+        self._group()  # group commit (agentfsm.agent.record)
         seq = self._emitter.seq
         try:
             outcome = await method(self, *args, **kwargs)
@@ -79,7 +79,7 @@ def step(
                 outcome = self.outcome()
         except BaseException as error:
             # A call refused before it moved anything (I4) leaves the run as it was.
-            if self._driven or self._emitter.seq != seq or self._undelivered:
+            if self._driven or self._emitter.seq != seq or self._due():
                 self._settle(error)
             if self._orphans and isinstance(error, Exception):
                 await self._close_orphans_after(error)

@@ -276,8 +276,22 @@ class TurnDriver(TypedAnswers):
 
     def _stop_between_calls(self) -> bool | Awaitable[bool]:
         if self._due() and self._listeners:
+            self._before_call()
             return self._told_then_stop()
         return self._stop_requested()
+
+    def _before_call(self) -> None:
+        """At the boundary before a round's next call: store and tell all first if it must.
+
+        If the call's tool is not idempotent, the boundary stores (and tells) all before the
+        call is started, as without write-behind.
+        """
+        if self._behind:
+            answered = {result.call_id for result, _ in self._answers}
+            call = next((c for c in self._round if c.id not in answered), None)
+            found = None if call is None else self.tools.registry.find(call.name)
+            if found is None or not found.idempotent:
+                self._behind = False
 
     async def _told_then_stop(self) -> bool:
         await self._tell()
@@ -313,7 +327,10 @@ class TurnDriver(TypedAnswers):
         if HookKind.BEFORE_LLM in self.hooks:
             self._append(await self._fire(HookKind.BEFORE_LLM))
         if self._due():
-            await self._commit()  # the model call is an external effect
+            if self._behind:  # a crash during the call only repeats it: the save goes on
+                self._write_behind(keep=True)
+            else:
+                await self._commit()  # the model call is an external effect
 
     async def _model_failed(self, error: ModelError) -> None:
         self._data.at_boundary = True
@@ -432,6 +449,7 @@ class TurnDriver(TypedAnswers):
 
     async def _tool_round(self) -> None:
         if self._due():
+            self._before_call()
             await self._tell()
         if self._stop_requested():
             self._stop_at_boundary()  # the boundary before the round's first call
@@ -548,7 +566,11 @@ class TurnDriver(TypedAnswers):
         self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
-        if not self._due() or (self._grouping and self._may_start_unsaved(call)):
+        if not self._due():
+            return None
+        if self._grouping and self._may_start_unsaved(call):
+            if self._behind:
+                self._write_behind()
             return None
         return self._commit()  # stored before the body runs: it never runs twice (I11)
 
@@ -556,15 +578,26 @@ class TurnDriver(TypedAnswers):
         """Whether ``call``'s body may run before its ``tool_started`` is stored.
 
         Only an idempotent tool's, which a crash in its body runs again (I11), and only when
-        all else is stored (with listeners, the step boundary before the call stored it): a
-        model reply or an answer is never lost to a crash in a body, nor is the claim of a
-        restored run (a losing resumer runs nothing).
+        all else is stored (with listeners, the step boundary before the call stored it), or,
+        writing behind, when all that is not stored yet is replayable (`_behind`): the
+        call's input, the claim of a restored run (a losing resumer runs nothing) and a
+        non-idempotent call's answer are never lost to a crash in a body.
         """
         found = self.tools.registry.find(call.name)
-        return found is not None and found.idempotent and self._holds_only_starts()
+        return (
+            found is not None and found.idempotent and (self._behind or self._holds_only_starts())
+        )
+
+    def _answered_once(self, name: str) -> None:
+        """A non-idempotent body has answered: stored before the next effect (no write-behind)."""
+        found = self.tools.registry.find(name)
+        if found is None or not found.idempotent:
+            self._behind = False
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
         started = self._started
+        if self._behind and result.call_id in started:
+            self._answered_once(result.tool_name)
         if started == (result.call_id,):  # (calls run one at a time: the usual case)
             self._started = ()
         elif result.call_id in started:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, TypeVar, runtime_checkable
@@ -307,3 +307,36 @@ class DelegatingStore(ClosesOnExit):
     def close(self) -> None:
         """``inner.close``."""
         self.inner.close()
+
+
+SaveOutcome = tuple[None, BaseException | None]
+"""What saves started by `start_saves` give: ``(None, None)``, or what it raised."""
+
+
+def writes_behind(store: RunStore) -> bool:
+    """Whether ``store``'s saves may run in a worker thread while the run goes on.
+
+    True for a store whose blocking ``save`` already runs in worker threads
+    (`ThreadedAsync`: SQLite, PostgreSQL), also behind `DelegatingStore` wrappers; a
+    `MemoryStore` (or any other store) is saved from the event loop, as before.
+    """
+    while isinstance(store, DelegatingStore):
+        store = store.inner
+    return isinstance(store, ThreadedAsync)
+
+
+def start_saves(
+    store: RunStore, saves: Sequence[tuple[Snapshot, Sequence[Event], int | None]]
+) -> Future[SaveOutcome]:
+    """Start ``store.save`` of each ``(snapshot, events, expected_version)`` in a worker thread.
+
+    The saves begin at once (not when the event loop next runs), so a run that goes on
+    computing overlaps them; each is its own transaction, in order, and the first that
+    raises ends them. What it raises is the future's value, not raised (see `off_loop`).
+    """
+
+    def save_all() -> None:
+        for snapshot, events, expected_version in saves:
+            store.save(snapshot, events, expected_version=expected_version)
+
+    return _workers().submit(_outcome, save_all)
