@@ -192,16 +192,28 @@ async def _dispatch(agent: RunHandle, action: Action) -> TurnOutcome:
     return await agent.cancel()
 
 
-async def _dispatch_local(agent: Agent, action: Action) -> TurnOutcome:
-    if action.name == "resolve":
-        return await agent.aresolve_action(dict(action.decisions))
-    if action.name == "answer":
-        return await agent.aprovide_input(action.text)
-    if action.name == "pause":
-        return await agent.apause()
-    if action.name == "resume":
-        return await agent.aresume()
-    return await agent.acancel()
+class _LocalHandle:
+    """An in-process `Agent` seen as a `RunHandle` (its async methods under the plain names)."""
+
+    __slots__ = ("_agent",)
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    async def resolve_action(self, decisions: Mapping[str, str]) -> TurnOutcome:
+        return await self._agent.aresolve_action(dict(decisions))
+
+    async def provide_input(self, text: str) -> TurnOutcome:
+        return await self._agent.aprovide_input(text)
+
+    async def pause(self) -> TurnOutcome:
+        return await self._agent.apause()
+
+    async def resume(self) -> TurnOutcome:
+        return await self._agent.aresume()
+
+    async def cancel(self) -> TurnOutcome:
+        return await self._agent.acancel()
 
 
 def _stale(action: Action, snapshot: Snapshot) -> None:
@@ -242,7 +254,7 @@ async def perform(
     _check(action, snapshot, factory)
     agent = _restore(run_id, store, factory)
     try:
-        outcome = await _dispatch_local(agent, action)
+        outcome = await _dispatch(_LocalHandle(agent), action)
     except SnapshotConflictError as error:
         raise ActionError(
             409,
