@@ -4,6 +4,9 @@ A workflow's history holds these names and payloads for as long as the run lives
 never change shape in place: a change that is not backward compatible gets a new name
 (``agentfsm.model.v2``) beside the old one, which stays registered until no running workflow
 uses it. The payloads are plain dataclasses of JSON values (Temporal's default converter).
+A field added with a default (``ToolRequest.timeout``, ``ModelRequest.timeout``,
+``RunSettings.lost_model_attempts``) is backward compatible and keeps the name: a payload
+recorded before it decodes with the default, and an older worker ignores the unknown field.
 """
 
 from __future__ import annotations
