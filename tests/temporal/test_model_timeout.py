@@ -16,6 +16,7 @@ import pytest
 from temporalio.client import Client
 
 from agentfsm.agent.vocabulary import TurnOutcome
+from agentfsm.errors import ModelCallError
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.temporal import RunSettings, TemporalRuns
 from agentfsm.temporal.template import AgentFactory
@@ -97,3 +98,24 @@ def test_run_settings_refuse_bad_timeouts_and_attempts() -> None:
     with pytest.raises(ValueError, match="model_timeout must be a number of seconds > 0"):
         RunSettings(model_timeout=0)
     assert RunSettings().lost_model_attempts == 3
+
+
+def test_only_the_deadline_is_reported_as_the_model_timeout() -> None:
+    from agentfsm.temporal.activities import _within
+
+    async def own_timeout() -> str:
+        raise asyncio.TimeoutError("the model's own")
+
+    async def quick() -> str:
+        return "answer"
+
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    with pytest.raises(asyncio.TimeoutError, match="the model's own"):
+        asyncio.run(_within(own_timeout(), 5.0, "m", 1))  # before the deadline: its own error
+    assert asyncio.run(_within(quick(), None, "m", 1)) == "answer"  # a request without one
+    with pytest.raises(ModelCallError, match=r"timed out after 0\.01s") as raised:
+        asyncio.run(_within(slow(), 0.01, "m", 2))
+    assert (raised.value.reason, raised.value.attempts) == ("timeout", 2)
