@@ -14,9 +14,9 @@ import dataclasses
 import functools
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -43,6 +43,8 @@ from agentfsm.tools.context import ToolContext
 from agentfsm.tools.execution import run_once
 from agentfsm.tools.results import json_output
 from agentfsm.tools.spec import Tool
+
+T = TypeVar("T")
 
 
 def one_attempt(model: Model) -> Model:
@@ -79,6 +81,31 @@ def _model_failure(error: ModelError, model: Model) -> ApplicationError:
         type=type(error).__name__,
         non_retryable=not retryable,
         next_retry_delay=delay,
+    )
+
+
+async def _within(call: Awaitable[T], seconds: float | None, name: str, attempt: int) -> T:
+    """``call``, cancelled after ``seconds`` (None: no limit) with a timeout `ModelCallError`.
+
+    The run's ``model_timeout``, enforced here rather than by the activity's start-to-close
+    timeout, so a timeout is the model's error: final, or retried under its `RetryPolicy`.
+    """
+    if seconds is None:
+        return await call
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except asyncio.TimeoutError:
+        if loop.time() - started < seconds:  # (the model's own, not the deadline)
+            raise
+    raise ModelCallError(
+        f"model {name!r} call timed out after {seconds:g}s (the run's model_timeout), "
+        f"attempt {attempt}",
+        model=name,
+        reason="timeout",
+        attempts=attempt,
+        retryable=True,
     )
 
 
@@ -169,7 +196,7 @@ class RunActivities:
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model(self, request: ModelRequest) -> JSONObject:
-        """One model attempt on the stored conversation."""
+        """One model attempt on the stored conversation, within ``request.timeout``."""
         template = self._template(request.agent)
         if request.writes:
             await asyncio.to_thread(self._store_batch, StoreBatch(request.writes))
@@ -185,8 +212,12 @@ class RunActivities:
         tools = template.registry.openai_tools(request.enabled)
         beat = asyncio.ensure_future(self._heartbeat())
         try:
-            response: ModelResponse = await self._models[request.agent].complete(
-                tuple(messages), tools
+            model = self._models[request.agent]
+            response: ModelResponse = await _within(
+                model.complete(tuple(messages), tools),
+                request.timeout,
+                model.name,
+                activity.info().attempt,
             )
         except ModelError as error:
             raise _model_failure(error, template.model) from None

@@ -60,17 +60,23 @@ def _seconds(value: float) -> timedelta:
     return timedelta(seconds=value)
 
 
-def model_retry_policy(model: object) -> RetryPolicy:
+def model_retry_policy(model: object, settings: RunSettings) -> RetryPolicy:
     """Temporal's retries for a model call: the model's own `RetryPolicy`, else one try.
 
     Inside the activity the model makes one attempt (its client's retries and its own are
-    off), so the retries do not multiply.
+    off), so the retries do not multiply. An attempt longer than the run's ``model_timeout``
+    fails in the activity, retryable only under the model's policy (as a timeout is in one
+    process). Without a policy, the model's own errors and timeouts are final (the activity
+    marks them non-retryable); only a lost or stuck worker makes the call again, as a
+    resumed run would, and at most ``settings.lost_model_attempts`` times in all.
     """
     policy = getattr(model, "retry", None)
     if not isinstance(policy, ModelRetryPolicy):
-        # The model's own errors are final (the activity marks them non-retryable); only a
-        # lost worker (a missed heartbeat) makes the call again, as a resumed run would.
-        return RetryPolicy(maximum_attempts=0, maximum_interval=_seconds(5.0))
+        return RetryPolicy(
+            maximum_attempts=settings.lost_model_attempts,
+            initial_interval=timedelta(milliseconds=100),
+            maximum_interval=_seconds(5.0),
+        )
     return RetryPolicy(
         maximum_attempts=policy.max_attempts,
         initial_interval=_seconds(policy.initial_wait),
@@ -141,7 +147,12 @@ class ActivityModel:
             data = await self._store.sending(
                 lambda batch: self._call(
                     ModelRequest(
-                        self._agent, self._run_id, len(messages), self.enabled, batch.writes
+                        self._agent,
+                        self._run_id,
+                        len(messages),
+                        self.enabled,
+                        batch.writes,
+                        timeout=self._settings.model_timeout,
                     )
                 )
             )
@@ -150,9 +161,14 @@ class ActivityModel:
         return ModelResponse.model_validate(data)
 
     def _call(self, request: ModelRequest) -> Awaitable[dict[str, Any]]:
-        """The model activity for ``request``: local if the run's settings say so."""
-        timeout = _seconds(self._settings.model_timeout)
-        if self._settings.local_model_calls and workflow.patched(LOCAL_MODEL_PATCH):
+        """The model activity for ``request``: local if the run's settings say so.
+
+        The activity enforces ``model_timeout`` itself; its start-to-close timeout is that
+        plus the heartbeat timeout, a backstop that fires only for a lost or stuck worker.
+        """
+        settings = self._settings
+        timeout = _seconds(settings.model_timeout + settings.heartbeat_timeout)
+        if settings.local_model_calls and workflow.patched(LOCAL_MODEL_PATCH):
             return workflow.execute_local_activity(
                 MODEL_ACTIVITY,
                 request,
@@ -164,7 +180,7 @@ class ActivityModel:
             MODEL_ACTIVITY,
             request,
             start_to_close_timeout=timeout,
-            heartbeat_timeout=_seconds(self._settings.heartbeat_timeout),
+            heartbeat_timeout=_seconds(settings.heartbeat_timeout),
             retry_policy=self._retry,
             result_type=dict,
         )

@@ -4,12 +4,17 @@ A workflow's history holds these names and payloads for as long as the run lives
 never change shape in place: a change that is not backward compatible gets a new name
 (``agentfsm.model.v2``) beside the old one, which stays registered until no running workflow
 uses it. The payloads are plain dataclasses of JSON values (Temporal's default converter).
+A field added with a default (``ToolRequest.timeout``, ``ModelRequest.timeout``,
+``RunSettings.lost_model_attempts``) is backward compatible and keeps the name: a payload
+recorded before it decodes with the default, and an older worker ignores the unknown field.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from agentfsm import _checks as checks
 
 DEFAULT_AGENT = "default"
 """The name an agent runs under unless the worker is told another."""
@@ -38,8 +43,16 @@ QUERY_SNAPSHOT = "snapshot"
 class RunSettings:
     """The timeouts a run's activities and its history are held to (the takeover knobs).
 
+    Raises:
+        TypeError: ``model_timeout`` not a number, ``lost_model_attempts`` not an int.
+        ValueError: ``model_timeout`` not > 0, ``lost_model_attempts`` below 1.
+
     Attributes:
-        model_timeout: Seconds one model attempt may take (the activity's start-to-close).
+        model_timeout: Seconds one model attempt may take, enforced by the model activity: a
+            longer attempt fails with a `ModelCallError` (reason ``timeout``), final unless
+            the model's own `RetryPolicy` retries it (a timeout is transient). The
+            activity's start-to-close timeout is this plus ``heartbeat_timeout``, a backstop
+            for a lost or stuck worker.
         tool_timeout: Seconds a tool body without a timeout of its own may take.
         heartbeat_timeout: Seconds without a heartbeat after which a tool call is taken to
             have lost its worker: a non-idempotent call then ends "outcome unknown", an
@@ -57,6 +70,11 @@ class RunSettings:
             worker makes the call again). Off: the model call is an activity. Taken under
             the patch `LOCAL_MODEL_PATCH` (two events per workflow run), so a run
             begun by an older worker, which ignores the setting, replays on a newer one.
+        lost_model_attempts: Attempts in all of a model call without a `RetryPolicy` of its
+            own whose worker is lost or stuck (no heartbeat, or the activity's
+            start-to-close passed): such a call is made at most this many times in all,
+            then fails the turn with a `ModelCallError` (reason ``timeout``). A model
+            with a `RetryPolicy` is bounded by its ``max_attempts`` instead.
     """
 
     model_timeout: float = 120.0
@@ -66,6 +84,11 @@ class RunSettings:
     store_timeout: float = 30.0
     history_events: int = 10_000
     local_model_calls: bool = False
+    lost_model_attempts: int = 3
+
+    def __post_init__(self) -> None:
+        checks.seconds("model_timeout", self.model_timeout)
+        checks.whole("lost_model_attempts", self.lost_model_attempts, minimum=1)
 
 
 @dataclass(frozen=True)
@@ -159,6 +182,9 @@ class ModelRequest:
         enabled: The tools offered (None: all).
         writes: The saves since the last store write, stored first (one activity, not two).
         version: The payload's version.
+        timeout: Seconds the model's attempt may take (the run's ``model_timeout``): the
+            activity fails a longer one with a `ModelCallError` (reason ``timeout``); None (a
+            request from before it was sent): only the activity's start-to-close.
     """
 
     agent: str
@@ -167,6 +193,7 @@ class ModelRequest:
     enabled: list[str] | None = None
     writes: list[StoreWrite] = field(default_factory=list)
     version: int = 1
+    timeout: float | None = None
 
 
 Outcome = dict[str, Any]

@@ -45,7 +45,7 @@ def build_agent(template: AgentTemplate, start: RunStart, store: WorkflowStore) 
         template.name,
         start.run_id,
         settings,
-        model_retry_policy(template.model),
+        model_retry_policy(template.model, settings),
     )
     registry = ToolRegistry(
         activity_tool(declared, template.name, settings, template.max_attempts)

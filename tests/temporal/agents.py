@@ -16,6 +16,7 @@ The user's words pick the script:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -170,6 +171,70 @@ FLAKY = FlakyModel()
 def make_flaky_agent() -> Agent:
     """An agent whose model fails once per call before answering."""
     return Agent(FLAKY, [])
+
+
+class SlowModel:
+    """Sleeps far past the run's ``model_timeout`` on every attempt, counting attempts.
+
+    Args:
+        retry: Its agentfsm `RetryPolicy` (None: none, so its errors are final).
+        stuck: Ignore the cancellation at the deadline, as a stuck call does, and sleep on.
+    """
+
+    def __init__(self, retry: object = None, *, stuck: bool = False) -> None:
+        self._retry = retry
+        self._stuck = stuck
+        self.calls: list[int] = []
+        """One item per attempt (a list: the worker's one-attempt copy shares it)."""
+
+    @property
+    def name(self) -> str:
+        """The model's name."""
+        return "slow"
+
+    @property
+    def retry(self) -> object:
+        """Its retry policy (None: none)."""
+        return self._retry
+
+    async def complete(
+        self, messages: Sequence[Message], tools: Sequence[JSONObject], **_: object
+    ) -> ModelResponse:
+        """Sleep (the deadline cancels it; a stuck one sleeps on), then answer."""
+        self.calls.append(len(messages))
+        try:
+            await asyncio.sleep(30.0)
+        except asyncio.CancelledError:
+            if not self._stuck:
+                raise
+            await asyncio.sleep(1.5)
+        return ModelResponse(content="too late")
+
+
+def _slow_retry() -> object:
+    from agentfsm.llm.retry import RetryPolicy
+
+    return RetryPolicy(max_attempts=3, initial_wait=0.05, max_wait=0.1, jitter=0.0)
+
+
+SLOW = SlowModel()
+SLOW_RETRIED = SlowModel(_slow_retry())
+SLOW_STUCK = SlowModel(stuck=True)
+
+
+def make_slow_agent() -> Agent:
+    """An agent whose model (no retry policy) sleeps past any small ``model_timeout``."""
+    return Agent(SLOW, [])
+
+
+def make_slow_retried_agent() -> Agent:
+    """The same, with a model `RetryPolicy` of 3 attempts (a timeout is retried)."""
+    return Agent(SLOW_RETRIED, [])
+
+
+def make_slow_stuck_agent() -> Agent:
+    """The same without a policy, stuck past its deadline (the activity's backstop fires)."""
+    return Agent(SLOW_STUCK, [])
 
 
 def make_timed_agent() -> Agent:
