@@ -15,6 +15,7 @@ caller. A failed save surfaces at the next point, and nothing after it is stored
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
 from typing import NamedTuple
 
@@ -28,10 +29,43 @@ Save = tuple[Snapshot, tuple[Event, ...], int | None]
 """One transaction: a snapshot, the events it appends, and the version it expects stored."""
 
 
+class Pending:
+    """The saves of a flight, taken by its worker when it begins; replaceable until then.
+
+    A busy event loop holds the worker back (it waits for the GIL), so a flight often has
+    not begun when the run reaches its next point: its saves are then replaced, in the same
+    hop, rather than the flight cancelled and another started (a hop costs more than a
+    save's snapshot).
+    """
+
+    __slots__ = ("_begun", "_lock", "_saves")
+
+    def __init__(self, saves: tuple[Save, ...]) -> None:
+        self._lock = threading.Lock()
+        self._saves = saves
+        self._begun = False
+
+    def take(self) -> tuple[Save, ...]:
+        """The saves to make (the worker's, once): they can no longer be replaced."""
+        with self._lock:
+            self._begun = True
+            return self._saves
+
+    def replace(self, saves: tuple[Save, ...]) -> bool:
+        """Make ``saves`` instead, if the worker has not taken them yet (else False)."""
+        with self._lock:
+            if self._begun:
+                return False
+            self._saves = saves
+            return True
+
+
 class InFlight(NamedTuple):
     """Saves started by `RunRecord._write_behind`, running in a worker thread."""
 
     future: Future[SaveOutcome]
+    pending: Pending
+    """Where its worker takes its saves from (replaceable until it begins)."""
     saves: tuple[Save, ...]
     """Its transactions, in order (started again, with more, if it is replaced unbegun)."""
     events: int
@@ -80,18 +114,32 @@ class WriteBehind:
                 self._undelivered[:0] = items[index + 1 :]
                 raise
 
-    def _launch(self, store: RunStore, before: tuple[Save, ...] = ()) -> None:
-        """Start saving (after ``before``) the batch and a claim, in one worker's hop."""
+    def _launch(
+        self, store: RunStore, before: tuple[Save, ...] = (), *, into: InFlight | None = None
+    ) -> bool:
+        """Start saving (after ``before``) the batch and a claim, in one worker's hop.
+
+        With ``into``, a flight not begun yet: its saves are replaced by these, in its hop
+        (False, and nothing changed, if it has begun meanwhile).
+        """
         version = self._version + 1 + len(before)
         events = tuple(self._unsaved[sum(len(save[1]) for save in before) :])
         seq = events[-1].seq if events else self._emitter.seq
-        save = (self._snapshot(seq, version), events, version - 1 or None)
+        saves = (*before, (self._snapshot(seq, version), events, version - 1 or None))
+        if into is not None:
+            if not into.pending.replace(saves):
+                return False
+            told = len(self._undelivered)
+            self._flight = into._replace(saves=saves, events=len(self._unsaved), told=told)
+        else:
+            self._start(store, saves, len(self._undelivered))
         self._claim_due = False
-        self._start(store, (*before, save), len(self._undelivered))
+        return True
 
     def _start(self, store: RunStore, saves: tuple[Save, ...], told: int) -> None:
         events = sum(len(save[1]) for save in saves)
-        self._flight = InFlight(start_saves(store, saves), saves, events, told)
+        pending = Pending(saves)
+        self._flight = InFlight(start_saves(store, pending.take), pending, saves, events, told)
 
     def _take_in(self, flight: InFlight, *, tell: bool) -> None:
         """The save in flight has ended: its events are stored (and told if ``tell``).
@@ -126,23 +174,25 @@ class WriteBehind:
         Raises:
             BaseException: What a save that ended raised, or what a listener raised.
         """
-        flight = self._flight
+        flight, store = self._flight, self.store
         if flight is not None:
-            if keep and flight.future.cancel():
+            if (
+                keep
+                and store is not None
+                and self._queued is None
+                and self._launch(store, into=flight)
+            ):
                 # Not begun yet (a busy loop holds the worker back): one save of all up to
-                # this model call replaces it, rather than two in a row.
-                self._flight = None
-                self._claim_due = True  # (whatever it held, a claim included, is saved now)
-            elif not flight.future.done():
+                # this model call replaces its saves (a claim included), in its hop.
+                return
+            if not flight.future.done():
                 if keep and len(self._unsaved) > flight.events:
                     events = tuple(self._unsaved[flight.events :])
                     version = flight.saves[-1][0].version
                     snapshot = self._snapshot(events[-1].seq, version + 1)
                     self._queued = Point((snapshot, events, version), len(self._undelivered))
                 return
-            else:
-                self._take_in(flight, tell=True)
-        store = self.store
+            self._take_in(flight, tell=True)
         if self._queued is not None and store is not None:
             self._start(store, (self._queued.save,), self._queued.told)
             self._queued = None

@@ -275,9 +275,8 @@ class RunRecord(WriteBehind):
             flight, store = self._flight, self.store
             if flight is not None:
                 more = store is not None and len(self._unsaved) > flight.events
-                if more and flight.future.cancel():  # not begun: it and the rest, one hop
-                    assert store is not None
-                    self._launch(store, flight.saves)  # (each its own transaction)
+                # Not begun: it and the rest, in its hop (each its own transaction).
+                if more and store is not None and self._launch(store, flight.saves, into=flight):
                     continue
                 await asyncio.wrap_future(flight.future)
                 self._take_in(flight, tell=False)  # told once all is stored

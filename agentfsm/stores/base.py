@@ -326,17 +326,21 @@ def writes_behind(store: RunStore) -> bool:
 
 
 def start_saves(
-    store: RunStore, saves: Sequence[tuple[Snapshot, Sequence[Event], int | None]]
+    store: RunStore,
+    saves: Sequence[tuple[Snapshot, Sequence[Event], int | None]]
+    | Callable[[], Sequence[tuple[Snapshot, Sequence[Event], int | None]]],
 ) -> Future[SaveOutcome]:
     """Start ``store.save`` of each ``(snapshot, events, expected_version)`` in a worker thread.
 
     The saves begin at once (not when the event loop next runs), so a run that goes on
     computing overlaps them; each is its own transaction, in order, and the first that
     raises ends them. What it raises is the future's value, not raised (see `off_loop`).
+    ``saves`` may be a callable: the worker calls it when it begins, and saves what it gives
+    (so saves not begun yet can be replaced without starting another hop).
     """
 
     def save_all() -> None:
-        for snapshot, events, expected_version in saves:
+        for snapshot, events, expected_version in saves() if callable(saves) else saves:
             store.save(snapshot, events, expected_version=expected_version)
 
     return _workers().submit(_outcome, save_all)
