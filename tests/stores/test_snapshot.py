@@ -86,3 +86,14 @@ def test_an_unknown_schema_version_does_not_validate() -> None:
 def test_an_infinite_deadline_is_refused_as_it_would_not_round_trip() -> None:
     with pytest.raises(ValidationError):
         Snapshot.from_data(dataclasses.replace(DATA, deadline=float("inf")), (), (), 0, 1)
+
+
+def test_a_trusted_snapshot_is_the_validated_one_unchecked() -> None:
+    args = (DATA, MESSAGES, TRACE)
+    checked = Snapshot.from_data(*args, seq=12, version=4, decisions={}, inputs={})
+    trusted = Snapshot.from_data(*args, seq=12, version=4, decisions={}, inputs={}, trusted=True)
+    assert trusted == checked
+    assert trusted.model_dump_json() == checked.model_dump_json()
+    assert trusted.model_fields_set == checked.model_fields_set
+    assert list(vars(trusted)) == list(Snapshot.model_fields)
+    assert Snapshot.model_validate_json(trusted.model_dump_json()) == checked
