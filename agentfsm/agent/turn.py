@@ -289,8 +289,7 @@ class TurnDriver(TypedAnswers):
         if self._behind:
             answered = {result.call_id for result, _ in self._answers}
             call = next((c for c in self._round if c.id not in answered), None)
-            found = None if call is None else self.tools.registry.find(call.name)
-            if found is None or not found.idempotent:
+            if call is None or not self._idempotent(call.name):
                 self._behind = False
 
     async def _told_then_stop(self) -> bool:
@@ -583,15 +582,16 @@ class TurnDriver(TypedAnswers):
         call's input, the claim of a restored run (a losing resumer runs nothing) and a
         non-idempotent call's answer are never lost to a crash in a body.
         """
-        found = self.tools.registry.find(call.name)
-        return (
-            found is not None and found.idempotent and (self._behind or self._holds_only_starts())
-        )
+        return self._idempotent(call.name) and (self._behind or self._holds_only_starts())
+
+    def _idempotent(self, name: str) -> bool:
+        """Whether the registered tool ``name`` is declared idempotent (unknown: it is not)."""
+        found = self.tools.registry.find(name)
+        return found is not None and found.idempotent
 
     def _answered_once(self, name: str) -> None:
         """A non-idempotent body has answered: stored before the next effect (no write-behind)."""
-        found = self.tools.registry.find(name)
-        if found is None or not found.idempotent:
+        if not self._idempotent(name):
             self._behind = False
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:

@@ -18,6 +18,7 @@ from agentfsm.fsm.trace import AnyTraceEntry, TraceEntry
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message
 from agentfsm.states.names import InputPolicy
+from agentfsm.states.unchecked import blank, sealed
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.results import ToolResult
 
@@ -208,13 +209,11 @@ class Snapshot(BaseModel):
         What ``model_construct`` makes, without its walk over every field's aliases and
         defaults (a quarter of a write-behind point's cost on the run's thread).
         """
-        snapshot = cls.__new__(cls)
-        setattr_ = object.__setattr__
-        setattr_(snapshot, "__dict__", {"schema_version": SNAPSHOT_SCHEMA_VERSION, **fields})
-        setattr_(snapshot, "__pydantic_fields_set__", set(fields))
-        setattr_(snapshot, "__pydantic_extra__", None)
-        setattr_(snapshot, "__pydantic_private__", None)
-        return snapshot
+        snapshot = blank(cls)
+        object.__setattr__(
+            snapshot, "__dict__", {"schema_version": SNAPSHOT_SCHEMA_VERSION, **fields}
+        )
+        return sealed(snapshot, set(fields))
 
     def to_data(self) -> RunData:
         """A fresh `RunData` equal to the one this snapshot was taken from."""
