@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 from pydantic import ValidationError
 
 from agentfsm.errors import (
@@ -60,6 +60,9 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         create: Create agentfsm's tables if the database is empty (the migration to the
             current schema version); with False an empty database is an error and is left
             empty.
+        min_size: The connections the pool opens at once and keeps; the store is returned
+            once they are open. With ``min_size == max_size`` the pool never opens one in
+            the background while runs go on.
         max_size: The most connections the store's pool opens (threads beyond wait).
         timeout: Seconds to wait for a pooled connection before a call fails.
         check_connections: Check each pooled connection before use (one round trip), so
@@ -77,12 +80,18 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         url: str,
         *,
         create: bool = True,
+        min_size: int = 1,
         max_size: int = 8,
         timeout: float = 30.0,
         check_connections: bool = True,
     ) -> None:
         self.url = redact(url)
         """Where the runs are, its password masked."""
+        if not 1 <= min_size <= max_size:
+            raise ValueError(
+                f"PostgresStore needs 1 <= min_size <= max_size, got min_size={min_size!r}, "
+                f"max_size={max_size!r}"
+            )
         self._conninfo = url
         self._lock = threading.Lock()
         self._written: dict[str, Written] = {}
@@ -97,7 +106,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             ) from None
         self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
             url,
-            min_size=1,
+            min_size=min_size,
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
@@ -105,6 +114,14 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             name="agentfsm-store",
             open=True,
         )
+        try:
+            self._pool.wait(timeout)
+        except PoolTimeout:
+            self._pool.close()
+            raise StoreError(
+                f"cannot open the run store {self.url!r}: {min_size} connections were not "
+                f"open within {timeout} s"
+            ) from None
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"

@@ -388,3 +388,24 @@ def test_a_save_whose_outcome_cannot_be_checked_is_a_write_error(
         monkeypatch.setattr(store, "_read", unreachable)
         with pytest.raises(StoreWriteError):
             store.save(make_snapshot("r1", 3, 2), make_events("r1", 3, 1), expected_version=1)
+
+
+def test_the_store_is_returned_with_its_min_size_connections_open(postgres_url: str) -> None:
+    def backends() -> int:
+        with raw(postgres_url) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert row is not None
+        return int(str(row[0]))
+
+    before = backends()
+    with PostgresStore(postgres_url, min_size=3, max_size=3):
+        assert backends() == before + 3
+
+
+@pytest.mark.parametrize(("low", "high"), [(0, 4), (5, 4), (-1, 1)])
+def test_pool_sizes_out_of_order_are_refused(low: int, high: int, postgres_url: str) -> None:
+    with pytest.raises(ValueError, match=r"1 <= min_size <= max_size, got min_size="):
+        PostgresStore(postgres_url, min_size=low, max_size=high)
