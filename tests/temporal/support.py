@@ -22,6 +22,35 @@ T = TypeVar("T")
 
 Body = Callable[[TemporalRuns, Client], Awaitable[T]]
 
+CONNECT_SECONDS = 30.0
+"""A client that cannot connect in this long fails the test (a healthy dev server: < 1 s)."""
+BODY_SECONDS = 60.0
+"""A test body on a worker that takes longer fails (they take < 3 s; an update or a query
+that no worker answers waits forever otherwise)."""
+
+
+async def connect(target: str) -> Client:
+    """A client of the dev server at ``target``, or a clear failure after `CONNECT_SECONDS`."""
+    connecting = Client.connect(target)
+    return await within(CONNECT_SECONDS, connecting, f"a client connecting to {target}")
+
+
+async def within(seconds: float, step: Awaitable[T], what: str) -> T:
+    """``step``'s result, or a clear failure naming ``what`` after ``seconds``.
+
+    Not `asyncio.wait_for`: Temporal's client turns the cancellation of a waiting update
+    into an error of its own, which `wait_for` would raise instead of a timeout.
+    """
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if task in done:
+        return task.result()
+    task.cancel()
+    await asyncio.wait({task})  # whatever it raises on the way out is not the failure
+    if not task.cancelled():
+        task.exception()  # (retrieved, so asyncio does not log it as never retrieved)
+    raise AssertionError(f"{what} did not finish in {seconds:g}s (a hang)")
+
 
 def on_temporal(
     target: str,
@@ -30,12 +59,16 @@ def on_temporal(
     *,
     agents: Mapping[str, AgentFactory] | None = None,
     settings: RunSettings | None = None,
+    seconds: float = BODY_SECONDS,
     **options: Any,
 ) -> T:
-    """Run ``body`` with a worker (workflow cache off) on a fresh task queue."""
+    """Run ``body`` with a worker (workflow cache off) on a fresh task queue.
+
+    A body that does not finish in ``seconds`` fails the test (the worker is shut down).
+    """
 
     async def main() -> T:
-        client = await Client.connect(target)
+        client = await connect(target)
         queue = f"q-{uuid.uuid4().hex}"
         options.setdefault("max_cached_workflows", 0)
         worker = create_worker(
@@ -46,7 +79,8 @@ def on_temporal(
             **options,
         )
         async with worker:
-            return await body(TemporalRuns(client, task_queue=queue, settings=settings), client)
+            runs = TemporalRuns(client, task_queue=queue, settings=settings)
+            return await within(seconds, body(runs, client), f"the test body on {queue}")
 
     return asyncio.run(main())
 

@@ -20,7 +20,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
 
 from agentfsm.stores.exact_replay import replay
 from agentfsm.stores.sqlite import SQLiteStore
@@ -28,6 +27,7 @@ from agentfsm.temporal import RunSettings, TemporalRuns, create_worker
 from agentfsm.temporal.worker import replayer
 from agentfsm.verify.log_check import check_log
 from tests.temporal.agents import LEDGER_VARIABLE, make_agent
+from tests.temporal.support import connect, within
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTFSM = Path(sys.executable).parent / "agentfsm"
@@ -76,7 +76,7 @@ def test_a_worker_killed_mid_call_gives_outcome_unknown_not_a_second_run(
     victim = start_worker(temporal_target, queue, db, env)
 
     async def main() -> tuple[str | None, float]:
-        client = await Client.connect(temporal_target)
+        client = await connect(temporal_target)
         runs = TemporalRuns(
             client,
             task_queue=queue,
@@ -94,7 +94,7 @@ def test_a_worker_killed_mid_call_gives_outcome_unknown_not_a_second_run(
                 client, task_queue=queue, agents={"default": make_agent}, store=store
             )
             async with successor:
-                outcome = await turn
+                outcome = await within(60, turn, "the turn after the kill")
                 took = time.monotonic() - killed
                 history = await run.handle.fetch_history()
         await replayer({"default": make_agent}).replay_workflow(history)

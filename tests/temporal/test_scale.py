@@ -20,7 +20,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from temporalio.client import Client
+import pytest
 
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.stores.exact_replay import replay
@@ -28,6 +28,7 @@ from agentfsm.stores.sqlite import SQLiteStore
 from agentfsm.temporal import RunSettings, TemporalRun, TemporalRuns
 from agentfsm.verify.log_check import check_log
 from tests.temporal.agents import LEDGER_VARIABLE
+from tests.temporal.support import connect, within
 from tests.temporal.test_crash import start_worker
 
 RUNS = 500
@@ -54,6 +55,7 @@ async def _drive(run: TemporalRun, index: int, spans: list[tuple[float, float]])
     return outcome
 
 
+@pytest.mark.hang_seconds(600)
 def test_500_runs_on_4_workers_one_killed(temporal_target: str, tmp_path: Path) -> None:
     db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
     env = {**os.environ, LEDGER_VARIABLE: str(ledger), "AGENTFSM_TEST_SLOW": "0.3"}
@@ -63,7 +65,7 @@ def test_500_runs_on_4_workers_one_killed(temporal_target: str, tmp_path: Path) 
     spans: list[tuple[float, float]] = []
 
     async def main() -> tuple[list[TurnOutcome], float, float]:
-        client = await Client.connect(temporal_target)
+        client = await connect(temporal_target)
         runs = TemporalRuns(
             client,
             task_queue=queue,
@@ -88,7 +90,8 @@ def test_500_runs_on_4_workers_one_killed(temporal_target: str, tmp_path: Path) 
             return outcome
 
         began = time.monotonic()
-        outcomes = await asyncio.gather(*(one(i) for i in range(RUNS)))
+        everything = asyncio.gather(*(one(i) for i in range(RUNS)))
+        outcomes = await within(300, everything, f"{RUNS} runs")
         return list(outcomes), killed_at, time.monotonic() - began
 
     try:

@@ -23,7 +23,7 @@ from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.sqlite import SQLiteStore
 from agentfsm.temporal import TemporalRuns, create_worker
 from tests.temporal import agents
-from tests.temporal.support import on_temporal
+from tests.temporal.support import connect, on_temporal, within
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,7 +75,7 @@ def test_agentfsm_ui_drives_temporal_runs(temporal_target: str, tmp_path: Path) 
     path = tmp_path / "runs.db"
 
     async def main() -> None:
-        client = await Client.connect(temporal_target)
+        client = await connect(temporal_target)
         queue = f"ui-{uuid.uuid4().hex}"
         with SQLiteStore(path) as store:
             async with create_worker(
@@ -92,9 +92,11 @@ def test_agentfsm_ui_drives_temporal_runs(temporal_target: str, tmp_path: Path) 
                 )
                 try:
                     assert server.stdout is not None
-                    first = await asyncio.to_thread(server.stdout.readline)
+                    line = asyncio.to_thread(server.stdout.readline)
+                    first = await within(30, line, "agentfsm ui's first line")
                     url = first.split(" at ")[1].strip()
-                    assert "runs on Temporal" in await asyncio.to_thread(server.stdout.readline)
+                    line = asyncio.to_thread(server.stdout.readline)
+                    assert "runs on Temporal" in await within(30, line, "its second line")
                     decisions = {waiting.pending[0].id: "approve"}
                     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
                         answer = await http.post(

@@ -22,7 +22,7 @@ from agentfsm.temporal import RunSettings, TemporalRuns, create_worker
 from agentfsm.temporal.template import load_factory, template_of
 from agentfsm.temporal.wire import outcome_json, outcome_of, rebuild
 from tests.temporal import agents
-from tests.temporal.support import on_temporal
+from tests.temporal.support import connect, on_temporal
 
 
 async def _history_length(client: Client, run_id: str) -> int:
@@ -138,7 +138,7 @@ def test_what_cannot_run_in_a_workflow_is_refused_at_start_up() -> None:
 
 def test_create_worker_needs_an_agent(temporal_target: str) -> None:
     async def main() -> None:
-        client = await Client.connect(temporal_target)
+        client = await connect(temporal_target)
         with pytest.raises(ValueError, match="agents is empty"):
             create_worker(client, task_queue="q", agents={}, store=MemoryStore())
 
