@@ -9,6 +9,7 @@ acceptance or refusal (with the same error), on the run's data and on every emit
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from hypothesis import given, settings
@@ -55,18 +56,37 @@ class Side:
         return ("environment",)
 
 
+# The strategies a step draws from, built once each: building them anew for every step (and
+# hypothesis working out each new one's properties) took most of this test's time.
+KIND_CHOICES = {
+    True: st.sampled_from(KINDS),
+    False: st.sampled_from([k for k in KINDS if k != "loop"]),
+}
+BOOLEANS = st.booleans()
+
+
+@functools.cache
+def _events(likely: tuple[str, ...], known: tuple[str, ...]) -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(likely), st.sampled_from([*known, "x"]))
+
+
+@functools.cache
+def _arguments(event: str) -> st.SearchStrategy[dict[str, Any]]:
+    return event_arguments(event)
+
+
 def draw_step(data: st.DataObject, side: Side) -> tuple[str, Any]:
-    kind = data.draw(st.sampled_from(KINDS if side.loop else [k for k in KINDS if k != "loop"]))
+    kind = data.draw(KIND_CHOICES[bool(side.loop)])
     if kind == "boundary":
-        return kind, data.draw(st.booleans())
+        return kind, data.draw(BOOLEANS)
     if kind == "policy":
         return kind, data.draw(policies)
     if kind == "new_loop":
         return kind, None
     machine, table = (side.run, RUN_TABLE) if kind == "run" else (side.loop, LOOP_TABLE)
     likely = machine.allowed_events() or table.events
-    event = data.draw(st.one_of(st.sampled_from(likely), st.sampled_from([*table.events, "x"])))
-    return kind, (event, data.draw(event_arguments(event)))
+    event = data.draw(_events(tuple(likely), tuple(table.events)))
+    return kind, (event, data.draw(_arguments(event)))
 
 
 @settings(max_examples=300)
