@@ -26,8 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
+import importlib
 import json
 import os
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -167,6 +170,25 @@ def _describe(error: BaseException) -> str:
     if cause is not None and str(cause):
         return f"{kind}: {error} ({type(cause).__name__}: {cause})"
     return f"{kind}: {error}"
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The TLS context of every client `OpenAIModel` opens, made once per process.
+
+    It is the one the openai client's HTTP library would make itself (its
+    ``create_ssl_context``, which reads ``SSL_CERT_FILE``/``SSL_CERT_DIR`` then), but making
+    one loads the whole CA store, 50-100 ms of CPU, and a client is opened for every call.
+    """
+    import openai
+
+    http = next(
+        base
+        for base in openai.DefaultAsyncHttpxClient.__mro__[1:]
+        if base.__name__ == "AsyncClient"
+    )
+    library = importlib.import_module(http.__module__.partition(".")[0])  # httpx or httpx2
+    return cast(ssl.SSLContext, library.create_ssl_context())
 
 
 class OpenAIModel:
@@ -391,12 +413,13 @@ class OpenAIModel:
             shared = self._client.with_options(max_retries=0, timeout=self._timeout)
             return contextlib.nullcontext(shared)
         # A client per call: its connections are closed with it, in the event loop that
-        # opened them, whichever loop the next call runs in.
+        # opened them, whichever loop the next call runs in. Its TLS context is shared.
         return openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self._base_url,
             max_retries=0,
             timeout=self._timeout,
+            http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
         )
 
     async def _attempt(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import ssl
 import time
+from typing import Any
 
 import openai
 import pytest
@@ -371,3 +373,28 @@ def test_the_model_is_named_and_shown_without_its_key(harness: Harness) -> None:
     assert repr(model) == f"OpenAIModel('gpt-test', base_url={harness.server.url!r}, stream=True)"
     assert API_KEY not in repr(model)
     assert repr(OpenAIModel("gpt-x", api_key=API_KEY)) == "OpenAIModel('gpt-x', stream=False)"
+
+
+def test_every_call_opens_its_client_with_one_shared_tls_context(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Making a TLS context loads the whole CA store (50-100 ms of CPU): a client is opened
+    # per call, so a context per call cost more than the call itself over loopback.
+    contexts: list[object] = []
+
+    class Recording(openai.DefaultAsyncHttpxClient):
+        def __init__(self, **options: Any) -> None:
+            contexts.append(options.get("verify"))
+            super().__init__(**options)
+
+    monkeypatch.setattr(openai, "DefaultAsyncHttpxClient", Recording)
+    harness.server.add(Reply("one"), Reply("two"))
+
+    answers = [harness.complete().content, harness.complete(stream=True).content]
+
+    assert answers == ["one", "two"]
+    assert len(contexts) == 2
+    assert contexts[0] is contexts[1]
+    shared = contexts[0]
+    assert isinstance(shared, ssl.SSLContext)
+    assert (shared.verify_mode, shared.check_hostname) == (ssl.CERT_REQUIRED, True)
