@@ -461,9 +461,7 @@ class ToolSystem:
         else:
             started_body = self._run_body(index, call, round_, found, kwargs)
             # (A plain body's outcome comes at once: no coroutine to await.)
-            attempted = (
-                started_body if isinstance(started_body, Attempted) else await started_body
-            )
+            attempted = started_body if isinstance(started_body, Attempted) else await started_body
         if attempted.error is not None:
             status = _execution_status(attempted.error, call)
             return self._failed(call, attempted.error, status, started, attempted.attempts)

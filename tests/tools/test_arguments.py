@@ -130,9 +130,9 @@ def _outcome(parse: Callable[[str], object], text: str) -> tuple[str, object]:
 
 _TEXTS = st.one_of(
     _JSON.map(json.dumps),
-    st.tuples(
-        st.sampled_from(["", " ", "\n"]), _JSON.map(json.dumps), st.text(max_size=3)
-    ).map("".join),
+    st.tuples(st.sampled_from(["", " ", "\n"]), _JSON.map(json.dumps), st.text(max_size=3)).map(
+        "".join
+    ),
     st.text(max_size=30).map(lambda inner: "{" + inner + "}"),
     st.sampled_from(
         ['{"a": NaN}', '{"a": 1} {}', '{"a": }', '{"a":' * 5000 + "1" + "}" * 5000, "{}x}"]
