@@ -106,7 +106,7 @@ AnyTraceEntry = UserInputTrace | LLMCallTrace | LLMRetryTrace | ToolExecutionTra
 
 
 _USER_INPUT_GIVEN = {"turn", "text", "at"}
-"""The fields `user_input_entry` gives (``kind`` is the default): shared, see `unchecked`."""
+"""The fields `user_input_entry` gives (``kind`` is the default): shared, see `sealed`."""
 _LLM_CALL_GIVEN = {
     "model",
     "turn",
@@ -117,7 +117,7 @@ _LLM_CALL_GIVEN = {
     "usage",
     "at",
 }
-"""The fields `llm_call_entry` gives (``kind`` is the default): shared, see `unchecked`."""
+"""The fields `llm_call_entry` gives (``kind`` is the default): shared, see `sealed`."""
 _TOOL_EXECUTION_GIVEN = {
     "name",
     "arguments",
@@ -187,5 +187,8 @@ def tool_entries(
         put(entry, "duration", float(result.duration))
         put(entry, "error_type", result.error.type if result.error else None)
         put(entry, "at", moment)
-        entries.append(sealed(entry, _TOOL_EXECUTION_GIVEN))
+        put(entry, "__pydantic_fields_set__", _TOOL_EXECUTION_GIVEN)  # (`sealed`, inlined)
+        put(entry, "__pydantic_extra__", None)
+        put(entry, "__pydantic_private__", None)
+        entries.append(entry)
     return entries

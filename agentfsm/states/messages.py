@@ -109,9 +109,9 @@ class Message(BaseModel):
 
 
 _USER_GIVEN = {"role", "content"}
-"""The fields `Message.user` gives (shared: see `unchecked`)."""
+"""The fields `Message.user` gives (shared: see `sealed`)."""
 _TOOL_GIVEN = {"role", "tool_call_id", "content", "name"}
-"""The fields `Message.tool` gives (shared: see `unchecked`)."""
+"""The fields `Message.tool` gives (shared: see `sealed`)."""
 _ASSISTANT_GIVEN = {"role", "content", "tool_calls"}
 """The fields `Message.assistant` gives."""
 
@@ -139,7 +139,10 @@ def tool_message(tool_call_id: str, content: str, name: str | None = None) -> Me
     put(message, "tool_calls", ())
     put(message, "tool_call_id", tool_call_id)
     put(message, "name", name)
-    return sealed(message, _TOOL_GIVEN)
+    put(message, "__pydantic_fields_set__", _TOOL_GIVEN)  # (`sealed`, inlined: one call less)
+    put(message, "__pydantic_extra__", None)
+    put(message, "__pydantic_private__", None)
+    return message
 
 
 def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> Message:

@@ -4,13 +4,15 @@ A run builds a few records per tool call (its result, its tool message, its trac
 from values that are valid by construction: ids from a validated `ToolCall`, text the code
 just made, durations it just measured. pydantic's validated constructor costs 2 to 3 µs per
 record, and even its unvalidated ``model_construct`` about 2.5 µs (it walks the fields for
-defaults); `unchecked` sets the four slots pydantic sets on a validated instance in about
-1 µs, and leaves the instance without a ``__dict__`` object (its fields stay in the
-instance's inline values), 64 bytes less per record than pydantic's own instances. Each
-caller passes every field, and the set of fields a validated construction would have
-marked as given; property tests (tests/states/test_unchecked.py and the tests of each
-caller) pin each result equal to the validated one, field set and JSON included, so
-a pydantic change that broke this would fail the suite.
+defaults). Here a record is `new`, each field is `put` in turn, straight-line, and `sealed`
+sets the three slots pydantic sets on a validated instance: about 1 µs, and the instance
+keeps its fields in its inline values, with no ``__dict__`` object: 64 bytes and one
+object for the garbage collector to track less per record than pydantic's own instances
+(`inline_fields` on the class keeps that so). Each caller sets every field, and the set of
+fields a validated construction would have marked as given; property tests
+(tests/states/test_unchecked.py and the tests of each caller) pin each result equal to the
+validated one, field set and JSON included, so a pydantic change that broke this would
+fail the suite.
 """
 
 from __future__ import annotations
@@ -65,34 +67,10 @@ def inline_fields(cls: type[M]) -> type[M]:
     return cls
 
 
-def unchecked(cls: type[M], values: dict[str, object], fields_set: set[str]) -> M:
-    """An instance of ``cls`` holding ``values``, built without validation.
-
-    Args:
-        cls: A pydantic model with no private attributes and no extra fields.
-        values: Every field of ``cls`` in the order the class declares them, each a value its
-            validation would have kept as it is (the caller guarantees it).
-        fields_set: The fields a validated construction would have marked as given. It may
-            be shared by every instance of a call site: pydantic reads it, and copies it
-            before any change; it must be a set, not a frozenset.
-    """
-    record = _new(cls)
-    # Field by field into the instance's inline values, in the class's field order, never
-    # asking for ``__dict__``: that would make a dict object of its own (64 bytes more per
-    # record, which a run holds several of per tool call); pydantic makes it only if it
-    # needs it (an equality, a dump).
-    for name, value in values.items():
-        _set(record, name, value)
-    _set_fields_set(record, fields_set)
-    _set_extra(record, None)
-    _set_private(record, None)
-    return record
-
-
 def blank(cls: type[M]) -> M:
     """An empty instance of ``cls``: set every field in its ``__dict__``, then `sealed` it.
 
-    Fields must be set in the order the class declares them (see `unchecked`), each a value
+    Fields must be set in the order the class declares them (see the module), each a value
     its validation would have kept as it is. For a record a run keeps, prefer `new` and
     `put`: the ``__dict__`` costs a dict object per instance.
     """
@@ -104,7 +82,9 @@ def sealed(record: M, fields_set: set[str]) -> M:
 
     Args:
         record: The instance, every field set.
-        fields_set: As `unchecked`'s.
+        fields_set: The fields a validated construction would have marked as given. It may
+            be shared by every instance of a call site: pydantic reads it, and copies it
+            before any change; it must be a set, not a frozenset.
     """
     _set_fields_set(record, fields_set)
     _set_extra(record, None)

@@ -136,22 +136,40 @@ class ArgumentParser:
         arguments = _plain_object(text, limits)
         if arguments is None:  # anything unusual, or refused: checked step by step
             arguments = self._object(call_id, text, limits)
+        accepts = self._validator.accepts  # (jsonschema-rs: valid arguments end here)
         try:
-            problem = self._validator.error(arguments)
-            if problem is not None:
-                pointer, message = problem
-                self._refuse(call_id, pointer, f"{message}; {self._expected}")
-            if self._signature.model is None:
-                # Just decoded from the text, so nobody else holds it: no copy.
-                return cast("dict[str, object]", arguments)
+            valid = accepts is not None and accepts(arguments) is True
+        except (ValueError, TypeError, OverflowError):
+            valid = False  # what it cannot read: jsonschema judges
+        except Exception as exc:
+            self._unchecked(call_id, exc)
+        if not valid:
+            self._judged(call_id, arguments)
+        if self._signature.model is None:
+            # Just decoded from the text, so nobody else holds it: no copy.
+            return cast("dict[str, object]", arguments)
+        try:
             return self._convert(call_id, arguments)
         except ToolArgumentsError:
             raise
         except Exception as exc:
-            # Whatever the schema or the arguments model does (a reference that fails, a
-            # validator of the user's that raises), the call gets an error result: the
-            # round goes on and the run is never stranded.
-            self._refuse(call_id, "", f"they could not be checked ({type(exc).__name__}: {exc})")
+            self._unchecked(call_id, exc)
+
+    def _judged(self, call_id: str, arguments: JSONObject) -> None:
+        """Refuse ``arguments`` if jsonschema, the reference, refuses them."""
+        try:
+            problem = self._validator.reference_error(arguments)
+        except Exception as exc:
+            self._unchecked(call_id, exc)
+        if problem is not None:
+            pointer, message = problem
+            self._refuse(call_id, pointer, f"{message}; {self._expected}")
+
+    def _unchecked(self, call_id: str, exc: Exception) -> NoReturn:
+        # Whatever the schema or the arguments model does (a reference that fails, a
+        # validator of the user's that raises), the call gets an error result: the round
+        # goes on and the run is never stranded.
+        self._refuse(call_id, "", f"they could not be checked ({type(exc).__name__}: {exc})")
 
     def _object(self, call_id: str, text: str, limits: ArgumentLimits) -> JSONObject:
         """The arguments as a JSON object, each check in turn: or the refusal of the first."""

@@ -12,7 +12,7 @@ from agentfsm._compat import StrEnum
 from agentfsm._redact import redact
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
-from agentfsm.states.unchecked import inline_fields, new, put, sealed
+from agentfsm.states.unchecked import inline_fields, new, put
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -220,7 +220,10 @@ def tool_result(
     put(result, "error", error)
     put(result, "duration", float(duration) if duration > 0 else 0.0)
     put(result, "attempts", attempts)
-    return sealed(result, _RESULT_GIVEN)
+    put(result, "__pydantic_fields_set__", _RESULT_GIVEN)  # (`sealed`, inlined: one call less)
+    put(result, "__pydantic_extra__", None)
+    put(result, "__pydantic_private__", None)
+    return result
 
 
 _SCALARS = (int, float, bool)

@@ -11,7 +11,8 @@ from pydantic import BaseModel, field_validator
 
 from agentfsm.errors import ToolArgumentsError
 from agentfsm.tools import ArgumentLimits, Tool
-from agentfsm.tools.arguments import _plain_object, decode_json
+from agentfsm.tools.accelerator import ArgumentsValidator
+from agentfsm.tools.arguments import ArgumentParser, _plain_object, decode_json
 from agentfsm.tools.schema import json_pointer
 
 
@@ -177,3 +178,61 @@ def test_a_plain_object_is_taken_without_the_checks_one_by_one() -> None:
 
 def _reject(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
+
+
+_BOUNDED = {
+    "type": "object",
+    "properties": {"n": {"type": "integer", "maximum": 5}},
+    "required": ["n"],
+}
+
+
+def _bounded_parser() -> ArgumentParser:
+    parser = Tool(lambda n: n, name="bounded", parameters=_BOUNDED).arguments
+    assert parser.validator.engine == "jsonschema-rs"  # (the dev extra installs it)
+    return parser
+
+
+@pytest.mark.parametrize(("n", "accepted"), [(-(2**70), True), (2**70, False), (3, True)])
+def test_integers_beyond_64_bits_are_judged_as_jsonschema_judges_them(
+    n: int, accepted: bool
+) -> None:
+    parser = _bounded_parser()
+    text = json.dumps({"n": n})
+
+    if accepted:
+        assert parser.parse("c", text, LIMITS) == {"n": n}
+    else:
+        with pytest.raises(ToolArgumentsError, match="greater than the maximum") as refused:
+            parser.parse("c", text, LIMITS)
+        assert refused.value.pointer == "/n"
+
+
+def test_a_validator_that_cannot_read_or_fails_is_taken_as_jsonschema_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parser = _bounded_parser()
+
+    def broken(instance: object) -> bool:
+        raise RuntimeError("the validator broke")
+
+    def unreadable(instance: object) -> bool:
+        raise OverflowError("it cannot read them")
+
+    monkeypatch.setattr(parser.validator, "accepts", unreadable)  # then jsonschema judges
+    assert parser.parse("c", '{"n": 1}', LIMITS) == {"n": 1}
+    with pytest.raises(ToolArgumentsError, match="greater than the maximum"):
+        parser.parse("c", '{"n": 6}', LIMITS)
+
+    monkeypatch.setattr(parser.validator, "accepts", broken)
+    with pytest.raises(ToolArgumentsError, match=r"could not be checked \(RuntimeError"):
+        parser.parse("c", '{"n": 1}', LIMITS)
+
+    monkeypatch.setattr(parser.validator, "accepts", None)  # jsonschema alone, which fails too
+    monkeypatch.setattr(ArgumentsValidator, "reference_error", broken_reference)
+    with pytest.raises(ToolArgumentsError, match=r"could not be checked \(LookupError"):
+        parser.parse("c", '{"n": 1}', LIMITS)
+
+
+def broken_reference(self: ArgumentsValidator, instance: object) -> None:
+    raise LookupError("a reference that fails")
