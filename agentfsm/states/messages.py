@@ -159,8 +159,7 @@ def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> 
         type(tool_calls) is not tuple
         or (content is None and not tool_calls)
         or (content is not None and type(content) is not str)
-        or any(type(call) is not ToolCall for call in tool_calls)
-        or len({call.id for call in tool_calls}) != len(tool_calls)
+        or not _distinct_calls(tool_calls)
     ):
         return Message.assistant(content, tool_calls)
     message: Message = new(Message)
@@ -170,6 +169,16 @@ def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> 
     put(message, "tool_call_id", None)
     put(message, "name", None)
     return sealed(message, _ASSISTANT_GIVEN)
+
+
+def _distinct_calls(tool_calls: tuple[object, ...]) -> bool:
+    """Whether every one of ``tool_calls`` is a `ToolCall`, each with an id of its own."""
+    ids = set()
+    for call in tool_calls:  # (a loop, not any() over a generator: no call per item)
+        if type(call) is not ToolCall:
+            return False
+        ids.add(call.id)
+    return len(ids) == len(tool_calls)
 
 
 def message_json(message: Message) -> JSONObject:

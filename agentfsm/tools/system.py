@@ -525,7 +525,8 @@ class ToolSystem:
         found = self.registry.find(call.name)
         if found is None:
             raise UnknownToolError(call.name, self._available(round_), call_id=call.id)
-        decision = round_.decisions.get(call.id)
+        decisions = round_.decisions
+        decision = None if decisions is _NO_DECISIONS else decisions.get(call.id)
         # (An allowed server-side tool with no decision always passes: the usual case.)
         if decision is not None or found.client_side or found.policy is not ToolPolicy.ALLOW:
             reason = refusal(found.policy, found.client_side, decision)
