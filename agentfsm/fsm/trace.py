@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentfsm.llm.base import ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
-from agentfsm.states.unchecked import inline_fields, new, put, sealed
+from agentfsm.states.unchecked import blank, inline_fields, new, put, sealed
 from agentfsm.tools.results import ToolResult, ToolStatus
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -34,7 +34,6 @@ class UserInputTrace(BaseModel):
     """When, in seconds since the epoch."""
 
 
-@inline_fields
 class LLMCallTrace(BaseModel):
     """One model call that returned a response."""
 
@@ -74,7 +73,6 @@ class LLMRetryTrace(BaseModel):
     at: float
 
 
-@inline_fields
 class ToolExecutionTrace(BaseModel):
     """One tool call answered (run, refused or failed)."""
 
@@ -151,16 +149,17 @@ def llm_call_entry(
     Built without validation (one per iteration): every value comes from the validated
     ``response`` or is made a float here; a test pins it equal to the validated entry.
     """
-    entry: LLMCallTrace = new(LLMCallTrace)
-    put(entry, "kind", "llm_call")  # (in field order: see agentfsm.states.unchecked)
-    put(entry, "model", response.model or model)
-    put(entry, "turn", turn)
-    put(entry, "iteration", iteration)
-    put(entry, "duration", float(duration) if duration > 0 else 0.0)
-    put(entry, "tool_call_count", len(response.tool_calls))
-    put(entry, "finish_reason", response.finish_reason.value)
-    put(entry, "usage", response.usage)
-    put(entry, "at", float(at))
+    entry = blank(LLMCallTrace)
+    fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+    fields["kind"] = "llm_call"
+    fields["model"] = response.model or model
+    fields["turn"] = turn
+    fields["iteration"] = iteration
+    fields["duration"] = float(duration) if duration > 0 else 0.0
+    fields["tool_call_count"] = len(response.tool_calls)
+    fields["finish_reason"] = response.finish_reason.value
+    fields["usage"] = response.usage
+    fields["at"] = float(at)
     return sealed(entry, _LLM_CALL_GIVEN)
 
 
@@ -175,20 +174,18 @@ def tool_entries(
     moment = float(at)
     entries = []
     for call, result in zip(calls, results, strict=True):
-        entry: ToolExecutionTrace = new(ToolExecutionTrace)
-        put(entry, "kind", "tool_execution")  # (in field order: see agentfsm.states.unchecked)
-        put(entry, "name", call.name)
-        put(entry, "arguments", call.arguments)
-        put(entry, "call_id", call.id)
-        put(entry, "turn", turn)
-        put(entry, "iteration", iteration)
-        put(entry, "status", result.status)
-        put(entry, "result", result)
-        put(entry, "duration", float(result.duration))
-        put(entry, "error_type", result.error.type if result.error else None)
-        put(entry, "at", moment)
-        put(entry, "__pydantic_fields_set__", _TOOL_EXECUTION_GIVEN)  # (`sealed`, inlined)
-        put(entry, "__pydantic_extra__", None)
-        put(entry, "__pydantic_private__", None)
-        entries.append(entry)
+        entry = blank(ToolExecutionTrace)
+        fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+        fields["kind"] = "tool_execution"
+        fields["name"] = call.name
+        fields["arguments"] = call.arguments
+        fields["call_id"] = call.id
+        fields["turn"] = turn
+        fields["iteration"] = iteration
+        fields["status"] = result.status
+        fields["result"] = result
+        fields["duration"] = float(result.duration)
+        fields["error_type"] = result.error.type if result.error else None
+        fields["at"] = moment
+        entries.append(sealed(entry, _TOOL_EXECUTION_GIVEN))
     return entries

@@ -4,16 +4,21 @@ A run builds a few records per tool call (its result, its tool message, its trac
 from values that are valid by construction: ids from a validated `ToolCall`, text the code
 just made, durations it just measured. pydantic's validated constructor costs 2 to 3 µs per
 record, and even its unvalidated ``model_construct`` about 2.5 µs (it walks the fields for
-defaults). Here a record is `new`, each field is `put` in turn, straight-line, and `sealed`
-sets the three slots pydantic sets on a validated instance: about 1 µs, and the instance
-keeps its fields in its inline values, with no ``__dict__`` object: 64 bytes and one
-object for the garbage collector to track less per record than pydantic's own instances
-(`inline_fields` on the class keeps that so). Each caller sets every field, and the set of
-fields a validated construction would have marked as given; property tests
-(tests/states/test_unchecked.py and the tests of each caller) pin each result equal to the
-validated one, field set and JSON included, so a pydantic change that broke this would
-fail the suite.
-"""
+defaults). Two ways here, each field set in the class's field order, then `sealed` sets the
+three slots pydantic sets on a validated instance:
+
+- `blank`, then each field stored in the instance's ``__dict__``: the fastest (a dict store
+  per field), but the ``__dict__`` is a dict object of its own (64 bytes per record).
+- `new`, then each field `put` into the instance's inline values: no dict object, 64 bytes
+  less per record than pydantic's own instances, but each `put` is a call of
+  ``object.__setattr__`` (in CPython 3.11 about 400 instructions more than a dict store).
+  Used for the messages, whose dicts a run would hold the most of for the fewest fields;
+  their class is decorated with `inline_fields`, or the inline values are silently lost.
+
+Each caller sets every field, and the set of fields a validated construction would have
+marked as given; property tests (tests/states/test_unchecked.py and the tests of each
+caller) pin each result equal to the validated one, field set and JSON included, so a
+pydantic change that broke this would fail the suite."""
 
 from __future__ import annotations
 
@@ -39,9 +44,8 @@ into it, in the class's field order, then `sealed` it."""
 put: Callable[[object, str, object], None] = _set
 """Set one field of an instance from `new` in its inline values (``object.__setattr__``).
 
-Callers write one `put` per field, straight-line (no dict of values, no loop): about as fast
-as filling the instance's ``__dict__``, without making that dict object (64 bytes and one
-more object for the garbage collector to track, per record).
+Callers write one `put` per field, straight-line (no dict of values, no loop): no
+``__dict__`` object is made (64 bytes per record), at the cost of a call per field.
 """
 _set_fields_set = _slot_setter("__pydantic_fields_set__")
 _set_extra = _slot_setter("__pydantic_extra__")
@@ -71,8 +75,7 @@ def blank(cls: type[M]) -> M:
     """An empty instance of ``cls``: set every field in its ``__dict__``, then `sealed` it.
 
     Fields must be set in the order the class declares them (see the module), each a value
-    its validation would have kept as it is. For a record a run keeps, prefer `new` and
-    `put`: the ``__dict__`` costs a dict object per instance.
+    its validation would have kept as it is (see the module for `new` and `put` instead).
     """
     return _new(cls)
 

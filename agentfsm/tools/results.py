@@ -12,7 +12,7 @@ from agentfsm._compat import StrEnum
 from agentfsm._redact import redact
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
-from agentfsm.states.unchecked import inline_fields, new, put
+from agentfsm.states.unchecked import blank, sealed
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -142,7 +142,6 @@ def _seconds(value: object) -> float | None:
     return None
 
 
-@inline_fields
 class ToolResult(BaseModel):
     """The outcome of one tool call; its tool message answers exactly that call."""
 
@@ -211,19 +210,18 @@ def tool_result(
     ``status`` is ``success``, ``output`` is JSON (from `json_output`) and ``attempts`` is
     not negative. A ``duration`` below zero (a timer that went backwards) is taken as 0.
     """
-    result: ToolResult = new(ToolResult)
-    # One `put` per field, in the class's field order: no ``__dict__`` object is made.
-    put(result, "call_id", call_id)
-    put(result, "tool_name", tool_name)
-    put(result, "status", status)
-    put(result, "output", output)
-    put(result, "error", error)
-    put(result, "duration", float(duration) if duration > 0 else 0.0)
-    put(result, "attempts", attempts)
-    put(result, "__pydantic_fields_set__", _RESULT_GIVEN)  # (`sealed`, inlined: one call less)
-    put(result, "__pydantic_extra__", None)
-    put(result, "__pydantic_private__", None)
-    return result
+    result = blank(ToolResult)
+    # Into its ``__dict__`` (in the class's field order: see agentfsm.states.unchecked): a
+    # dict store is a fraction of a `put`, and a run builds one result per call.
+    fields = result.__dict__
+    fields["call_id"] = call_id
+    fields["tool_name"] = tool_name
+    fields["status"] = status
+    fields["output"] = output
+    fields["error"] = error
+    fields["duration"] = float(duration) if duration > 0 else 0.0
+    fields["attempts"] = attempts
+    return sealed(result, _RESULT_GIVEN)
 
 
 _SCALARS = (int, float, bool)
