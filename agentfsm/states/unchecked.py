@@ -18,7 +18,8 @@ three slots pydantic sets on a validated instance:
 Each caller sets every field, and the set of fields a validated construction would have
 marked as given; property tests (tests/states/test_unchecked.py and the tests of each
 caller) pin each result equal to the validated one, field set and JSON included, so a
-pydantic change that broke this would fail the suite."""
+pydantic change that broke this would fail the suite.
+"""
 
 from __future__ import annotations
 
