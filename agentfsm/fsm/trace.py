@@ -174,7 +174,7 @@ def tool_entries(
     moment = float(at)
     entries = []
     for call, result in zip(calls, results, strict=True):
-        entry = blank(ToolExecutionTrace)
+        entry: ToolExecutionTrace = new(ToolExecutionTrace)  # (`blank`, inlined)
         fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
         fields["kind"] = "tool_execution"
         fields["name"] = call.name
@@ -187,5 +187,8 @@ def tool_entries(
         fields["duration"] = float(result.duration)
         fields["error_type"] = result.error.type if result.error else None
         fields["at"] = moment
-        entries.append(sealed(entry, _TOOL_EXECUTION_GIVEN))
+        put(entry, "__pydantic_fields_set__", _TOOL_EXECUTION_GIVEN)  # (`sealed`, inlined)
+        put(entry, "__pydantic_extra__", None)
+        put(entry, "__pydantic_private__", None)
+        entries.append(entry)
     return entries
