@@ -28,7 +28,7 @@ from agentfsm.llm.base import (
     check_finish,
 )
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.states.messages import Message, ToolCall, user_message
+from agentfsm.states.messages import Message, ToolCall, message_json, user_message
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
@@ -39,6 +39,7 @@ from agentfsm.tools.results import (
     ToolResult,
     ToolStatus,
     failure_content,
+    result_json,
 )
 from agentfsm.tools.sources import InputRequest, ToolSource
 from agentfsm.tools.system import Delegate
@@ -607,10 +608,11 @@ class TurnDriver(TypedAnswers):
             self._inputs = {c: r for c, r in self._inputs.items() if c != result.call_id}
         # Between two calls of a round is a step boundary (docs/contract.md §3).
         self._data.at_boundary = not self._started
-        self._note(
-            RecordKind.TOOL_RESULT,
-            {"result": self._dump(result), "message": self._dump(message)},
-        )
+        if self.store is None and not self._listeners:  # (`_dump`, inlined: nobody reads it)
+            data: JSONObject = {"result": {}, "message": {}}
+        else:
+            data = {"result": result_json(result), "message": message_json(message)}
+        self._note(RecordKind.TOOL_RESULT, data)
 
     def _close_round(self) -> None:
         """The open round's tool messages join the conversation, in call order."""

@@ -26,9 +26,7 @@ def round_messages(
 ) -> list[Message]:
     """The tool messages that close a round: one per answered call, in call order (I7)."""
     answers = tuple(answers)
-    if len(answers) == len(calls) and all(
-        result.call_id == call.id for (result, _), call in zip(answers, calls, strict=True)
-    ):
+    if [result.call_id for result, _ in answers] == [call.id for call in calls]:
         return [message for _, message in answers]  # answered in order: the usual case
     order = {call.id: index for index, call in enumerate(calls)}
     ranked = sorted(answers, key=lambda answer: order.get(answer[0].call_id, len(order)))

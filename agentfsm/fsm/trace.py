@@ -14,12 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentfsm.llm.base import ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
-from agentfsm.states.unchecked import blank, sealed, unchecked
+from agentfsm.states.unchecked import blank, inline_fields, new, put, sealed
 from agentfsm.tools.results import ToolResult, ToolStatus
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
+@inline_fields
 class UserInputTrace(BaseModel):
     """A user input was recorded (by `submit` or `provide_input`)."""
 
@@ -103,7 +104,7 @@ AnyTraceEntry = UserInputTrace | LLMCallTrace | LLMRetryTrace | ToolExecutionTra
 
 
 _USER_INPUT_GIVEN = {"turn", "text", "at"}
-"""The fields `user_input_entry` gives (``kind`` is the default): shared, see `unchecked`."""
+"""The fields `user_input_entry` gives (``kind`` is the default): shared, see `sealed`."""
 _LLM_CALL_GIVEN = {
     "model",
     "turn",
@@ -114,7 +115,7 @@ _LLM_CALL_GIVEN = {
     "usage",
     "at",
 }
-"""The fields `llm_call_entry` gives (``kind`` is the default): shared, see `unchecked`."""
+"""The fields `llm_call_entry` gives (``kind`` is the default): shared, see `sealed`."""
 _TOOL_EXECUTION_GIVEN = {
     "name",
     "arguments",
@@ -132,11 +133,12 @@ _TOOL_EXECUTION_GIVEN = {
 
 def user_input_entry(turn: int, text: str, at: float) -> UserInputTrace:
     """The trace entry of a user input (``text`` already checked to be a str), unvalidated."""
-    return unchecked(
-        UserInputTrace,
-        {"kind": "user_input", "turn": turn, "text": text, "at": float(at)},
-        _USER_INPUT_GIVEN,
-    )
+    entry: UserInputTrace = new(UserInputTrace)
+    put(entry, "kind", "user_input")  # (in field order: see agentfsm.states.unchecked)
+    put(entry, "turn", turn)
+    put(entry, "text", text)
+    put(entry, "at", float(at))
+    return sealed(entry, _USER_INPUT_GIVEN)
 
 
 def llm_call_entry(
@@ -172,7 +174,7 @@ def tool_entries(
     moment = float(at)
     entries = []
     for call, result in zip(calls, results, strict=True):
-        entry = blank(ToolExecutionTrace)
+        entry: ToolExecutionTrace = new(ToolExecutionTrace)  # (`blank`, inlined)
         fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
         fields["kind"] = "tool_execution"
         fields["name"] = call.name
@@ -185,5 +187,8 @@ def tool_entries(
         fields["duration"] = float(result.duration)
         fields["error_type"] = result.error.type if result.error else None
         fields["at"] = moment
-        entries.append(sealed(entry, _TOOL_EXECUTION_GIVEN))
+        put(entry, "__pydantic_fields_set__", _TOOL_EXECUTION_GIVEN)  # (`sealed`, inlined)
+        put(entry, "__pydantic_extra__", None)
+        put(entry, "__pydantic_private__", None)
+        entries.append(entry)
     return entries

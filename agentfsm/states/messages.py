@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentfsm.states.json import JSONObject
-from agentfsm.states.unchecked import blank, sealed, unchecked
+from agentfsm.states.unchecked import inline_fields, new, put, sealed
 
 Role = Literal["system", "user", "assistant", "tool"]
 """Who a message is from: the system prompt, the user, the model, or a tool's result."""
@@ -36,6 +36,7 @@ class ToolCall(BaseModel):
         }
 
 
+@inline_fields
 class Message(BaseModel):
     """One message of a conversation: system, user, assistant (maybe with tool calls) or tool.
 
@@ -108,20 +109,22 @@ class Message(BaseModel):
 
 
 _USER_GIVEN = {"role", "content"}
-"""The fields `Message.user` gives (shared: see `unchecked`)."""
+"""The fields `Message.user` gives (shared: see `sealed`)."""
 _TOOL_GIVEN = {"role", "tool_call_id", "content", "name"}
-"""The fields `Message.tool` gives (shared: see `unchecked`)."""
+"""The fields `Message.tool` gives (shared: see `sealed`)."""
 _ASSISTANT_GIVEN = {"role", "content", "tool_calls"}
 """The fields `Message.assistant` gives."""
 
 
 def user_message(content: str) -> Message:
     """`Message.user`, built without validation: for text already checked to be a str."""
-    return unchecked(
-        Message,
-        {"role": "user", "content": content, "tool_calls": (), "tool_call_id": None, "name": None},
-        _USER_GIVEN,
-    )
+    message: Message = new(Message)
+    put(message, "role", "user")  # (in the class's field order: see agentfsm.states.unchecked)
+    put(message, "content", content)
+    put(message, "tool_calls", ())
+    put(message, "tool_call_id", None)
+    put(message, "name", None)
+    return sealed(message, _USER_GIVEN)
 
 
 def tool_message(tool_call_id: str, content: str, name: str | None = None) -> Message:
@@ -130,14 +133,16 @@ def tool_message(tool_call_id: str, content: str, name: str | None = None) -> Me
     The caller guarantees the types (``tool_call_id`` and ``content`` are str, ``name`` a
     str or None), which is all a tool message's validation checks.
     """
-    message = blank(Message)
-    fields = message.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
-    fields["role"] = "tool"
-    fields["content"] = content
-    fields["tool_calls"] = ()
-    fields["tool_call_id"] = tool_call_id
-    fields["name"] = name
-    return sealed(message, _TOOL_GIVEN)
+    message: Message = new(Message)
+    put(message, "role", "tool")  # (in the class's field order: see agentfsm.states.unchecked)
+    put(message, "content", content)
+    put(message, "tool_calls", ())
+    put(message, "tool_call_id", tool_call_id)
+    put(message, "name", name)
+    put(message, "__pydantic_fields_set__", _TOOL_GIVEN)  # (`sealed`, inlined: one call less)
+    put(message, "__pydantic_extra__", None)
+    put(message, "__pydantic_private__", None)
+    return message
 
 
 def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> Message:
@@ -154,18 +159,26 @@ def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> 
         type(tool_calls) is not tuple
         or (content is None and not tool_calls)
         or (content is not None and type(content) is not str)
-        or any(type(call) is not ToolCall for call in tool_calls)
-        or len({call.id for call in tool_calls}) != len(tool_calls)
+        or not _distinct_calls(tool_calls)
     ):
         return Message.assistant(content, tool_calls)
-    message = blank(Message)
-    fields = message.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
-    fields["role"] = "assistant"
-    fields["content"] = content
-    fields["tool_calls"] = tool_calls
-    fields["tool_call_id"] = None
-    fields["name"] = None
+    message: Message = new(Message)
+    put(message, "role", "assistant")  # (in field order: see agentfsm.states.unchecked)
+    put(message, "content", content)
+    put(message, "tool_calls", tool_calls)
+    put(message, "tool_call_id", None)
+    put(message, "name", None)
     return sealed(message, _ASSISTANT_GIVEN)
+
+
+def _distinct_calls(tool_calls: tuple[object, ...]) -> bool:
+    """Whether every one of ``tool_calls`` is a `ToolCall`, each with an id of its own."""
+    ids = set()
+    for call in tool_calls:  # (a loop, not any() over a generator: no call per item)
+        if type(call) is not ToolCall:
+            return False
+        ids.add(call.id)
+    return len(ids) == len(tool_calls)
 
 
 def message_json(message: Message) -> JSONObject:

@@ -4,19 +4,27 @@ A run builds a few records per tool call (its result, its tool message, its trac
 from values that are valid by construction: ids from a validated `ToolCall`, text the code
 just made, durations it just measured. pydantic's validated constructor costs 2 to 3 µs per
 record, and even its unvalidated ``model_construct`` about 2.5 µs (it walks the fields for
-defaults); `unchecked` sets the four slots pydantic sets on a validated instance in about
-1 µs, and leaves the instance without a ``__dict__`` object (its fields stay in the
-instance's inline values), 64 bytes less per record than pydantic's own instances. Each
-caller passes every field, and the set of fields a validated construction would have
+defaults). Two ways here, each field set in the class's field order, then `sealed` sets the
+three slots pydantic sets on a validated instance:
+
+- `blank`, then each field stored in the instance's ``__dict__``: the fastest (a dict store
+  per field), but the ``__dict__`` is a dict object of its own (64 bytes per record).
+- `new`, then each field `put` into the instance's inline values: no dict object, 64 bytes
+  less per record than pydantic's own instances, but each `put` is a call of
+  ``object.__setattr__`` (in CPython 3.11 about 400 instructions more than a dict store).
+  Used for the messages, whose dicts a run would hold the most of for the fewest fields;
+  their class is decorated with `inline_fields`, or the inline values are silently lost.
+
+Each caller sets every field, and the set of fields a validated construction would have
 marked as given; property tests (tests/states/test_unchecked.py and the tests of each
-caller) pin each result equal to the validated one, field set and JSON included, so
-a pydantic change that broke this would fail the suite.
+caller) pin each result equal to the validated one, field set and JSON included, so a
+pydantic change that broke this would fail the suite.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -30,50 +38,57 @@ def _slot_setter(name: str) -> Callable[[object, object], None]:
 
 _new = object.__new__
 _set = object.__setattr__
+
+new: Callable[[type[BaseModel]], Any] = _new
+"""An instance of a model class with nothing set yet (``object.__new__``): `put` each field
+into it, in the class's field order, then `sealed` it."""
+put: Callable[[object, str, object], None] = _set
+"""Set one field of an instance from `new` in its inline values (``object.__setattr__``).
+
+Callers write one `put` per field, straight-line (no dict of values, no loop): no
+``__dict__`` object is made (64 bytes per record), at the cost of a call per field.
+"""
 _set_fields_set = _slot_setter("__pydantic_fields_set__")
 _set_extra = _slot_setter("__pydantic_extra__")
 _set_private = _slot_setter("__pydantic_private__")
 
 
-def unchecked(cls: type[M], values: dict[str, object], fields_set: set[str]) -> M:
-    """An instance of ``cls`` holding ``values``, built without validation.
+def inline_fields(cls: type[M]) -> type[M]:
+    """Decorate a model class whose records `put` builds, so they keep their fields inline.
 
-    Args:
-        cls: A pydantic model with no private attributes and no extra fields.
-        values: Every field of ``cls`` in the order the class declares them, each a value its
-            validation would have kept as it is (the caller guarantees it).
-        fields_set: The fields a validated construction would have marked as given. It may
-            be shared by every instance of a call site: pydantic reads it, and copies it
-            before any change; it must be a set, not a frozenset.
+    CPython 3.11 keeps an instance's attributes inline (without a ``__dict__`` object) only
+    for names its class's shared key table holds, and that table takes new names only while
+    few instances exist: each new instance shrinks what it may still take, whoever builds it.
+    This puts every field name in it at once, by building one throwaway record, so that
+    records built with `put` stay inline even once the application has built many validated
+    instances (which never add names: pydantic gives them a ``__dict__`` of their own).
+
+    Returns:
+        ``cls`` itself.
     """
     record = _new(cls)
-    # Field by field into the instance's inline values, in the class's field order, never
-    # asking for ``__dict__``: that would make a dict object of its own (64 bytes more per
-    # record, which a run holds several of per tool call); pydantic makes it only if it
-    # needs it (an equality, a dump).
-    for name, value in values.items():
-        _set(record, name, value)
-    _set_fields_set(record, fields_set)
-    _set_extra(record, None)
-    _set_private(record, None)
-    return record
+    for name in cls.model_fields:
+        _set(record, name, None)
+    return cls
 
 
 def blank(cls: type[M]) -> M:
     """An empty instance of ``cls``: set every field in its ``__dict__``, then `sealed` it.
 
-    Fields must be set in the order the class declares them (see `unchecked`), each a value
-    its validation would have kept as it is.
+    Fields must be set in the order the class declares them (see the module), each a value
+    its validation would have kept as it is (see the module for `new` and `put` instead).
     """
     return _new(cls)
 
 
 def sealed(record: M, fields_set: set[str]) -> M:
-    """``record`` (from `blank`, its fields set) with the slots pydantic sets on construction.
+    """``record`` (from `blank` or `new`, its fields set) with the slots pydantic sets.
 
     Args:
         record: The instance, every field set.
-        fields_set: As `unchecked`'s.
+        fields_set: The fields a validated construction would have marked as given. It may
+            be shared by every instance of a call site: pydantic reads it, and copies it
+            before any change; it must be a set, not a frozenset.
     """
     _set_fields_set(record, fields_set)
     _set_extra(record, None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn, cast
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -64,6 +64,28 @@ def decode_json(text: str) -> JSONValue:
     return decoded
 
 
+def _plain_object(text: str, limits: ArgumentLimits) -> JSONObject | None:
+    """The arguments, when ``text`` is what models send: one object, within the limits.
+
+    That is a text from ``{`` to ``}``, no longer than ``limits.max_chars``, with fewer
+    brackets than ``limits.max_depth`` (so it cannot nest deeper), that the scanner reads
+    to its end: the value `ArgumentParser`'s checks one by one would give (a property test
+    pins them equal). None for anything else, which those checks then judge.
+    """
+    if (
+        text[:1] != "{"
+        or text[-1:] != "}"
+        or len(text) > limits.max_chars
+        or text.count("{") + text.count("[") > limits.max_depth
+    ):
+        return None
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    return value if end == len(text) else None  # type: ignore[return-value]  # from "{"
+
+
 def _depth_exceeds(value: JSONValue, limit: int) -> bool:
     # Iterative, so that the check itself cannot hit the recursion limit.
     stack: list[tuple[JSONValue, int]] = [(value, 1)]
@@ -111,6 +133,47 @@ class ArgumentParser:
         Raises:
             ToolArgumentsError: Why the arguments were refused, and what is expected.
         """
+        arguments = _plain_object(text, limits)
+        if arguments is None:  # anything unusual, or refused: checked step by step
+            arguments = self._object(call_id, text, limits)
+        accepts = self._validator.accepts  # (jsonschema-rs: valid arguments end here)
+        try:
+            valid = accepts is not None and accepts(arguments) is True
+        except (ValueError, TypeError, OverflowError):
+            valid = False  # what it cannot read: jsonschema judges
+        except Exception as exc:
+            self._unchecked(call_id, exc)
+        if not valid:
+            self._judged(call_id, arguments)
+        if self._signature.model is None:
+            # Just decoded from the text, so nobody else holds it: no copy. (Not `cast`: a
+            # call, on the hot path.)
+            return arguments  # type: ignore[return-value]
+        try:
+            return self._convert(call_id, arguments)
+        except ToolArgumentsError:
+            raise
+        except Exception as exc:
+            self._unchecked(call_id, exc)
+
+    def _judged(self, call_id: str, arguments: JSONObject) -> None:
+        """Refuse ``arguments`` if jsonschema, the reference, refuses them."""
+        try:
+            problem = self._validator.reference_error(arguments)
+        except Exception as exc:
+            self._unchecked(call_id, exc)
+        if problem is not None:
+            pointer, message = problem
+            self._refuse(call_id, pointer, f"{message}; {self._expected}")
+
+    def _unchecked(self, call_id: str, exc: Exception) -> NoReturn:
+        # Whatever the schema or the arguments model does (a reference that fails, a
+        # validator of the user's that raises), the call gets an error result: the round
+        # goes on and the run is never stranded.
+        self._refuse(call_id, "", f"they could not be checked ({type(exc).__name__}: {exc})")
+
+    def _object(self, call_id: str, text: str, limits: ArgumentLimits) -> JSONObject:
+        """The arguments as a JSON object, each check in turn: or the refusal of the first."""
         if len(text) > limits.max_chars:
             self._refuse(
                 call_id,
@@ -126,19 +189,7 @@ class ArgumentParser:
                 f"they must be a JSON object, not a JSON {_json_type(arguments)}; "
                 f"{self._expected}",
             )
-        try:
-            problem = self._validator.error(arguments)
-            if problem is not None:
-                pointer, message = problem
-                self._refuse(call_id, pointer, f"{message}; {self._expected}")
-            return self._convert(call_id, arguments)
-        except ToolArgumentsError:
-            raise
-        except Exception as exc:
-            # Whatever the schema or the arguments model does (a reference that fails, a
-            # validator of the user's that raises), the call gets an error result: the
-            # round goes on and the run is never stranded.
-            self._refuse(call_id, "", f"they could not be checked ({type(exc).__name__}: {exc})")
+        return arguments
 
     def _decode(self, call_id: str, text: str, limits: ArgumentLimits) -> JSONValue:
         try:
@@ -156,9 +207,7 @@ class ArgumentParser:
 
     def _convert(self, call_id: str, arguments: JSONObject) -> dict[str, object]:
         model = self._signature.model
-        if model is None:
-            # Just decoded from the text, so nobody else holds it: no copy.
-            return cast("dict[str, object]", arguments)
+        assert model is not None  # (the caller checked)
         try:
             instance = model.model_validate(arguments)
         except ValidationError as exc:

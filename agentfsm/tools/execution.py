@@ -80,18 +80,13 @@ TRIED_ATTRIBUTE = "agentfsm_attempts"
 async def execute(
     tool: Tool[..., object], kwargs: dict[str, object], call_id: str, retry: RetrySettings
 ) -> Attempted:
-    """Run ``tool``'s body with ``kwargs``, retrying only when the tool allows it."""
+    """Run ``tool``'s body with ``kwargs``, retrying only when the tool allows it.
+
+    `start` is the entry: it runs a plain body (no timeout, no retries) itself.
+    """
     if not (tool.idempotent and tool.retry_on and retry.max_attempts > 1):
-        function = tool.function
         try:
-            if tool.timeout is None and function is not None:  # `_once`, inlined
-                value = function(**kwargs)
-                if type(value) not in _PLAIN and inspect.isawaitable(value):
-                    value = await value
-                    if type(value) is Tried:
-                        return Attempted(value.value, None, value.attempts)
-            else:
-                value = await _once(tool, kwargs, call_id, retry.cancel_grace)
+            value = await _once(tool, kwargs, call_id, retry.cancel_grace)
         except Exception as exc:  # the body's failure: data for the model, not a crash
             return Attempted(None, exc, getattr(exc, TRIED_ATTRIBUTE, 1))
         return Attempted(value, None, 1)
@@ -111,6 +106,44 @@ async def execute(
     except Exception as exc:  # the last try's failure, or a failure that is not retryable
         return Attempted(None, exc, attempts)
     return Attempted(value, None, attempts)
+
+
+def start(
+    tool: Tool[..., object], kwargs: dict[str, object], call_id: str, retry: RetrySettings
+) -> Attempted | Awaitable[Attempted]:
+    """`execute`, with no coroutine when none is needed: what a call of ``tool`` produced.
+
+    A tool with no timeout and no retries whose body returns a plain value (not an
+    awaitable) has its `Attempted` at once; any other call returns `execute`'s coroutine
+    (or, for a body that returned an awaitable, one that awaits it), for the caller to
+    await. Either way the outcome is `execute`'s, and the body has started once when this
+    returns, as ``await execute(...)`` would start it.
+    """
+    function = tool.function
+    if (
+        tool.timeout is not None
+        or function is None
+        or (tool.idempotent and tool.retry_on and retry.max_attempts > 1)
+    ):
+        return execute(tool, kwargs, call_id, retry)
+    try:
+        value = function(**kwargs)
+    except Exception as exc:  # the body's failure: data for the model, not a crash
+        return Attempted(None, exc, getattr(exc, TRIED_ATTRIBUTE, 1))
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
+        return _settled(value)
+    return Attempted(value, None, 1)
+
+
+async def _settled(awaitable: Awaitable[object]) -> Attempted:
+    """What an awaitable a body returned came to, as `execute` takes it."""
+    try:
+        value = await awaitable
+    except Exception as exc:
+        return Attempted(None, exc, getattr(exc, TRIED_ATTRIBUTE, 1))
+    if type(value) is Tried:
+        return Attempted(value.value, None, value.attempts)
+    return Attempted(value, None, 1)
 
 
 async def run_once(

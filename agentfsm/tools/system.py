@@ -30,12 +30,12 @@ from agentfsm.errors import (
     ToolTimeoutError,
     UnknownToolError,
 )
-from agentfsm.states.json import JSONObject
+from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall, tool_message
 from agentfsm.tools import checks
 from agentfsm.tools.arguments import ArgumentLimits
 from agentfsm.tools.context import ToolContext
-from agentfsm.tools.execution import Attempted, RetrySettings, Sleep, execute
+from agentfsm.tools.execution import Attempted, RetrySettings, Sleep, start
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
 from agentfsm.tools.policy import Decision, ToolPolicy, refusal
 from agentfsm.tools.registry import AnyTool, ToolRegistry
@@ -459,17 +459,24 @@ class ToolSystem:
                 return None
             attempted = delegated
         else:
-            attempted = await self._run_body(index, call, round_, found, kwargs)
+            started_body = self._run_body(index, call, round_, found, kwargs)
+            # (A plain body's outcome comes at once: no coroutine to await.)
+            attempted = started_body if isinstance(started_body, Attempted) else await started_body
         if attempted.error is not None:
             status = _execution_status(attempted.error, call)
             return self._failed(call, attempted.error, status, started, attempted.attempts)
-        if isinstance(attempted.value, InputRequest):
-            return attempted.value
-        try:
-            output, text = json_output(attempted.value)
-        except (TypeError, ValueError, RecursionError) as exc:
-            bad = ToolOutputError(call.name, call.id, type(attempted.value).__name__, str(exc))
-            return self._failed(call, bad, ToolStatus.ERROR, started, attempted.attempts)
+        value = attempted.value
+        output: JSONValue
+        if type(value) is str:  # (`json_output`'s first case, inlined: the usual output)
+            output = text = value
+        elif isinstance(value, InputRequest):
+            return value
+        else:
+            try:
+                output, text = json_output(value)
+            except (TypeError, ValueError, RecursionError) as exc:
+                bad = ToolOutputError(call.name, call.id, type(value).__name__, str(exc))
+                return self._failed(call, bad, ToolStatus.ERROR, started, attempted.attempts)
         duration = self._timer() - started
         result = tool_result(
             call.id, call.name, ToolStatus.SUCCESS, output, None, duration, attempted.attempts
@@ -478,11 +485,12 @@ class ToolSystem:
 
     def _run_body(
         self, index: int, call: ToolCall, round_: _Round, found: AnyTool, kwargs: dict[str, object]
-    ) -> Awaitable[Attempted]:
+    ) -> Attempted | Awaitable[Attempted]:
         """Run an admitted call's body (its start told first), with its retries.
 
-        When ``on_start`` has nothing to await, this returns `execute`'s coroutine itself:
-        no coroutine of its own wraps it.
+        When ``on_start`` has nothing to await, this is `start`'s outcome itself: a plain
+        body's `Attempted` at once, or `execute`'s coroutine (no coroutine of its own wraps
+        it).
         """
         if found.context_parameter is not None:
             resume = None if round_.resumes is None else round_.resumes.get(call.id)
@@ -493,7 +501,7 @@ class ToolSystem:
                 return self._run_started(starting, index, call, round_, found, kwargs)
         if self._observer is not None:
             self._observe(ObservationType.STARTED, round_, index, call, None)
-        return execute(found, kwargs, call.id, self._retry)
+        return start(found, kwargs, call.id, self._retry)
 
     async def _run_started(
         self,
@@ -508,7 +516,8 @@ class ToolSystem:
         await starting
         if self._observer is not None:
             self._observe(ObservationType.STARTED, round_, index, call, None)
-        return await execute(found, kwargs, call.id, self._retry)
+        ran = start(found, kwargs, call.id, self._retry)
+        return ran if isinstance(ran, Attempted) else await ran
 
     def _admit(self, call: ToolCall, round_: _Round) -> tuple[AnyTool, dict[str, object]]:
         if round_.enabled is not None and call.name not in round_.enabled:
@@ -516,7 +525,8 @@ class ToolSystem:
         found = self.registry.find(call.name)
         if found is None:
             raise UnknownToolError(call.name, self._available(round_), call_id=call.id)
-        decision = round_.decisions.get(call.id)
+        decisions = round_.decisions
+        decision = None if decisions is _NO_DECISIONS else decisions.get(call.id)
         # (An allowed server-side tool with no decision always passes: the usual case.)
         if decision is not None or found.client_side or found.policy is not ToolPolicy.ALLOW:
             reason = refusal(found.policy, found.client_side, decision)

@@ -131,3 +131,28 @@ def test_an_agent_nobody_holds_is_freed_at_once_and_its_emitter_then_tells_nobod
 
     assert told > 0
     assert len(seen) == told  # the run is gone: its listeners hear nothing more
+
+
+def test_a_runs_messages_keep_their_fields_inline_with_no_dict_each() -> None:
+    round_ = calls(("c1", "lookup", {"query": "a"}), ("c2", "lookup", {}))
+    agent = Agent(
+        ScriptedModel([round_, answer("A")]),
+        TOOLS,
+        listeners=[lambda event: None],
+    )
+    agent.start()
+
+    assert agent.submit("first").reply == "A"
+
+    assert [message.role for message in agent.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
+    user_input = agent.trace[0]
+    for record in [*agent.messages, user_input]:
+        # Each keeps its fields in its inline values: the garbage collector sees them one by
+        # one, and no dict object (64 bytes) per message.
+        assert not any(type(part) is dict for part in gc.get_referents(record)), record

@@ -8,6 +8,7 @@ each fast dump (`message_json`, `result_json`) with pydantic's ``model_dump(mode
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pydantic
@@ -32,6 +33,7 @@ from agentfsm.states.messages import (
     tool_message,
     user_message,
 )
+from agentfsm.states.unchecked import inline_fields, new, put, sealed
 from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, result_json, tool_result
 
 ids = st.text(min_size=1, max_size=8)
@@ -232,3 +234,57 @@ def test_result_json_is_the_model_dump(fields: dict[str, Any]) -> None:
 
     assert result_json(result) == result.model_dump(mode="json")
     assert list(result_json(result)) == list(result.model_dump(mode="json"))
+
+
+def _holds_a_dict(record: pydantic.BaseModel) -> bool:
+    """Whether ``record`` holds a dict object (its ``__dict__``, once made) and not inline values.
+
+    The garbage collector visits an instance's inline values one by one, and its ``__dict__``
+    as one dict, once one was made; none of the records below has a field that is a dict.
+    """
+    return any(type(referent) is dict for referent in gc.get_referents(record))
+
+
+def test_the_messages_a_run_keeps_hold_no_dict_object() -> None:
+    for index in range(100):  # many validated messages first (an application's)
+        Message.tool(str(index), "ok")
+    call = ToolCall(id="c", name="f", arguments="{}")
+    records: list[pydantic.BaseModel] = [
+        tool_message("c", "ok", "f"),
+        user_message("hi"),
+        assistant_message(None, (call,)),
+        user_input_entry(1, "hi", 0.0),
+    ]
+
+    for record in records:
+        assert not _holds_a_dict(record), type(record).__name__
+        vars(record)  # asked for (pydantic does, to compare or dump): then it is made
+        assert _holds_a_dict(record), type(record).__name__
+
+
+def _point_class() -> type[pydantic.BaseModel]:
+    class Point(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(frozen=True)
+        x: int
+        y: int
+
+    return Point
+
+
+def _put_point(cls: type[pydantic.BaseModel]) -> pydantic.BaseModel:
+    point = new(cls)
+    put(point, "x", 1)
+    put(point, "y", 2)
+    return sealed(point, {"x", "y"})
+
+
+def test_inline_fields_keeps_put_records_inline_after_many_validated_ones() -> None:
+    plain, decorated = _point_class(), inline_fields(_point_class())
+    for cls in (plain, decorated):
+        for _ in range(100):
+            cls(x=1, y=2)
+
+    assert _holds_a_dict(_put_point(plain))  # what the decorator prevents
+    fast = _put_point(decorated)
+    assert not _holds_a_dict(fast)
+    same(fast, decorated(x=1, y=2))

@@ -11,7 +11,8 @@ from pydantic import BaseModel, field_validator
 
 from agentfsm.errors import ToolArgumentsError
 from agentfsm.tools import ArgumentLimits, Tool
-from agentfsm.tools.arguments import decode_json
+from agentfsm.tools.accelerator import ArgumentsValidator
+from agentfsm.tools.arguments import ArgumentParser, _plain_object, decode_json
 from agentfsm.tools.schema import json_pointer
 
 
@@ -128,23 +129,110 @@ def _outcome(parse: Callable[[str], object], text: str) -> tuple[str, object]:
         return (type(exc).__name__, str(exc))
 
 
-@given(
-    st.one_of(
-        _JSON.map(json.dumps),
-        st.tuples(
-            st.sampled_from(["", " ", "\n"]), _JSON.map(json.dumps), st.text(max_size=3)
-        ).map("".join),
-        st.text(max_size=30).map(lambda inner: "{" + inner + "}"),
-        st.sampled_from(
-            ['{"a": NaN}', '{"a": 1} {}', '{"a": }', '{"a":' * 5000 + "1" + "}" * 5000, "{}x}"]
-        ),
-    )
+_TEXTS = st.one_of(
+    _JSON.map(json.dumps),
+    st.tuples(st.sampled_from(["", " ", "\n"]), _JSON.map(json.dumps), st.text(max_size=3)).map(
+        "".join
+    ),
+    st.text(max_size=30).map(lambda inner: "{" + inner + "}"),
+    st.sampled_from(
+        ['{"a": NaN}', '{"a": 1} {}', '{"a": }', '{"a":' * 5000 + "1" + "}" * 5000, "{}x}"]
+    ),
 )
+
+
+@given(_TEXTS)
 def test_the_fast_decoder_gives_the_value_or_the_error_of_json_decode(text: str) -> None:
     decoder = json.JSONDecoder(parse_constant=_reject)
 
     assert _outcome(decode_json, text) == _outcome(decoder.decode, text)
 
 
+def _checked_one_by_one(text: str, limits: ArgumentLimits) -> tuple[str, object]:
+    try:
+        return ("value", PARSER._object("c", text, limits))
+    except ToolArgumentsError as refused:
+        return ("refused", refused.detail)
+
+
+@given(
+    _TEXTS,
+    st.builds(ArgumentLimits, max_chars=st.integers(0, 200), max_depth=st.integers(1, 4))
+    | st.just(LIMITS),
+)
+def test_a_plain_object_is_what_the_checks_one_by_one_make_of_it(
+    text: str, limits: ArgumentLimits
+) -> None:
+    plain = _plain_object(text, limits)
+
+    if plain is not None:  # (None: the checks one by one judge it, as they would anyway)
+        assert _checked_one_by_one(text, limits) == ("value", plain)
+
+
+def test_a_plain_object_is_taken_without_the_checks_one_by_one() -> None:
+    assert _plain_object('{"a": [1, {"b": 2}]}', LIMITS) == {"a": [1, {"b": 2}]}
+    for unusual in (' {"a": 1}', '{"a": 1} {}', '{"a": NaN}', "[1]", "", '{"a": "x" * 9}'):
+        assert _plain_object(unusual, ArgumentLimits(max_chars=10)) is None
+    assert _plain_object('{"a": [[1]]}', ArgumentLimits(max_depth=2)) is None  # 3 brackets
+
+
 def _reject(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
+
+
+_BOUNDED = {
+    "type": "object",
+    "properties": {"n": {"type": "integer", "maximum": 5}},
+    "required": ["n"],
+}
+
+
+def _bounded_parser() -> ArgumentParser:
+    parser = Tool(lambda n: n, name="bounded", parameters=_BOUNDED).arguments
+    assert parser.validator.engine == "jsonschema-rs"  # (the dev extra installs it)
+    return parser
+
+
+@pytest.mark.parametrize(("n", "accepted"), [(-(2**70), True), (2**70, False), (3, True)])
+def test_integers_beyond_64_bits_are_judged_as_jsonschema_judges_them(
+    n: int, accepted: bool
+) -> None:
+    parser = _bounded_parser()
+    text = json.dumps({"n": n})
+
+    if accepted:
+        assert parser.parse("c", text, LIMITS) == {"n": n}
+    else:
+        with pytest.raises(ToolArgumentsError, match="greater than the maximum") as refused:
+            parser.parse("c", text, LIMITS)
+        assert refused.value.pointer == "/n"
+
+
+def test_a_validator_that_cannot_read_or_fails_is_taken_as_jsonschema_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parser = _bounded_parser()
+
+    def broken(instance: object) -> bool:
+        raise RuntimeError("the validator broke")
+
+    def unreadable(instance: object) -> bool:
+        raise OverflowError("it cannot read them")
+
+    monkeypatch.setattr(parser.validator, "accepts", unreadable)  # then jsonschema judges
+    assert parser.parse("c", '{"n": 1}', LIMITS) == {"n": 1}
+    with pytest.raises(ToolArgumentsError, match="greater than the maximum"):
+        parser.parse("c", '{"n": 6}', LIMITS)
+
+    monkeypatch.setattr(parser.validator, "accepts", broken)
+    with pytest.raises(ToolArgumentsError, match=r"could not be checked \(RuntimeError"):
+        parser.parse("c", '{"n": 1}', LIMITS)
+
+    monkeypatch.setattr(parser.validator, "accepts", None)  # jsonschema alone, which fails too
+    monkeypatch.setattr(ArgumentsValidator, "reference_error", broken_reference)
+    with pytest.raises(ToolArgumentsError, match=r"could not be checked \(LookupError"):
+        parser.parse("c", '{"n": 1}', LIMITS)
+
+
+def broken_reference(self: ArgumentsValidator, instance: object) -> None:
+    raise LookupError("a reference that fails")
