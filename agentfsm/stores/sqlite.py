@@ -176,7 +176,8 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 where.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the run store {str(where)!r}: {exc}") from exc
-        self._lock = threading.Lock()
+        self._synchronous = synchronous
+        self._lock = threading.RLock()  # (held by save_many around its saves)
         self._written: dict[str, Written] = {}
         opener = connect or (_connect_read_only if read_only else _connect)
         try:
@@ -296,6 +297,59 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 self._written.pop(run_id, None)
                 raise
             self._remember(snapshot)
+
+    def save_many(self, saves: Sequence[tuple[Snapshot, Sequence[Event], int | None]]) -> None:
+        """Make each ``(snapshot, events, expected_version)`` save in order, one fsync for all.
+
+        Each is made by `save`, its own transaction: atomic, and kept by a crash of the
+        process as soon as it commits. On ``synchronous="FULL"`` all but the last commit
+        without an fsync (as on ``NORMAL``), and the last one's fsync makes them all durable
+        across a power loss before this returns (the WAL is one file, written in order); no
+        other save of this store runs in between. The first save that raises ends them:
+        those before it are made durable before it is raised. Write-behind hands a run's
+        batches to this (`agentfsm.stores.base.start_saves`).
+
+        Raises:
+            SnapshotConflictError: A save's stored version is not its expected version.
+            InvalidSaveError: A save does not continue the stored run.
+            StoreWriteError: The store failed to write a save.
+        """
+        for snapshot, _, _ in saves[:1]:
+            self._check_writable(snapshot.run_id)
+        deferred = self._synchronous == "FULL" and len(saves) > 1
+        committed = 0
+        with self._lock:
+            try:
+                for snapshot, events, expected_version in saves:
+                    if deferred and committed in (0, len(saves) - 1):
+                        self._pragma(snapshot.run_id, committed < len(saves) - 1)
+                    self.save(snapshot, events, expected_version=expected_version)
+                    committed += 1
+            except BaseException:
+                if deferred:
+                    self._settle(committed)
+                raise
+
+    def _pragma(self, run_id: str, deferred: bool) -> None:
+        """Commit without an fsync from now on (``deferred``), or as the store was opened."""
+        try:
+            self._conn.execute(f"PRAGMA synchronous={'NORMAL' if deferred else 'FULL'}")
+        except sqlite3.Error as exc:
+            raise self._failure(exc, run_id, writing=True) from exc
+
+    def _settle(self, committed: int) -> None:
+        """After a failed save of `save_many`: fsync again, and what committed without it.
+
+        Rewriting ``user_version`` with its own value writes the file's first page, so that
+        commit appends to the WAL and fsyncs it, with every commit before it.
+        """
+        try:
+            self._conn.execute("PRAGMA synchronous=FULL")
+            if committed:
+                with self._transaction() as conn:
+                    conn.execute(f"PRAGMA user_version={FILE_FORMAT}")
+        except sqlite3.Error:
+            pass  # (the save's own error is what the caller hears of)
 
     def _write_items(
         self, conn: sqlite3.Connection, snapshot: Snapshot, expected_version: int | None
