@@ -24,6 +24,7 @@ half-applied, on power loss; it is faster on disks where fsync is slow.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
@@ -43,7 +44,7 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.states.events import Event
-from agentfsm.stores._items import ITEMS, Written, assemble, core_json, new_items
+from agentfsm.stores._items import ITEMS, Written, assemble, core_json, model_json, new_items
 from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 from agentfsm.stores.watch import PollingWatch
@@ -96,6 +97,33 @@ def _is_corruption(exc: sqlite3.Error) -> bool:
         return (code & 0xFF) in _CORRUPT_CODES
     text = str(exc)
     return "malformed" in text or "not a database" in text
+
+
+_COLUMNS = {"events": "(run_id, seq, event)", "items": "(run_id, kind, idx, item)"}
+_CHUNKS = (64, 16, 4, 1)
+"""The rows one INSERT writes: a save's rows go in chunks of these sizes, largest first."""
+
+
+@functools.cache
+def _insert_sql(table: str, width: int, rows: int) -> str:
+    values = ",".join([f"({','.join('?' * width)})"] * rows)
+    return f"INSERT INTO {table} {_COLUMNS[table]} VALUES {values}"
+
+
+def _insert(conn: sqlite3.Connection, table: str, rows: Sequence[tuple[object, ...]]) -> None:
+    """Insert ``rows`` into ``table`` with a few multi-row statements, not one per row.
+
+    Each statement's step releases the GIL and takes it back, so a save made behind a busy
+    run (in a worker thread) waits for the run's thread once per statement: 81 events are 3
+    statements (64 + 16 + 1 rows), not 81. Four sizes keep the statements few and cached.
+    """
+    start = 0
+    for size in _CHUNKS:
+        while len(rows) - start >= size:
+            chunk = rows[start : start + size]
+            sql = _insert_sql(table, len(chunk[0]), size)
+            conn.execute(sql, [value for row in chunk for value in row])
+            start += size
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -272,10 +300,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                     if actual != expected_version:
                         raise SnapshotConflictError(run_id, expected_version, actual)
                     check_save(snapshot, events, expected_version, stored_seq)
-                    conn.executemany(
-                        "INSERT INTO events (run_id, seq, event) VALUES (?, ?, ?)",
-                        [(run_id, e.seq, e.model_dump_json()) for e in events],
-                    )
+                    _insert(conn, "events", [(run_id, e.seq, model_json(e)) for e in events])
                     self._write_items(conn, snapshot, expected_version)
                     conn.execute(
                         "INSERT OR REPLACE INTO runs (run_id, schema_version, version, seq, "
@@ -364,8 +389,9 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 conn.execute(
                     "DELETE FROM items WHERE run_id = ? AND kind = ?", (run_id, change.kind)
                 )
-            conn.executemany(
-                "INSERT INTO items (run_id, kind, idx, item) VALUES (?, ?, ?, ?)",
+            _insert(
+                conn,
+                "items",
                 [(run_id, change.kind, n, row) for n, row in enumerate(change.rows, change.start)],
             )
 
