@@ -19,7 +19,8 @@ Durability: the file is in WAL mode. With ``synchronous="FULL"`` (the default) e
 committed save is fsynced before `save` returns, so it survives a process crash *and* a
 power loss or OS crash. ``synchronous="NORMAL"`` skips that fsync (WAL stays consistent):
 a committed save survives a process crash (SIGKILL) but the last saves may be lost, never
-half-applied, on power loss; it is faster on disks where fsync is slow.
+half-applied, on power loss; it is faster on disks where fsync is slow. `SQLiteStore.save_many`
+makes several saves, each its own transaction, durable together by the last one's fsync.
 """
 
 from __future__ import annotations
@@ -335,10 +336,18 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         batches to this (`agentfsm.stores.base.start_saves`).
 
         Raises:
+            TypeError: ``saves`` is not a list or tuple of such triples (nothing is saved).
             SnapshotConflictError: A save's stored version is not its expected version.
             InvalidSaveError: A save does not continue the stored run.
             StoreWriteError: The store failed to write a save.
         """
+        if not isinstance(saves, (list, tuple)) or not all(
+            isinstance(save, tuple) and len(save) == 3 and isinstance(save[0], Snapshot)
+            for save in saves
+        ):
+            checks.refuse_type(
+                "saves", saves, "a list or tuple of (snapshot, events, expected_version) tuples"
+            )
         for snapshot, _, _ in saves[:1]:
             self._check_writable(snapshot.run_id)
         deferred = self._synchronous == "FULL" and len(saves) > 1

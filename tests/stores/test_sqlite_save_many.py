@@ -128,6 +128,21 @@ def test_a_read_only_store_refuses_them_unchanged(tmp_path: Path) -> None:
         assert store.list_runs() == []
 
 
+@pytest.mark.parametrize(
+    "saves",
+    [None, "saves", [("snapshot", [], None)], [(make_snapshot("r1", 0, 1), [])]],
+    ids=["none", "text", "not-a-snapshot", "a-pair"],
+)
+def test_saves_that_are_not_triples_are_refused_and_nothing_is_written(
+    tmp_path: Path, saves: object
+) -> None:
+    with Traced(tmp_path / "runs.db") as store:
+        with pytest.raises(TypeError, match=r"saves must be a list or tuple of \(snapshot"):
+            store.save_many(saves)  # type: ignore[arg-type]
+        assert store.statements == []
+        assert store.list_runs() == []
+
+
 def test_no_other_save_of_the_store_commits_in_between(tmp_path: Path) -> None:
     """Another thread's save waits until the group is done: it never commits un-fsynced."""
     entered, gate = threading.Event(), threading.Event()
