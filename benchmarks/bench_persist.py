@@ -9,7 +9,8 @@ socket). The Agent saves by group commit, and on SQLite and PostgreSQL writes be
 run's time with the store over the same run's with none. Resume:
 ``Agent(…, store=…, run_id=…)`` of a finished run of `ITERATIONS` iterations, which loads
 its snapshot and restores both machines. Saves per run: the stored version of a finished run
-(one per save; on SQLite each save is one fsync'd commit). One more row runs the same workload on
+(one per save); fsyncs per run: the fsync'd commits of one run on SQLite FULL (the saves of one
+write-behind hop share one, `SQLiteStore.save_many`). One more row runs the same workload on
 SQLite FULL with the three tools declared idempotent (their saves go on behind the run); the
 durable-run target (`benchmarks.targets`) names that row. The machine's load average is
 recorded beside the medians (its disk and cores are shared: fsync latency varies).
@@ -179,6 +180,37 @@ def langgraph_resume_seconds(saver: Any, thread: str, resumes: int) -> float:
     return (time.perf_counter() - start) / resumes
 
 
+def fsyncs_per_run(directory: Path, tools: list[Tool]) -> int:
+    """The fsync'd commits one run makes on a fresh SQLite FULL file (its connection traced).
+
+    A commit is fsync'd unless ``synchronous`` was NORMAL when it ran: `SQLiteStore.save_many`
+    commits all but the last save of a hop without one (their durability is the last one's).
+    """
+    statements: list[str] = []
+
+    def traced(path: Path) -> sqlite3.Connection:
+        connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    with SQLiteStore(directory / "fsyncs.db", connect=traced) as store:
+        statements.clear()
+        one = agent(store, Listener(), tools=tools)
+        one.start()
+        one.submit(PROMPT)
+        one.close()
+    fsyncs, level, writing = 0, "FULL", False
+    for statement in statements:
+        if statement.startswith("PRAGMA synchronous="):
+            level = statement.partition("=")[2]
+        elif statement.startswith("BEGIN"):
+            writing = statement == "BEGIN IMMEDIATE"
+        elif statement == "COMMIT" and writing:
+            fsyncs += level == "FULL"
+    (directory / "fsyncs.db").unlink()
+    return fsyncs
+
+
 FSYNCS = 100  # per sample
 
 
@@ -215,7 +247,12 @@ def measure(directory: Path, repeats: int) -> dict[str, object]:
         server = stack.enter_context(TemporaryPostgres(durable=True))
         stores = open_stores(directory, server, stack)
         peers = stack.enter_context(langgraph_candidates(server))
-        return _measure(stores, peers, repeats, directory / "fsync.db")
+        results = _measure(stores, peers, repeats, directory / "fsync.db")
+        results["fsyncs_per_run"] = {
+            name: fsyncs_per_run(directory, tools_of(name))
+            for name in ("SQLiteStore FULL", IDEMPOTENT)
+        }
+        return results
     raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow
 
 
@@ -310,6 +347,8 @@ def main() -> None:
             f"{'' if saved is None else f'{saved:.1f}':>15} "
             f"{'' if resumed is None else f'{resumed:.1f}':>10} {saves:>9}"
         )
+    fsyncs = ", ".join(f"{n} {c}" for n, c in results["fsyncs_per_run"].items())  # type: ignore[attr-defined]
+    print(f"fsync'd commits per run: {fsyncs}")
     fsync = results["fsync_commit_us"]
     print(f"one fsync'd SQLite commit of one row: {fsync:.0f} µs (the quietest median)")
     print(f"load average (1 min) at the end: {results['load_average']}")

@@ -137,7 +137,10 @@ def durable_run_target(persist: dict[str, Any]) -> Target:
         if name not in (DURABLE_STORE, "no store") and not name.startswith("LangGraph")
     )
     saves = persist.get("saves_per_run", {}).get(DURABLE_STORE)
-    each = "" if saves is None else f", {saves} fsync'd saves per run"
+    fsyncs = persist.get("fsyncs_per_run", {}).get(DURABLE_STORE)
+    each = "" if saves is None else f", {saves} saves per run"
+    if saves is not None and fsyncs is not None:
+        each += f" ({fsyncs} fsync'd)"
     default = persist.get("saves_per_run", {}).get(DEFAULT_TOOLS_STORE)
     if default is not None:
         each += f"; tools not idempotent: {default} saves"

@@ -13,7 +13,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from agentfsm.stores.snapshot import Snapshot
+
+
+def model_json(model: BaseModel) -> str:
+    """``model.model_dump_json()``, by its class's serializer directly (a test pins them equal).
+
+    A save dumps every event and item it writes; ``model_dump_json`` passes a dozen
+    defaults to the same serializer, a sixth of the cost of a small event.
+    """
+    return type(model).__pydantic_serializer__.to_json(model).decode()
+
 
 ITEMS = {"messages": "m", "trace": "t"}
 """The snapshot's growing fields, kept as item rows (field → kind)."""
@@ -65,7 +77,7 @@ def new_items(snapshot: Snapshot, written: Written | None) -> list[NewItems]:
         items: tuple[Any, ...] = getattr(snapshot, field)
         start = None if written is None else kept(written.items[field], items)
         first = 0 if start is None else start
-        rows = [items[i].model_dump_json() for i in range(first, len(items))]
+        rows = [model_json(items[i]) for i in range(first, len(items))]
         changes.append(NewItems(kind, start is None, first, rows))
     return changes
 

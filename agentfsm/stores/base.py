@@ -334,13 +334,20 @@ def start_saves(
 
     The saves begin at once (not when the event loop next runs), so a run that goes on
     computing overlaps them; each is its own transaction, in order, and the first that
-    raises ends them. What it raises is the future's value, not raised (see `off_loop`).
+    raises ends them. What it raises is the future's value, not raised (see `off_loop`). A
+    store with a ``save_many`` (`SQLiteStore.save_many`) is given them all at once: on
+    ``synchronous="FULL"`` one fsync makes them durable together.
     ``saves`` may be a callable: the worker calls it when it begins, and saves what it gives
     (so saves not begun yet can be replaced without starting another hop).
     """
 
     def save_all() -> None:
-        for snapshot, events, expected_version in saves() if callable(saves) else saves:
+        group = saves() if callable(saves) else saves
+        many = getattr(store, "save_many", None)  # (SQLite's: one fsync for them all)
+        if many is not None:
+            many(group)
+            return
+        for snapshot, events, expected_version in group:
             store.save(snapshot, events, expected_version=expected_version)
 
     return _workers().submit(_outcome, save_all)
