@@ -1,4 +1,8 @@
-"""The emitter builds every event unchecked: each one equals the validated `Event`."""
+"""What the hot path builds or calls in a faster form equals the reference form.
+
+The emitter builds every event unchecked (each equals the validated `Event`); the compiled
+machine calls each guard as its check (each decides as the declared guard does).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentfsm._redact import redact
-from agentfsm.fsm import Emitter
+from agentfsm.fsm import Emitter, RunData
+from agentfsm.fsm.compiled import compile_machine
+from agentfsm.fsm.guards import GUARD_FUNCTIONS, check_of
+from agentfsm.fsm.lifecycle import RunLifecycle
+from agentfsm.fsm.turnloop import TurnLoop
 from agentfsm.states import Event, MachineName
 
 json_values = st.recursive(
@@ -73,3 +81,47 @@ def test_number_numbers_without_telling_and_emit_tells_in_order() -> None:
 
     assert (quiet.seq, loud.seq) == (1, 2)
     assert told == [loud]
+
+
+ARGUMENT_NAMES = (
+    *("text", "calls", "decisions", "question", "now"),
+    *("tool_calls", "needing_action", "asking_user", "message"),
+)
+arguments = st.dictionaries(
+    st.sampled_from(ARGUMENT_NAMES),
+    st.none() | st.integers(-2, 3) | st.booleans() | st.text(max_size=3) | st.lists(st.text()),
+    max_size=4,
+)
+
+
+@given(st.sampled_from(sorted(GUARD_FUNCTIONS)), arguments, st.integers(0, 3), st.integers(0, 3))
+def test_the_compiled_check_of_every_guard_is_the_guard(
+    name: str, args: dict[str, object], iteration: int, turn: int
+) -> None:
+    declared = GUARD_FUNCTIONS[name]
+    check = check_of(declared)
+    data = RunData("r", iteration=iteration, turn=turn, max_turns=2)
+
+    assert check is not None
+    assert check(data, args) == declared(data, **args)
+    assert compiled_checks_agree(name, data, args)
+
+
+def compiled_checks_agree(name: str, data: RunData, args: dict[str, object]) -> bool:
+    """Every compiled transition guarded by ``name`` decides as the declared guard does."""
+    for machine in (
+        compile_machine(RunLifecycle, MachineName.RUN, "state"),
+        compile_machine(TurnLoop, MachineName.LOOP, "loop_state"),
+    ):
+        for row_transition in (
+            t for by_event in machine.dispatch.values() for ts in by_event.values() for t in ts
+        ):
+            for check, guard_name in zip(
+                row_transition.checks, row_transition.guard_names, strict=True
+            ):
+                bare = guard_name.removeprefix("not ")
+                if bare == name:
+                    expected = GUARD_FUNCTIONS[name](data, **args)
+                    if check(data, args) != (expected if bare == guard_name else not expected):
+                        return False
+    return True
