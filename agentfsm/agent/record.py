@@ -42,6 +42,8 @@ from agentfsm.tools.results import ToolResult, result_json
 from agentfsm.tools.sources import ToolSource
 from agentfsm.tools.system import Answer, ToolSystem
 
+_CONVERSATION = MachineName.CONVERSATION
+
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
 NO_INPUTS: Mapping[str, JSONObject] = MappingProxyType({})
@@ -453,9 +455,13 @@ class RunRecord(WriteBehind):
         return message_json(model) if isinstance(model, Message) else result_json(model)
 
     def _note(self, kind: RecordKind, data: JSONObject) -> None:
-        """Record a change to the conversation (already made) as a ``conversation`` event."""
+        """Record a change to the conversation (already made) as a ``conversation`` event.
+
+        The Agent is its emitter's only listener (a weak reference to itself): it takes the
+        event here directly, as the emitter would have given it, without that detour.
+        """
         state = self._data.state
-        self._emitter.emit(MachineName.CONVERSATION, kind, state, state, data)
+        self._on_event(self._emitter.number(_CONVERSATION, kind, state, state, data))
 
     def _append(self, messages: Iterable[Message]) -> None:
         for message in messages:
@@ -489,5 +495,8 @@ class RunRecord(WriteBehind):
         self._trace.append(entry)
         if self._undelivered:  # after the events waiting in the batch, in order
             self._undelivered.append(entry)
+        elif self._quiet is None:  # `_deliver`, inlined, as in `_on_event`
+            for listener in self._listeners:
+                listener(entry)
         else:
             self._deliver(entry)

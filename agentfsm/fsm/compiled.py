@@ -15,6 +15,7 @@ from typing import Any
 
 from agentfsm.errors import GuardFailedError, IllegalTransitionError, MachineDefinitionError
 from agentfsm.fsm.emitter import Emitter
+from agentfsm.fsm.guards import Args, Check, check_of
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONValue
 from agentfsm.states.names import MachineName
@@ -39,6 +40,10 @@ class CompiledTransition:
     """The predicates that must all hold (an ``unless`` guard compiled to its negation)."""
     guard_names: tuple[str, ...]
     """The guards' names (``not name`` for an ``unless`` guard)."""
+    checks: tuple[Check, ...]
+    """The same guards as `send` calls them, ``check(model, event_args)``: a guard of
+    `agentfsm.fsm.guards` as its check (no keyword unpacking), any other through
+    `_keywords`; resolved once, here."""
     effects: tuple[Callback, ...]
     """The transition's ``on`` actions, in order: ``effect(model, source, **args)``."""
     enters: tuple[Callback, ...]
@@ -116,10 +121,33 @@ def _negate(guard: Callback) -> Callback:
     return unless
 
 
+def _keywords(guard: Callback) -> Check:
+    """A guard that is not one of `agentfsm.fsm.guards` as a check: called with keywords."""
+
+    def check(model: Any, args: Args) -> bool:
+        return bool(guard(model, **args) if args else guard(model))
+
+    return check
+
+
+def _as_check(func: Callback, expected: bool) -> Check:
+    """``func`` (or its negation, for an ``unless`` guard) as a check, resolved once."""
+    found = check_of(func)
+    check = _keywords(func) if found is None else found
+    if expected:
+        return check
+
+    def unless(model: Any, args: Args) -> bool:
+        return not check(model, args)
+
+    return unless
+
+
 def _compile_transition(chart: type[Any], transition: Any) -> list[CompiledTransition]:
     where = f"{chart.__name__} {transition.source.id}→{transition.target.id}"
     specs = _callables(transition.cond, where)
     guards = tuple(spec.func if spec.expected_value else _negate(spec.func) for spec in specs)
+    checks = tuple(_as_check(spec.func, bool(spec.expected_value)) for spec in specs)
     names = tuple(
         spec.func.__name__ if spec.expected_value else f"not {spec.func.__name__}"
         for spec in specs
@@ -140,6 +168,7 @@ def _compile_transition(chart: type[Any], transition: Any) -> list[CompiledTrans
             target=transition.target.value,
             guards=guards,
             guard_names=names,
+            checks=checks,
             effects=effects,
             enters=enters,
             internal=bool(transition.internal),
@@ -369,7 +398,7 @@ class Machine(MachineView):
         state = getattr(model, compiled.state_field)
         candidates = compiled.dispatch.get(state, _NOTHING).get(event)
         return candidates is not None and any(
-            all(guard(model, **args) for guard in transition.guards) for transition in candidates
+            all(check(model, args) for check in transition.checks) for transition in candidates
         )
 
     def send(self, event: str, /, **args: JSONValue) -> Event:
@@ -392,15 +421,17 @@ class Machine(MachineView):
             raise TypeError(
                 f"event arguments may not be named {sorted(RESERVED_ARGS & args.keys())!r}"
             )
-        # The selection, inlined: this is the hot path of every transition. Calls spell out the
-        # no-argument case because f(x, **{}) costs twice what f(x) does.
+        # The selection, inlined: this is the hot path of every transition. The guards are
+        # called as checks, with the arguments as one mapping (a keyword call would copy them
+        # into a new dict per guard); effects spell out the no-argument case because
+        # f(x, **{}) costs twice what f(x) does.
         compiled, model = self.compiled, self.model
         state = getattr(model, compiled.state_field)
         candidates = compiled.dispatch.get(state, _NOTHING).get(event)
         if candidates is not None:
             for transition in candidates:
-                for guard in transition.guards:
-                    if not (guard(model, **args) if args else guard(model)):
+                for check in transition.checks:
+                    if not check(model, args):
                         break
                 else:
                     for effect in transition.effects:

@@ -6,7 +6,13 @@ import time
 from collections.abc import Callable
 
 from agentfsm._redact import redact
-from agentfsm.states.events import Event, unchecked_event
+from agentfsm.states.events import (
+    EVENT_FIELDS,
+    Event,
+    set_extra,
+    set_fields_set,
+    set_private,
+)
 from agentfsm.states.json import JSONObject
 from agentfsm.states.names import MachineName
 
@@ -15,6 +21,8 @@ Listener = Callable[[Event], object]
 
 Clock = Callable[[], float]
 """The time in seconds since the Unix epoch; inject a fake one in tests."""
+
+_new = object.__new__
 
 _ERROR_EVENTS = frozenset({"fail", "model_failed"})
 """Events whose ``message`` is an error's text: credentials in it are masked."""
@@ -52,16 +60,38 @@ class Emitter:
         self, machine: MachineName, event: str, source: str, target: str, data: JSONObject
     ) -> Event:
         """Number one accepted transition, deliver it to every listener and return it."""
-        self.seq += 1
+        record = self.number(machine, event, source, target, data)
+        for listener in self.listeners:
+            listener(record)
+        return record
+
+    def number(
+        self, machine: MachineName, event: str, source: str, target: str, data: JSONObject
+    ) -> Event:
+        """Number one accepted transition and return its `Event`, delivered to nobody.
+
+        For an owner that is its emitter's only listener (the `Agent`): it takes the event
+        itself, as `emit` would have given it, without the call through its listener.
+        """
+        self.seq = seq = self.seq + 1
         if event in _ERROR_EVENTS and isinstance(data.get("message"), str):
             # An error's text may quote a URL with user-info, a key or an Authorization
             # value: the event log (and so the store) never records them.
             data = {**data, "message": redact(str(data["message"]))}
-        # The machine built every field from checked values; validating them again would
-        # cost more than the whole rest of the transition.
-        record = unchecked_event(
-            self.seq, self.run_id, machine, event, source, target, self.clock(), data
-        )
-        for listener in self.listeners:
-            listener(record)
+        # `unchecked_event`, inlined (every event of every run is built here): the machine
+        # built every field from checked values, and validating them again would cost more
+        # than the whole rest of the transition. A property test pins it to ``Event(...)``.
+        record: Event = _new(Event)
+        fields = record.__dict__
+        fields["seq"] = seq
+        fields["run_id"] = self.run_id
+        fields["machine"] = machine
+        fields["event"] = event
+        fields["source"] = source
+        fields["target"] = target
+        fields["at"] = self.clock()
+        fields["data"] = data
+        set_fields_set(record, EVENT_FIELDS)
+        set_extra(record, None)
+        set_private(record, None)
         return record

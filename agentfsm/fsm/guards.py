@@ -1,8 +1,12 @@
 """The guards of both machines: pure functions of the run's data and the event's arguments.
 
-Each takes the run's `RunData` first (python-statemachine injects it as ``model``) and the
-event's keyword arguments; each returns a bool and never does I/O. Their names are the
-names in `agentfsm.states.GUARDS`, which says in words what each checks.
+Each is written once, as a *check* ``check(model, args)``: the run's `RunData` and the event's
+arguments as one mapping (read with ``args.get(name, default)``). `guard` turns a check into
+the declared form, ``guard(model, **event_args)``, which python-statemachine (it injects the
+data as ``model``) and the verifier call; the compiled machine calls the check itself, with
+no keyword unpacking (`check_of`), which costs a fraction of a keyword call. Each returns a
+bool and never does I/O. Their names are the names in `agentfsm.states.GUARDS`, which says
+in words what each checks.
 """
 
 from __future__ import annotations
@@ -16,24 +20,55 @@ from agentfsm.states.tables import PAUSABLE
 Guard = Callable[..., bool]
 """A guard: ``guard(model, **event_args) -> bool``."""
 
+Args = Mapping[str, object]
+"""An event's arguments, as a check reads them."""
+
+Check = Callable[[RunData, Args], bool]
+"""A guard as the compiled machine calls it: ``check(model, event_args) -> bool``."""
+
+_CHECKS: dict[Guard, Check] = {}
+
+
+def guard(check: Check) -> Guard:
+    """The declared guard for ``check``: ``guard(model, **event_args)``, same name and doc."""
+
+    def declared(model: RunData, **args: object) -> bool:
+        return check(model, args)
+
+    declared.__name__ = declared.__qualname__ = check.__name__
+    declared.__doc__ = check.__doc__
+    _CHECKS[declared] = check
+    return declared
+
+
+def check_of(declared: Guard) -> Check | None:
+    """The check a guard of this module was made from; None for any other callable."""
+    return _CHECKS.get(declared)
+
 
 def _is_message(text: object) -> bool:
     return isinstance(text, str) and bool(text.strip())
 
 
-def submit_allowed(model: RunData, text: object = None, **_: object) -> bool:
+@guard
+def submit_allowed(model: RunData, args: Args) -> bool:
     """The input is a non-empty message and the run's turn limit is not reached."""
+    text = args.get("text")
     under_cap = model.max_turns is None or model.turn < model.max_turns
     return under_cap and _is_message(text)
 
 
-def input_queued(model: RunData, text: object = None, **_: object) -> bool:
+@guard
+def input_queued(model: RunData, args: Args) -> bool:
     """The run queues inputs that arrive while busy, and this one is a non-empty message."""
+    text = args.get("text")
     return model.input_policy is InputPolicy.QUEUE and _is_message(text)
 
 
-def input_interrupts(model: RunData, text: object = None, **_: object) -> bool:
+@guard
+def input_interrupts(model: RunData, args: Args) -> bool:
     """An input that arrives while busy interrupts the turn, and this one is a message."""
+    text = args.get("text")
     return model.input_policy is InputPolicy.INTERRUPT and _is_message(text)
 
 
@@ -47,13 +82,17 @@ def _ids(calls: object) -> bool:
     )
 
 
-def has_calls(model: RunData, calls: object = None, **_: object) -> bool:
+@guard
+def has_calls(model: RunData, args: Args) -> bool:
     """At least one tool call (given by its id, each once) awaits the application."""
+    calls = args.get("calls")
     return _ids(calls)
 
 
-def decides_every_pending_call(model: RunData, decisions: object = None, **_: object) -> bool:
+@guard
+def decides_every_pending_call(model: RunData, args: Args) -> bool:
     """There is exactly one decision (or answer) per pending call id, and no other."""
+    decisions = args.get("decisions")
     return (
         isinstance(decisions, Mapping)
         and bool(model.pending)
@@ -61,30 +100,37 @@ def decides_every_pending_call(model: RunData, decisions: object = None, **_: ob
     )
 
 
-def asks_question(
-    model: RunData, question: object = None, calls: object = None, **_: object
-) -> bool:
+@guard
+def asks_question(model: RunData, args: Args) -> bool:
     """The agent asked a non-empty question through at least one ``ask_user`` call."""
+    question = args.get("question")
+    calls = args.get("calls")
     return _is_message(question) and _ids(calls)
 
 
-def has_answer(model: RunData, text: object = None, **_: object) -> bool:
+@guard
+def has_answer(model: RunData, args: Args) -> bool:
     """The user's answer is non-empty text."""
+    text = args.get("text")
     return _is_message(text)
 
 
-def turn_finished(model: RunData, **_: object) -> bool:
+@guard
+def turn_finished(model: RunData, args: Args) -> bool:
     """The turn's loop ended with an answer or at its iteration cap."""
     return model.loop_state in (LoopState.ANSWERED, LoopState.EXHAUSTED)
 
 
-def at_boundary(model: RunData, **_: object) -> bool:
+@guard
+def at_boundary(model: RunData, args: Args) -> bool:
     """No model call and no tool call is in flight."""
     return model.at_boundary
 
 
-def deadline_passed(model: RunData, now: object = None, **_: object) -> bool:
+@guard
+def deadline_passed(model: RunData, args: Args) -> bool:
     """The wait has a deadline and ``now`` (seconds since the epoch) is at or past it."""
+    now = args.get("now")
     return (
         model.deadline is not None
         and isinstance(now, (int, float))
@@ -94,12 +140,12 @@ def deadline_passed(model: RunData, now: object = None, **_: object) -> bool:
 
 
 def _paused_in(state: str) -> Guard:
-    def guard(model: RunData, **_: object) -> bool:
+    def check(model: RunData, args: Args) -> bool:
         return model.paused_from == state
 
-    guard.__name__ = guard.__qualname__ = f"paused_in_{state}"
-    guard.__doc__ = f"The run was paused in {state!r}."
-    return guard
+    check.__name__ = check.__qualname__ = f"paused_in_{state}"
+    check.__doc__ = f"The run was paused in {state!r}."
+    return guard(check)
 
 
 paused_in_ready, paused_in_busy, paused_in_requires_action = (
@@ -116,81 +162,95 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def no_tool_calls(model: RunData, tool_calls: object = 0, **_: object) -> bool:
+@guard
+def no_tool_calls(model: RunData, args: Args) -> bool:
     """The response has no tool calls, and the run has no output type to validate it against."""
+    tool_calls = args.get("tool_calls", 0)
     return _count(tool_calls) == 0 and model.output_retries is None
 
 
-def answer_to_validate(model: RunData, tool_calls: object = 0, **_: object) -> bool:
+@guard
+def answer_to_validate(model: RunData, args: Args) -> bool:
     """The response has no tool calls, and the run has an output type: it is validated."""
+    tool_calls = args.get("tool_calls", 0)
     return _count(tool_calls) == 0 and model.output_retries is not None
 
 
-def needs_action(
-    model: RunData, tool_calls: object = 0, needing_action: object = 0, **_: object
-) -> bool:
+@guard
+def needs_action(model: RunData, args: Args) -> bool:
     """Some call of the response needs approval or is client-side."""
+    tool_calls = args.get("tool_calls", 0)
+    needing_action = args.get("needing_action", 0)
     return _count(tool_calls) > 0 and _count(needing_action) > 0
 
 
-def asks_user_only(
-    model: RunData,
-    tool_calls: object = 0,
-    needing_action: object = 0,
-    asking_user: object = 0,
-    **_: object,
-) -> bool:
+@guard
+def asks_user_only(model: RunData, args: Args) -> bool:
     """No call needs approval, but some are ``ask_user`` calls awaiting the user."""
-    return _count(tool_calls) > 0 and _count(needing_action) == 0 and _count(asking_user) > 0
+    return (
+        _count(args.get("tool_calls", 0)) > 0
+        and _count(args.get("needing_action", 0)) == 0
+        and _count(args.get("asking_user", 0)) > 0
+    )
 
 
-def may_run_now(
-    model: RunData,
-    tool_calls: object = 0,
-    needing_action: object = 0,
-    asking_user: object = 0,
-    **_: object,
-) -> bool:
+@guard
+def may_run_now(model: RunData, args: Args) -> bool:
     """Every call of the response may run without waiting for anyone."""
-    return _count(tool_calls) > 0 and _count(needing_action) == 0 and _count(asking_user) == 0
+    return (
+        _count(args.get("tool_calls", 0)) > 0
+        and _count(args.get("needing_action", 0)) == 0
+        and _count(args.get("asking_user", 0)) == 0
+    )
 
 
-def below_max_iterations(model: RunData, **_: object) -> bool:
+@guard
+def below_max_iterations(model: RunData, args: Args) -> bool:
     """Another iteration fits under the cap."""
     return model.iteration < model.max_iterations
 
 
-def at_max_iterations(model: RunData, **_: object) -> bool:
+@guard
+def at_max_iterations(model: RunData, args: Args) -> bool:
     """The turn has used all its iterations."""
     return model.iteration >= model.max_iterations
 
 
-def child_needs_action(model: RunData, needing_action: object = 0, **_: object) -> bool:
+@guard
+def child_needs_action(model: RunData, args: Args) -> bool:
     """The child run waits for approval or a client-side result."""
+    needing_action = args.get("needing_action", 0)
     return _count(needing_action) > 0
 
 
-def child_asks_user(
-    model: RunData, needing_action: object = 0, asking_user: object = 0, **_: object
-) -> bool:
+@guard
+def child_asks_user(model: RunData, args: Args) -> bool:
     """The child run waits only for the user's answer to its question."""
+    needing_action = args.get("needing_action", 0)
+    asking_user = args.get("asking_user", 0)
     return _count(needing_action) == 0 and _count(asking_user) > 0
 
 
-def may_retry_output(model: RunData, **_: object) -> bool:
-    """An invalid answer may go back to the model: retries and iterations are left."""
+def _may_retry(model: RunData) -> bool:
     retries = model.output_retries or 0
     return model.invalid_outputs < retries and model.iteration < model.max_iterations
 
 
-def output_retries_spent(model: RunData, **_: object) -> bool:
+@guard
+def may_retry_output(model: RunData, args: Args) -> bool:
+    """An invalid answer may go back to the model: retries and iterations are left."""
+    return _may_retry(model)
+
+
+@guard
+def output_retries_spent(model: RunData, args: Args) -> bool:
     """An invalid answer cannot go back to the model: no retry or no iteration is left."""
-    return not may_retry_output(model)
+    return not _may_retry(model)
 
 
 GUARD_FUNCTIONS: dict[str, Guard] = {
-    guard.__name__: guard
-    for guard in (
+    declared.__name__: declared
+    for declared in (
         submit_allowed,
         input_queued,
         input_interrupts,
