@@ -18,16 +18,8 @@ from agentfsm.fsm.guards import GUARD_FUNCTIONS, check_of
 from agentfsm.fsm.lifecycle import RunLifecycle
 from agentfsm.fsm.turnloop import TurnLoop
 from agentfsm.states import Event, MachineName
+from tests.states.test_models import json_values
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
-    max_leaves=10,
-)
 events = st.builds(
     Event,
     seq=st.integers(min_value=1),
