@@ -152,7 +152,7 @@ class ArgumentsValidator:
         schema: The arguments' JSON Schema (draft 2020-12), already checked.
     """
 
-    __slots__ = ("_fast", "_reference", "accepts", "engine", "fallback")
+    __slots__ = ("_fast", "_reference", "engine", "fallback")
 
     def __init__(self, tool_name: str, schema: JSONObject) -> None:
         self._reference = Draft202012Validator(copy.deepcopy(schema))
@@ -174,10 +174,6 @@ class ArgumentsValidator:
                     tool_name,
                     self.fallback,
                 )
-        self.accepts: Any = None if self._fast is None else self._fast.is_valid
-        """jsonschema-rs's verdict (``accepts(instance)``, True for valid arguments; it may
-        raise for what it cannot read), or None without the accelerator. Only a True is
-        final: anything else goes to `error`."""
         self.engine = "jsonschema" if self._fast is None else "jsonschema-rs"
         """Which validator gives the verdict on valid arguments."""
 
@@ -200,10 +196,6 @@ class ArgumentsValidator:
                     return None
             except (ValueError, TypeError, OverflowError):
                 pass  # jsonschema decides
-        return schema_error(self._reference, instance)
-
-    def reference_error(self, instance: JSONObject) -> tuple[str, str] | None:
-        """`error` as jsonschema alone judges: for what ``accepts`` did not accept."""
         return schema_error(self._reference, instance)
 
 

@@ -136,15 +136,15 @@ class ArgumentParser:
         arguments = _plain_object(text, limits)
         if arguments is None:  # anything unusual, or refused: checked step by step
             arguments = self._object(call_id, text, limits)
-        accepts = self._validator.accepts  # (jsonschema-rs: valid arguments end here)
         try:
-            valid = accepts is not None and accepts(arguments) is True
-        except (ValueError, TypeError, OverflowError):
-            valid = False  # what it cannot read: jsonschema judges
+            # jsonschema-rs's yes ends it; anything else is jsonschema's verdict (the
+            # differential test pins the two together)
+            problem = self._validator.error(arguments)
         except Exception as exc:
             self._unchecked(call_id, exc)
-        if not valid:
-            self._judged(call_id, arguments)
+        if problem is not None:
+            pointer, message = problem
+            self._refuse(call_id, pointer, f"{message}; {self._expected}")
         if self._signature.model is None:
             # Just decoded from the text, so nobody else holds it: no copy. (Not `cast`: a
             # call, on the hot path.)
@@ -155,16 +155,6 @@ class ArgumentParser:
             raise
         except Exception as exc:
             self._unchecked(call_id, exc)
-
-    def _judged(self, call_id: str, arguments: JSONObject) -> None:
-        """Refuse ``arguments`` if jsonschema, the reference, refuses them."""
-        try:
-            problem = self._validator.reference_error(arguments)
-        except Exception as exc:
-            self._unchecked(call_id, exc)
-        if problem is not None:
-            pointer, message = problem
-            self._refuse(call_id, pointer, f"{message}; {self._expected}")
 
     def _unchecked(self, call_id: str, exc: Exception) -> NoReturn:
         # Whatever the schema or the arguments model does (a reference that fails, a

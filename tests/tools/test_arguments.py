@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, field_validator
 
 from agentfsm.errors import ToolArgumentsError
-from agentfsm.tools import ArgumentLimits, Tool
-from agentfsm.tools.accelerator import ArgumentsValidator
+from agentfsm.tools import ArgumentLimits, Tool, accelerator
 from agentfsm.tools.arguments import ArgumentParser, _plain_object, decode_json
 from agentfsm.tools.schema import json_pointer
 
@@ -213,26 +212,30 @@ def test_a_validator_that_cannot_read_or_fails_is_taken_as_jsonschema_says(
 ) -> None:
     parser = _bounded_parser()
 
-    def broken(instance: object) -> bool:
-        raise RuntimeError("the validator broke")
+    class Fast:
+        """A jsonschema-rs validator whose verdict raises ``error``."""
 
-    def unreadable(instance: object) -> bool:
-        raise OverflowError("it cannot read them")
+        def __init__(self, error: Exception) -> None:
+            self.error = error
 
-    monkeypatch.setattr(parser.validator, "accepts", unreadable)  # then jsonschema judges
+        def is_valid(self, instance: object) -> bool:
+            raise self.error
+
+    # it cannot read them: then jsonschema judges
+    monkeypatch.setattr(parser.validator, "_fast", Fast(OverflowError("it cannot read them")))
     assert parser.parse("c", '{"n": 1}', LIMITS) == {"n": 1}
     with pytest.raises(ToolArgumentsError, match="greater than the maximum"):
         parser.parse("c", '{"n": 6}', LIMITS)
 
-    monkeypatch.setattr(parser.validator, "accepts", broken)
+    monkeypatch.setattr(parser.validator, "_fast", Fast(RuntimeError("the validator broke")))
     with pytest.raises(ToolArgumentsError, match=r"could not be checked \(RuntimeError"):
         parser.parse("c", '{"n": 1}', LIMITS)
 
-    monkeypatch.setattr(parser.validator, "accepts", None)  # jsonschema alone, which fails too
-    monkeypatch.setattr(ArgumentsValidator, "reference_error", broken_reference)
+    monkeypatch.setattr(parser.validator, "_fast", None)  # jsonschema alone, which fails too
+    monkeypatch.setattr(accelerator, "schema_error", broken_reference)
     with pytest.raises(ToolArgumentsError, match=r"could not be checked \(LookupError"):
         parser.parse("c", '{"n": 1}', LIMITS)
 
 
-def broken_reference(self: ArgumentsValidator, instance: object) -> None:
+def broken_reference(validator: object, instance: object) -> None:
     raise LookupError("a reference that fails")
