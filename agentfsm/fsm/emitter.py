@@ -6,13 +6,7 @@ import time
 from collections.abc import Callable
 
 from agentfsm._redact import redact
-from agentfsm.states.events import (
-    EVENT_FIELDS,
-    Event,
-    set_extra,
-    set_fields_set,
-    set_private,
-)
+from agentfsm.states.events import Event, unchecked_event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.names import MachineName
 
@@ -21,8 +15,6 @@ Listener = Callable[[Event], object]
 
 Clock = Callable[[], float]
 """The time in seconds since the Unix epoch; inject a fake one in tests."""
-
-_new = object.__new__
 
 _ERROR_EVENTS = frozenset({"fail", "model_failed"})
 """Events whose ``message`` is an error's text: credentials in it are masked."""
@@ -78,20 +70,7 @@ class Emitter:
             # An error's text may quote a URL with user-info, a key or an Authorization
             # value: the event log (and so the store) never records them.
             data = {**data, "message": redact(str(data["message"]))}
-        # `unchecked_event`, inlined (every event of every run is built here): the machine
-        # built every field from checked values, and validating them again would cost more
-        # than the whole rest of the transition. A property test pins it to ``Event(...)``.
-        record: Event = _new(Event)
-        fields = record.__dict__
-        fields["seq"] = seq
-        fields["run_id"] = self.run_id
-        fields["machine"] = machine
-        fields["event"] = event
-        fields["source"] = source
-        fields["target"] = target
-        fields["at"] = self.clock()
-        fields["data"] = data
-        set_fields_set(record, EVENT_FIELDS)
-        set_extra(record, None)
-        set_private(record, None)
-        return record
+        # The machine built every field from checked values; validating them again would
+        # cost more than the whole rest of the transition.
+        at = self.clock()
+        return unchecked_event(seq, self.run_id, machine, event, source, target, at, data)

@@ -44,14 +44,10 @@ def _slot_setter(name: str) -> Callable[[object, object], None]:
 
 # One set shared by every unchecked event: pydantic reads it, and copies it before any
 # change (model_copy), so sharing it is safe; it must be a set, not a frozenset.
-EVENT_FIELDS = set(Event.model_fields)
-"""The fields set of every unchecked event (shared; see `unchecked_event`)."""
-set_fields_set = _slot_setter("__pydantic_fields_set__")
-"""Sets an unchecked model's ``__pydantic_fields_set__`` slot."""
-set_extra = _slot_setter("__pydantic_extra__")
-"""Sets an unchecked model's ``__pydantic_extra__`` slot."""
-set_private = _slot_setter("__pydantic_private__")
-"""Sets an unchecked model's ``__pydantic_private__`` slot."""
+_FIELDS = set(Event.model_fields)
+_set_fields_set = _slot_setter("__pydantic_fields_set__")
+_set_extra = _slot_setter("__pydantic_extra__")
+_set_private = _slot_setter("__pydantic_private__")
 
 
 def unchecked_event(
@@ -71,8 +67,6 @@ def unchecked_event(
     the same four slots pydantic sets on a validated instance, in about 1 µs; a test checks
     that the result equals ``Event(...)`` field for field, so a pydantic change that broke
     this would fail the suite. The caller guarantees the values are valid.
-
-    `agentfsm.fsm.Emitter.number` builds its events the same way, inlined.
     """
     record: Event = object.__new__(Event)
     fields = record.__dict__
@@ -84,7 +78,7 @@ def unchecked_event(
     fields["target"] = target
     fields["at"] = at
     fields["data"] = data
-    set_fields_set(record, EVENT_FIELDS)
-    set_extra(record, None)
-    set_private(record, None)
+    _set_fields_set(record, _FIELDS)
+    _set_extra(record, None)
+    _set_private(record, None)
     return record
