@@ -24,7 +24,7 @@ import hashlib
 from collections.abc import Sequence
 
 from agentfsm.states.events import Event
-from agentfsm.stores._items import NewItems, core_json, model_json
+from agentfsm.stores._items import NewItems, core_json, event_json
 from agentfsm.stores.snapshot import Snapshot
 
 SCHEMA_VERSION = 1
@@ -204,7 +204,7 @@ def save_arguments(
         stamp,
         core_json(snapshot),
         [e.seq for e in events],
-        [model_json(e) for e in events],
+        [event_json(e) for e in events],
         [change.kind for change in changes if change.rewrite],
         kinds,
         indexes,

@@ -45,7 +45,7 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.states.events import Event
-from agentfsm.stores._items import ITEMS, Written, assemble, core_json, model_json, new_items
+from agentfsm.stores._items import ITEMS, Written, assemble, core_json, event_json, new_items
 from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 from agentfsm.stores.watch import PollingWatch
@@ -301,8 +301,8 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                     if actual != expected_version:
                         raise SnapshotConflictError(run_id, expected_version, actual)
                     check_save(snapshot, events, expected_version, stored_seq)
-                    _insert(conn, "events", [(run_id, e.seq, model_json(e)) for e in events])
-                    self._write_items(conn, snapshot, expected_version)
+                    _insert(conn, "events", [(run_id, e.seq, event_json(e)) for e in events])
+                    self._write_items(conn, snapshot, expected_version, stored=row is not None)
                     conn.execute(
                         "INSERT OR REPLACE INTO runs (run_id, schema_version, version, seq, "
                         "state, turn, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -386,15 +386,24 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             pass  # (the save's own error is what the caller hears of)
 
     def _write_items(
-        self, conn: sqlite3.Connection, snapshot: Snapshot, expected_version: int | None
+        self,
+        conn: sqlite3.Connection,
+        snapshot: Snapshot,
+        expected_version: int | None,
+        *,
+        stored: bool,
     ) -> None:
-        """Write the messages and trace entries the stored run does not have yet."""
+        """Write the messages and trace entries the stored run does not have yet.
+
+        A run not ``stored`` yet has no item rows (a save and a delete write or remove all of
+        a run's rows together): its first save only inserts.
+        """
         run_id = snapshot.run_id
         written = self._written.get(run_id)
         if written is not None and written.version != expected_version:
             written = None  # what we wrote is not what is stored (or the run is new)
         for change in new_items(snapshot, written):
-            if change.rewrite:
+            if change.rewrite and stored:
                 conn.execute(
                     "DELETE FROM items WHERE run_id = ? AND kind = ?", (run_id, change.kind)
                 )

@@ -11,8 +11,11 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from agentfsm import Event
+from agentfsm.states.events import unchecked_event
+from agentfsm.states.json import JSONValue
+from agentfsm.states.names import MachineName, RecordKind, RunState
 from agentfsm.stores import SQLiteStore
-from agentfsm.stores._items import model_json
+from agentfsm.stores._items import event_json, model_json
 from agentfsm.testing.store_conformance import (
     _event_fields,
     _messages,
@@ -38,6 +41,33 @@ _events = _event_fields.map(
 @given(st.one_of(_events, _messages, _trace))
 def test_model_json_is_model_dump_json(model: BaseModel) -> None:
     assert model_json(model) == model.model_dump_json()
+
+
+_names = st.one_of(st.sampled_from([*RecordKind, *RunState]), st.text())
+
+
+@given(_event_fields, _names, _names, _names)
+def test_event_json_is_model_dump_json(
+    fields: tuple[MachineName, str, str, str, float, dict[str, JSONValue]],
+    event: str,
+    source: str,
+    target: str,
+) -> None:
+    # as validated, and as the emitter builds them (str enum members where strings go)
+    machine, _, _, _, at, data = fields
+    checked = Event(
+        seq=3,
+        run_id="r",
+        machine=machine,
+        event=event,
+        source=source,
+        target=target,
+        at=at,
+        data=data,
+    )
+    unchecked = unchecked_event(3, "r", machine, event, source, target, at, data)
+    assert event_json(checked) == checked.model_dump_json()
+    assert event_json(unchecked) == unchecked.model_dump_json() == checked.model_dump_json()
 
 
 @given(st.integers(0, 150), st.integers(0, 150))
@@ -68,3 +98,20 @@ def test_a_save_of_81_events_is_three_statements(tmp_path: Path) -> None:
     assert [s.count("),(") + 1 for s in inserts] == [64, 16, 1]
     with sqlite3.connect(tmp_path / "r.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 81
+
+
+def test_the_first_save_of_a_run_only_inserts_and_a_save_after_a_reopen_rewrites(
+    tmp_path: Path,
+) -> None:
+    with SQLiteStore(tmp_path / "r.db") as store:
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)
+        store.save(make_snapshot("r1", 2, 1, 3), make_events("r1", 1, 2), expected_version=None)
+        assert not [s for s in statements if s.startswith("DELETE")]
+    with SQLiteStore(tmp_path / "r.db") as store:  # what it wrote is not known: rewritten
+        statements = []
+        store._conn.set_trace_callback(statements.append)
+        grown = make_snapshot("r1", 3, 2, 4)
+        store.save(grown, make_events("r1", 3, 1), expected_version=1)
+        assert len([s for s in statements if s.startswith("DELETE FROM items")]) == 2
+        assert store.load("r1") == grown
