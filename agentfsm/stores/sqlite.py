@@ -100,6 +100,17 @@ def _is_corruption(exc: sqlite3.Error) -> bool:
     return "malformed" in text or "not a database" in text
 
 
+_INSERT_RUN = (
+    "INSERT INTO runs (schema_version, version, seq, state, turn, snapshot, run_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_RUN = (
+    "UPDATE runs SET schema_version = ?, version = ?, seq = ?, state = ?, turn = ?, "
+    "snapshot = ? WHERE run_id = ?"
+)
+"""A run's row: inserted by its first save, then updated in place (an ``INSERT OR REPLACE``
+would delete the row and insert it again at the table's end, writing more pages)."""
+
 _COLUMNS = {"events": "(run_id, seq, event)", "items": "(run_id, kind, idx, item)"}
 _CHUNKS = (64, 16, 4, 1)
 """The rows one INSERT writes: a save's rows go in chunks of these sizes, largest first."""
@@ -304,16 +315,15 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                     _insert(conn, "events", [(run_id, e.seq, event_json(e)) for e in events])
                     self._write_items(conn, snapshot, expected_version, stored=row is not None)
                     conn.execute(
-                        "INSERT OR REPLACE INTO runs (run_id, schema_version, version, seq, "
-                        "state, turn, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        _UPDATE_RUN if row is not None else _INSERT_RUN,
                         (
-                            run_id,
                             snapshot.schema_version,
                             snapshot.version,
                             snapshot.seq,
                             snapshot.state,
                             snapshot.turn,
                             core_json(snapshot),
+                            run_id,
                         ),
                     )
             except sqlite3.Error as exc:

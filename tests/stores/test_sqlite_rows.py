@@ -115,3 +115,21 @@ def test_the_first_save_of_a_run_only_inserts_and_a_save_after_a_reopen_rewrites
         store.save(grown, make_events("r1", 3, 1), expected_version=1)
         assert len([s for s in statements if s.startswith("DELETE FROM items")]) == 2
         assert store.load("r1") == grown
+
+
+def test_a_runs_row_is_inserted_once_then_updated_in_place(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "r.db") as store:
+        store.save(make_snapshot("r0", 1, 1), make_events("r0", 1, 1), expected_version=None)
+        store.save(make_snapshot("r1", 1, 1), make_events("r1", 1, 1), expected_version=None)
+        rowid = store._conn.execute("SELECT rowid FROM runs WHERE run_id = 'r0'").fetchone()
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)
+        second = make_snapshot("r0", 2, 2, 3)
+        store.save(second, make_events("r0", 2, 1), expected_version=1)
+        assert [s.split()[0] for s in statements if " runs " in s] == ["SELECT", "UPDATE"]
+        # (an INSERT OR REPLACE would have deleted the row and added it after r1's)
+        assert (
+            store._conn.execute("SELECT rowid FROM runs WHERE run_id = 'r0'").fetchone() == rowid
+        )
+        assert store.load("r0") == second
+        assert [run.version for run in store.list_runs()] == [2, 1]
