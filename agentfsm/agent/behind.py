@@ -45,6 +45,12 @@ class Pending:
         self._saves = saves
         self._begun = False
 
+    @property
+    def begun(self) -> bool:
+        """Whether the worker has taken the saves (read without the lock: once True, it stays;
+        while False, the flight cannot have ended, so the run need not ask its future)."""
+        return self._begun
+
     def take(self) -> tuple[Save, ...]:
         """The saves to make (the worker's, once): they can no longer be replaced."""
         with self._lock:
@@ -178,6 +184,7 @@ class WriteBehind:
         if flight is not None:
             if (
                 keep
+                and not flight.pending.begun
                 and store is not None
                 and self._queued is None
                 and self._launch(store, into=flight)
@@ -185,7 +192,7 @@ class WriteBehind:
                 # Not begun yet (a busy loop holds the worker back): one save of all up to
                 # this model call replaces its saves (a claim included), in its hop.
                 return
-            if not flight.future.done():
+            if not (flight.pending.begun and flight.future.done()):
                 if keep and len(self._unsaved) > flight.events:
                     events = tuple(self._unsaved[flight.events :])
                     version = flight.saves[-1][0].version
