@@ -47,8 +47,11 @@ class Pending:
 
     @property
     def begun(self) -> bool:
-        """Whether the worker has taken the saves (read without the lock: once True, it stays;
-        while False, the flight cannot have ended, so the run need not ask its future)."""
+        """Whether the worker has taken the saves (read without the lock).
+
+        Once True, it stays True; while False, the flight cannot have ended, so the run need
+        not ask its future (whose lock costs more than this).
+        """
         return self._begun
 
     def take(self) -> tuple[Save, ...]:
