@@ -22,7 +22,9 @@ checkpoint written before the next step, as agentfsm does) and LangGraph's defau
 ``graph.get_state`` of a finished thread. Interleaved repetitions, medians, one process;
 the raw store operations are `bench_store`'s.
 
-Run: ``.venv/bin/python benchmarks/bench_persist.py [--json PATH] [--quick]``.
+Run: ``.venv/bin/python benchmarks/bench_persist.py [--json PATH] [--quick] [--sqlite]``;
+``--sqlite`` measures only no store and the SQLite rows (no PostgreSQL server, no peer), to
+compare two versions of the SQLite path quickly (the durable-run target's row included).
 """
 
 from __future__ import annotations
@@ -121,15 +123,20 @@ def resume_seconds(store: RunStore, run_id: str, resumes: int) -> float:
     return (time.perf_counter() - start) / resumes
 
 
-def open_stores(directory: Path, server: TemporaryPostgres, stack: ExitStack) -> dict[str, Any]:
-    """The candidates: no store, then each store, closed by ``stack``."""
-    stores: dict[str, RunStore | None] = {
-        "no store": None,
-        "MemoryStore": MemoryStore(),
-        "SQLiteStore NORMAL": SQLiteStore(directory / "normal.db", synchronous="NORMAL"),
-        "SQLiteStore FULL": SQLiteStore(directory / "full.db"),
-        "PostgresStore": PostgresStore(server.new_database()),
-    }
+def open_stores(
+    directory: Path, server: TemporaryPostgres | None, stack: ExitStack
+) -> dict[str, Any]:
+    """The candidates: no store, then each store, closed by ``stack``.
+
+    Without a ``server``, no store and SQLite's only.
+    """
+    stores: dict[str, RunStore | None] = {"no store": None}
+    if server is not None:
+        stores["MemoryStore"] = MemoryStore()
+    stores["SQLiteStore NORMAL"] = SQLiteStore(directory / "normal.db", synchronous="NORMAL")
+    stores["SQLiteStore FULL"] = SQLiteStore(directory / "full.db")
+    if server is not None:
+        stores["PostgresStore"] = PostgresStore(server.new_database())
     stores[IDEMPOTENT] = stores["SQLiteStore FULL"]  # the same file, idempotent tools
     for store in set(stores.values()):
         if store is not None:
@@ -241,12 +248,12 @@ def fsync_commit_seconds(path: Path) -> float:
         connection.close()
 
 
-def measure(directory: Path, repeats: int) -> dict[str, object]:
+def measure(directory: Path, repeats: int, *, sqlite_only: bool = False) -> dict[str, object]:
     """µs per iteration per store, the extra per saved event, µs per resume; the peers."""
     with ExitStack() as stack:
-        server = stack.enter_context(TemporaryPostgres(durable=True))
+        server = None if sqlite_only else stack.enter_context(TemporaryPostgres(durable=True))
         stores = open_stores(directory, server, stack)
-        peers = stack.enter_context(langgraph_candidates(server))
+        peers = {} if server is None else stack.enter_context(langgraph_candidates(server))
         results = _measure(stores, peers, repeats, directory / "fsync.db")
         results["fsyncs_per_run"] = {
             name: fsyncs_per_run(directory, tools_of(name))
@@ -297,7 +304,7 @@ def _measure(
                 resume[name].append(resumed * 1e6)
     medians = {n: statistics.median(v) for n, v in per_iteration.items()}
     bare = medians["no store"]
-    langgraph_bare = medians["LangGraph, no checkpointer"]
+    langgraph_bare = medians.get("LangGraph, no checkpointer", 1.0)
     return {
         "iterations": ITERATIONS,
         "events_per_run": events,
@@ -325,9 +332,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the results here as JSON")
     parser.add_argument("--quick", action="store_true", help="3 repetitions, for a smoke run")
+    parser.add_argument(
+        "--sqlite", action="store_true", help="only no store and the SQLite rows (no server)"
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
-        results = measure(Path(directory), 3 if options.quick else REPEATS)
+        results = measure(
+            Path(directory), 3 if options.quick else REPEATS, sqlite_only=options.sqlite
+        )
     repeats = 3 if options.quick else REPEATS
     print(
         f"Agent with a store: runs of {ITERATIONS} iterations, {results['events_per_run']} "

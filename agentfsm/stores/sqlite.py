@@ -25,7 +25,6 @@ makes several saves, each its own transaction, durable together by the last one'
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
 import threading
@@ -47,6 +46,7 @@ from agentfsm.errors import (
 from agentfsm.states.events import Event
 from agentfsm.stores._checkpoint import Checkpointer
 from agentfsm.stores._items import ITEMS, Written, assemble, core_json, event_json, new_items
+from agentfsm.stores._sqlite_rows import INSERT_RUN, UPDATE_RUN, insert_rows
 from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 from agentfsm.stores.watch import PollingWatch
@@ -99,44 +99,6 @@ def _is_corruption(exc: sqlite3.Error) -> bool:
         return (code & 0xFF) in _CORRUPT_CODES
     text = str(exc)
     return "malformed" in text or "not a database" in text
-
-
-_INSERT_RUN = (
-    "INSERT INTO runs (schema_version, version, seq, state, turn, snapshot, run_id) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-_UPDATE_RUN = (
-    "UPDATE runs SET schema_version = ?, version = ?, seq = ?, state = ?, turn = ?, "
-    "snapshot = ? WHERE run_id = ?"
-)
-"""A run's row: inserted by its first save, then updated in place (an ``INSERT OR REPLACE``
-would delete the row and insert it again at the table's end, writing more pages)."""
-
-_COLUMNS = {"events": "(run_id, seq, event)", "items": "(run_id, kind, idx, item)"}
-_CHUNKS = (64, 16, 4, 1)
-"""The rows one INSERT writes: a save's rows go in chunks of these sizes, largest first."""
-
-
-@functools.cache
-def _insert_sql(table: str, width: int, rows: int) -> str:
-    values = ",".join([f"({','.join('?' * width)})"] * rows)
-    return f"INSERT INTO {table} {_COLUMNS[table]} VALUES {values}"
-
-
-def _insert(conn: sqlite3.Connection, table: str, rows: Sequence[tuple[object, ...]]) -> None:
-    """Insert ``rows`` into ``table`` with a few multi-row statements, not one per row.
-
-    Each statement's step releases the GIL and takes it back, so a save made behind a busy
-    run (in a worker thread) waits for the run's thread once per statement: 81 events are 3
-    statements (64 + 16 + 1 rows), not 81. Four sizes keep the statements few and cached.
-    """
-    start = 0
-    for size in _CHUNKS:
-        while len(rows) - start >= size:
-            chunk = rows[start : start + size]
-            sql = _insert_sql(table, len(chunk[0]), size)
-            conn.execute(sql, [value for row in chunk for value in row])
-            start += size
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -319,12 +281,12 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                         raise SnapshotConflictError(run_id, expected_version, actual)
                     check_save(snapshot, events, expected_version, stored_seq)
                     rows = [(run_id, e.seq, event_json(e)) for e in events]
-                    _insert(conn, "events", rows)
+                    insert_rows(conn, "events", rows)
                     written = sum(len(row[2]) for row in rows) + self._write_items(
                         conn, snapshot, expected_version, stored=row is not None
                     )
                     conn.execute(
-                        _UPDATE_RUN if row is not None else _INSERT_RUN,
+                        UPDATE_RUN if row is not None else INSERT_RUN,
                         (
                             snapshot.schema_version,
                             snapshot.version,
@@ -432,7 +394,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 conn.execute(
                     "DELETE FROM items WHERE run_id = ? AND kind = ?", (run_id, change.kind)
                 )
-            _insert(
+            insert_rows(
                 conn,
                 "items",
                 [(run_id, change.kind, n, row) for n, row in enumerate(change.rows, change.start)],
