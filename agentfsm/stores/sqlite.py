@@ -44,7 +44,6 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.states.events import Event
-from agentfsm.stores._checkpoint import Checkpointer
 from agentfsm.stores._items import ITEMS, Written, assemble, core_json, event_json, new_items
 from agentfsm.stores._sqlite_rows import INSERT_RUN, UPDATE_RUN, insert_rows
 from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
@@ -182,7 +181,6 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         self._synchronous = synchronous
         self._lock = threading.RLock()  # (held by save_many around its saves)
         self._written: dict[str, Written] = {}
-        self._checkpoints: Checkpointer | None = None
         opener = connect or (_connect_read_only if read_only else _connect)
         try:
             self._conn = opener(self.path)
@@ -232,10 +230,6 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             return
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
-        # Checkpoints run in a worker thread, not in the commit of the save that crosses
-        # SQLite's threshold (agentfsm.stores._checkpoint).
-        self._conn.execute("PRAGMA wal_autocheckpoint=0")
-        self._checkpoints = Checkpointer(self.path, synchronous)
         if file_format == 0:
             with self._transaction():
                 for statement in _SCHEMA:
@@ -282,9 +276,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                     check_save(snapshot, events, expected_version, stored_seq)
                     rows = [(run_id, e.seq, event_json(e)) for e in events]
                     insert_rows(conn, "events", rows)
-                    written = sum(len(row[2]) for row in rows) + self._write_items(
-                        conn, snapshot, expected_version, stored=row is not None
-                    )
+                    self._write_items(conn, snapshot, expected_version, stored=row is not None)
                     conn.execute(
                         UPDATE_RUN if row is not None else INSERT_RUN,
                         (
@@ -304,8 +296,6 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 self._written.pop(run_id, None)
                 raise
             self._remember(snapshot)
-            if self._checkpoints is not None and not self._checkpoints.wrote(written, conn):
-                self._checkpoints = None  # (a checkpoint failed: SQLite's own are back)
 
     def save_many(self, saves: Sequence[tuple[Snapshot, Sequence[Event], int | None]]) -> None:
         """Make each ``(snapshot, events, expected_version)`` save in order, one fsync for all.
@@ -375,20 +365,16 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         expected_version: int | None,
         *,
         stored: bool,
-    ) -> int:
+    ) -> None:
         """Write the messages and trace entries the stored run does not have yet.
 
         A run not ``stored`` yet has no item rows (a save and a delete write or remove all of
         a run's rows together): its first save only inserts.
-
-        Returns:
-            The bytes of the rows written.
         """
         run_id = snapshot.run_id
         written = self._written.get(run_id)
         if written is not None and written.version != expected_version:
             written = None  # what we wrote is not what is stored (or the run is new)
-        size = 0
         for change in new_items(snapshot, written):
             if change.rewrite and stored:
                 conn.execute(
@@ -399,8 +385,6 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 "items",
                 [(run_id, change.kind, n, row) for n, row in enumerate(change.rows, change.start)],
             )
-            size += sum(map(len, change.rows))
-        return size
 
     def _remember(self, snapshot: Snapshot) -> None:
         self._written[snapshot.run_id] = Written.of(snapshot)
@@ -505,6 +489,4 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         with self._lock:
             if not self._closed:
                 self._closed = True
-                if self._checkpoints is not None:
-                    self._checkpoints.close()  # (first: the last connection closed checkpoints)
                 self._conn.close()
