@@ -167,7 +167,7 @@ def test_verify_command_imports_the_run_class_from_the_current_directory(tmp_pat
     # sys.path; the command itself must make the current directory importable.
     command = [sys.executable, "-I", "-m", "agentfsm.cli", "verify", "--run", "my_machines:MyRun"]
     done = subprocess.run(
-        [*command, "--max-iterations", "2"],  # (what is imported is the point, not the bound)
+        [*command, "--max-iterations", "1"],  # (what is imported is the point, not the bound)
         cwd=tmp_path,
         capture_output=True,
         text=True,

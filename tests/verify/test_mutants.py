@@ -315,4 +315,5 @@ def test_a_guard_that_counts_decisions_passes_when_there_is_only_one_call_id() -
     )
 
     assert verify(run, loop, domains=one_id)["conformance"].passed
-    assert not verify(run, loop, max_iterations=1)["conformance"].passed
+    with_two_ids = verify(run, loop, max_iterations=1, fail_fast=True)
+    assert with_two_ids["conformance"].status == "fail"
