@@ -315,7 +315,8 @@ def _raising(model: RunData, **_: object) -> bool:
 
 
 def test_a_raising_spec_guard_fails_exceptions_with_its_path() -> None:
-    report = verify(max_iterations=1, spec_guards={**GUARD_FUNCTIONS, "at_boundary": _raising})
+    guards = {**GUARD_FUNCTIONS, "at_boundary": _raising}
+    report = verify(max_iterations=1, spec_guards=guards, fail_fast=True)
 
     cex = report["exceptions"].counterexample
     assert cex is not None
@@ -333,7 +334,7 @@ def _count_badly(model: RunData, **_: object) -> None:
 def test_a_raising_enter_action_of_the_loop_fails_exceptions() -> None:
     loop = rebuild(LOOP_MACHINE, "BadStart", enters={"thinking": (_count_badly,)})
 
-    report = verify(RunLifecycle, loop, max_iterations=1)
+    report = verify(RunLifecycle, loop, max_iterations=1, fail_fast=True)
 
     cex = report["exceptions"].counterexample
     assert cex is not None
