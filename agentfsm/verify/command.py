@@ -53,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fail (exit 1) when a warning property (varied, agent-coverage) finds something",
     )
     parser.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="stop exploring at the first failure of a property checked step by step; "
+        "the properties not decided by then are unknown",
+    )
+    parser.add_argument(
         "--counterexample-dot",
         type=Path,
         metavar="FILE",
@@ -88,7 +94,13 @@ def run_verify(args: argparse.Namespace, out: TextIO) -> int:
         print("agentfsm verify: --max-iterations must be at least 1", file=sys.stderr)
         return EXIT_USAGE
     try:
-        report = verify(run, loop, max_iterations=args.max_iterations, strict=args.strict)
+        report = verify(
+            run,
+            loop,
+            max_iterations=args.max_iterations,
+            strict=args.strict,
+            fail_fast=args.fail_fast,
+        )
     except MachineDefinitionError as error:
         print(f"agentfsm verify: cannot verify these classes: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -93,6 +93,9 @@ class VerificationReport:
     covered: frozenset[Edge] = frozenset()
     """Every declared transition that some explored step took. One never taken is one the
     domains never enabled, so nothing was proved about it: extend the domains."""
+    stopped: bool = False
+    """True when ``fail_fast`` stopped the exploration at a failure: the properties it had
+    not refuted by then (``finite`` too) are ``unknown``."""
 
     @property
     def declared(self) -> frozenset[Edge]:
@@ -136,6 +139,8 @@ class VerificationReport:
             f"{self.configurations} configurations, {self.transitions} transitions, "
             f"{self.sends} events sent, in {self.seconds:.2f} s"
         )
+        if self.stopped:
+            lines.append("stopped at the first failure (fail_fast): unknown is not explored")
         declared = self.declared
         lines.append(
             f"declared transitions taken: {len(declared & self.covered)} of {len(declared)}"

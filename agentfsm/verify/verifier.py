@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 
 from statemachine import StateChart
 
+from agentfsm import _checks
 from agentfsm.fsm.compiled import compile_machine
 from agentfsm.fsm.data import RunData
 from agentfsm.fsm.guards import GUARD_FUNCTIONS, Guard
@@ -46,6 +47,7 @@ def verify(
     spec: Mapping[MachineName, MachineTable] | None = TABLES,
     spec_guards: Mapping[str, Guard] = GUARD_FUNCTIONS,
     strict: bool = False,
+    fail_fast: bool = False,
 ) -> VerificationReport:
     """Explore every reachable configuration of a run's two machines and check them.
 
@@ -67,6 +69,12 @@ def verify(
         spec_guards: The functions of the guards the spec tables name.
         strict: Whether the warning properties (`WARNINGS`: ``varied``,
             ``agent-coverage``) fail the verification instead of warning.
+        fail_fast: Whether to stop exploring at the first configuration whose steps break
+            a property checked step by step (I1, I4, I5, I8, determinism, conformance,
+            effects, exceptions). Each counterexample found is still a shortest one; every
+            property not refuted by then (``finite`` too) is ``unknown``. For a quick answer
+            on a machine being changed or in a test: a broken machine fails in a fraction
+            of the full exploration. A machine that breaks none of those is explored fully.
 
     Returns:
         The verdict of every property, with a shortest counterexample for each failure.
@@ -74,7 +82,9 @@ def verify(
     Raises:
         MachineDefinitionError: A class uses something the compiled machine cannot run.
         ValueError: A spec table names a guard ``spec_guards`` does not have.
+        TypeError: ``fail_fast`` is not a bool.
     """
+    _checks.flag("fail_fast", fail_fast)
     started = time.perf_counter()
     compiled_loop = compile_machine(loop, MachineName.LOOP, "loop_state")
     typed = LoopState.VALIDATING in compiled_loop.states  # a loop that validates answers
@@ -86,6 +96,7 @@ def verify(
         spec,
         spec_guards,
     )
+    explorer.fail_fast = fail_fast
     explorer.explore()
     findings: dict[str, Finding] = {
         v.prop: Finding(v.prop, v.node, v.message, ((v.node, v.move, v.outcome),))
@@ -106,7 +117,7 @@ def verify(
         ):
             if finding is not None:
                 findings.setdefault(finding.prop, finding)
-    else:
+    elif not explorer.stopped:
         findings["finite"] = Finding(
             "finite",
             -1,
@@ -127,6 +138,7 @@ def verify(
         seconds=time.perf_counter() - started,
         machines=(explorer.run.compiled, explorer.loop.compiled),
         covered=_covered(explorer),
+        stopped=explorer.stopped,
     )
 
 

@@ -8,7 +8,6 @@ acceptance or refusal (with the same error), on the run's data and on every emit
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -104,5 +103,7 @@ def test_compiled_machine_agrees_with_python_statemachine(
     for _ in range(length):
         kind, value = draw_step(data, fast)
         assert fast.apply(kind, value) == reference.apply(kind, value), (kind, value)
-        assert dataclasses.asdict(fast.data) == dataclasses.asdict(reference.data), (kind, value)
+        # RunData's own == compares every field, as asdict's dicts did, without deep copies
+        # of both (a tenth of this test's time)
+        assert fast.data == reference.data, (kind, value)
         assert fast.events == reference.events, (kind, value)

@@ -28,14 +28,27 @@ MODES = pytest.mark.parametrize("local", [False, True], ids=["activity", "local_
 
 
 def _timed_out(
-    target: str, factory: AgentFactory, settings: RunSettings, run_id: str
+    target: str,
+    factory: AgentFactory,
+    settings: RunSettings,
+    run_id: str,
+    *,
+    linger: float = 0.0,
 ) -> tuple[TurnOutcome, TurnOutcome]:
-    """Submit once to a fresh run: the turn's outcome, and the run's outcome after it."""
+    """Submit once to a fresh run: the turn's outcome, and the run's outcome after it.
+
+    With ``linger``, the worker runs on until that many seconds after the submit (see
+    `test_a_timed_out_model_call_is_retried_under_the_models_policy`).
+    """
 
     async def body(runs: TemporalRuns, client: Client) -> tuple[TurnOutcome, TurnOutcome]:
         run = await runs.start(run_id)
+        clock = asyncio.get_running_loop().time
+        until = clock() + linger
         outcome = await asyncio.wait_for(run.submit("hello"), 60)  # (never retried forever)
-        return outcome, await run.outcome()
+        after = await run.outcome()
+        await asyncio.sleep(max(0.0, until - clock()))
+        return outcome, after
 
     return on_temporal(target, MemoryStore(), body, agents={"default": factory}, settings=settings)
 
@@ -70,9 +83,22 @@ def test_a_timed_out_model_call_is_retried_under_the_models_policy(
     temporal_target: str, local: bool
 ) -> None:
     agents.SLOW_RETRIED.calls.clear()
-    settings = RunSettings(model_timeout=0.3, local_model_calls=local)
+    # A local activity retried by the worker (temporalio's sdk-core) keeps its first
+    # attempt's start-to-close timer (model_timeout + heartbeat_timeout) armed: it must
+    # fire after the last attempt (else it cuts that one short), and before the worker
+    # shuts down, or its tokio task panics ("receive half not dropped") in whatever test
+    # runs then. So a window the three 0.3 s attempts fit in with room to spare (not the
+    # default 10.3 s), and the worker outlives it.
+    settings = RunSettings(model_timeout=0.3, heartbeat_timeout=3.0, local_model_calls=local)
+    window = settings.model_timeout + settings.heartbeat_timeout + 1.0 if local else 0.0
     error = _failed(
-        *_timed_out(temporal_target, agents.make_slow_retried_agent, settings, f"r-{local}")
+        *_timed_out(
+            temporal_target,
+            agents.make_slow_retried_agent,
+            settings,
+            f"r-{local}",
+            linger=window,
+        )
     )
     assert error.message.endswith("model_timeout), attempt 3")  # the policy's max_attempts
     assert len(agents.SLOW_RETRIED.calls) == 3

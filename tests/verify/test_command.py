@@ -55,6 +55,7 @@ def test_verify_command_fails_a_broken_machine_and_draws_the_counterexample(
             "tests.verify.mutants:ReopeningRun",
             "--max-iterations",
             "1",
+            "--fail-fast",
             "--counterexample-dot",
             str(dot),
         ]
@@ -63,6 +64,8 @@ def test_verify_command_fails_a_broken_machine_and_draws_the_counterexample(
     out = capsys.readouterr().out
     assert code == 1
     assert re.search(r"^I1\s+fail\s", out, re.MULTILINE)
+    assert re.search(r"^I2\s+unknown\s", out, re.MULTILINE)
+    assert "stopped at the first failure (fail_fast)" in out
     assert "I1: 'shutdown' accepted 'reopen' (to 'ready')" in out
     assert "2. run  reopen(): shutdown → ready" in out
     assert f"counterexample diagram written to {dot}" in out
@@ -164,7 +167,7 @@ def test_verify_command_imports_the_run_class_from_the_current_directory(tmp_pat
     # sys.path; the command itself must make the current directory importable.
     command = [sys.executable, "-I", "-m", "agentfsm.cli", "verify", "--run", "my_machines:MyRun"]
     done = subprocess.run(
-        [*command, "--max-iterations", "2"],  # (what is imported is the point, not the bound)
+        [*command, "--max-iterations", "1"],  # (what is imported is the point, not the bound)
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -48,13 +48,27 @@ CLASSES = (
 """The classes of mistake the suite must hold at least three of each."""
 
 
+STEP_CHECKED = frozenset(
+    {"I1", "I4", "I5", "I8", "determinism", "conformance", "effects", "exceptions"}
+)
+"""The properties the verifier checks on each step as it explores (docs/verification.md)."""
+
+
 def check(mutant: Mutant, run: type[Any], loop: type[Any]) -> VerificationReport:
     """Verify a mutant as CI does its own machines: strict for the warning properties.
 
     A bound of 1 shows every mistake but the warnings' (at that bound the iteration count
-    itself never varies, which they would rightly report first).
+    itself never varies, which they would rightly report first). A mistake checked step by
+    step is found by ``fail_fast`` in a fraction of the exploration (the tests below still
+    hold its counterexample to the full exploration's length); when another such property
+    fails first on the way to it (the counterexample of the mutant's own would then be
+    unknown), the mutant is explored fully.
     """
     warns = mutant.prop in WARNINGS
+    if mutant.prop in STEP_CHECKED:
+        fast = verify(run, loop, max_iterations=1, fail_fast=True)
+        if fast[mutant.prop].status != "unknown":
+            return fast
     return verify(run, loop, max_iterations=2 if warns else 1, strict=warns)
 
 
@@ -77,7 +91,13 @@ def test_no_mutant_passes(broken: Built) -> None:
 
     assert not report.ok
     assert report[mutant.prop].status == "fail", report
-    assert report["finite"].passed  # each failure is found by a complete exploration
+    # Each failure is found by a complete exploration, or by one that stopped at it
+    # (fail_fast), never by one cut short by the limit on configurations.
+    if report.stopped:
+        assert mutant.prop in STEP_CHECKED
+        assert {r.status for r in report.properties if r.counterexample is None} == {"unknown"}
+    else:
+        assert report["finite"].passed
 
 
 def test_each_counterexample_is_a_shortest_one(broken: Built) -> None:
@@ -269,6 +289,21 @@ def test_counterexample_is_printed_and_drawn(broken: Built) -> None:
         assert f'"{unreached}" [label={unreached.split(".")[1]}' in dot
 
 
+def test_fail_fast_finds_the_full_explorations_counterexample() -> None:
+    machines = MUTANTS["queued_input_counts_a_turn"].build()
+
+    full = verify(*machines, max_iterations=1)
+    fast = verify(*machines, max_iterations=1, fail_fast=True)
+
+    assert fast.stopped
+    assert not full.stopped
+    assert fast.configurations * 10 < full.configurations
+    assert [r.name for r in fast.failures if r.status == "fail"] == ["I5", "effects"]
+    for name in ("I5", "effects"):  # found at the same configuration, as short
+        assert fast[name].counterexample == full[name].counterexample
+    assert "stopped at the first failure (fail_fast)" in str(fast)
+
+
 def test_a_guard_that_counts_decisions_passes_when_there_is_only_one_call_id() -> None:
     run, loop = MUTANTS["resolve_action_counts_decisions"].build()
     events = default_domains(1).events
@@ -280,4 +315,5 @@ def test_a_guard_that_counts_decisions_passes_when_there_is_only_one_call_id() -
     )
 
     assert verify(run, loop, domains=one_id)["conformance"].passed
-    assert not verify(run, loop, max_iterations=1)["conformance"].passed
+    with_two_ids = verify(run, loop, max_iterations=1, fail_fast=True)
+    assert with_two_ids["conformance"].status == "fail"

@@ -114,6 +114,11 @@ def test_without_conformance_a_missing_guard_on_complete_goes_unnoticed() -> Non
     assert report.ok  # only the spec tables say complete waits for the loop's outcome
 
 
+def test_fail_fast_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="fail_fast must be True or False, not 'yes'"):
+        verify(max_iterations=1, fail_fast="yes")  # type: ignore[arg-type]
+
+
 def test_a_spec_guard_without_a_function_is_refused_up_front() -> None:
     with pytest.raises(ValueError, match="names guard 'submit_allowed'"):
         verify(max_iterations=1, spec_guards={})
@@ -260,10 +265,15 @@ REVIEW_DOMAINS = default_domains(2).extended(
 
 def test_a_users_machine_verifies_with_its_domains_extended() -> None:
     report = verify(
-        RunLifecycle, reviewed_loop(counted=True), domains=REVIEW_DOMAINS, data=ReviewedData
+        RunLifecycle,
+        reviewed_loop(counted=True),
+        domains=REVIEW_DOMAINS,
+        data=ReviewedData,
+        fail_fast=True,  # nothing fails: explored as fully as without it
     )
 
     assert report.ok, report
+    assert not report.stopped
     assert ("loop", "approve", "reviewing", "thinking") in report.covered
 
 
@@ -305,7 +315,8 @@ def _raising(model: RunData, **_: object) -> bool:
 
 
 def test_a_raising_spec_guard_fails_exceptions_with_its_path() -> None:
-    report = verify(max_iterations=1, spec_guards={**GUARD_FUNCTIONS, "at_boundary": _raising})
+    guards = {**GUARD_FUNCTIONS, "at_boundary": _raising}
+    report = verify(max_iterations=1, spec_guards=guards, fail_fast=True)
 
     cex = report["exceptions"].counterexample
     assert cex is not None
@@ -323,7 +334,7 @@ def _count_badly(model: RunData, **_: object) -> None:
 def test_a_raising_enter_action_of_the_loop_fails_exceptions() -> None:
     loop = rebuild(LOOP_MACHINE, "BadStart", enters={"thinking": (_count_badly,)})
 
-    report = verify(RunLifecycle, loop, max_iterations=1)
+    report = verify(RunLifecycle, loop, max_iterations=1, fail_fast=True)
 
     cex = report["exceptions"].counterexample
     assert cex is not None
