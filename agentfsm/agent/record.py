@@ -457,8 +457,8 @@ class RunRecord(WriteBehind):
     def _note(self, kind: RecordKind, data: JSONObject) -> None:
         """Record a change to the conversation (already made) as a ``conversation`` event.
 
-        The Agent is its emitter's only listener (a weak reference to itself): it takes the
-        event here directly, as the emitter would have given it, without that detour.
+        A record is not a transition: it is numbered by the run's emitter and taken here
+        directly, as `RunEmitter.emit` gives the Agent its machines' events.
         """
         state = self._data.state
         self._on_event(self._emitter.number(_CONVERSATION, kind, state, state, data))
