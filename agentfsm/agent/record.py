@@ -30,7 +30,7 @@ from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
 from agentfsm.fsm.trace import AnyTraceEntry
-from agentfsm.states.events import Event
+from agentfsm.states.events import Event, unchecked_event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
@@ -460,8 +460,13 @@ class RunRecord(WriteBehind):
         A record is not a transition: it is numbered by the run's emitter and taken here
         directly, as `RunEmitter.emit` gives the Agent its machines' events.
         """
-        state = self._data.state
-        self._on_event(self._emitter.number(_CONVERSATION, kind, state, state, data))
+        state, emitter = self._data.state, self._emitter
+        # `Emitter.number`, inlined (a record is never an error event: nothing to redact);
+        # a run notes several records per tool call.
+        emitter.seq = seq = emitter.seq + 1
+        at = emitter.clock()
+        event = unchecked_event(seq, emitter.run_id, _CONVERSATION, kind, state, state, at, data)
+        self._on_event(event)
 
     def _append(self, messages: Iterable[Message]) -> None:
         for message in messages:

@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 from agentfsm import ScriptedModel
 from agentfsm.agent import Agent, checks
 from agentfsm.agent.emitting import new_run_id, run_id_of
-from agentfsm.states.names import InputPolicy
-from tests.agent.agent_support import answer
+from agentfsm.fsm.emitter import _ERROR_EVENTS
+from agentfsm.states.events import Event
+from agentfsm.states.names import InputPolicy, MachineName, RecordKind
+from tests.agent.agent_support import answer, calls
 
 
 @given(st.binary(min_size=16, max_size=16))
@@ -109,3 +111,27 @@ def test_the_defaults_are_usual_and_anything_else_gets_the_full_checks() -> None
         Agent(ScriptedModel([answer("hi")]), max_turns=0)
     with pytest.raises(TypeError, match="listeners must be an iterable of callables"):
         Agent(ScriptedModel([answer("hi")]), listeners=[1])  # type: ignore[list-item]
+
+
+def echo(text: str) -> str:
+    """Say it back."""
+    return text
+
+
+def test_a_runs_records_are_numbered_and_built_as_its_emitter_would() -> None:
+    told: list[object] = []
+    script = [calls(("c1", "echo", {"text": "x"})), answer("hi")]
+    agent = Agent(
+        ScriptedModel(script), [echo], listeners=[told.append], clock=lambda: 1_700_000_000.0
+    )
+    agent.start()
+    agent.submit("go")
+    events = [item for item in told if isinstance(item, Event)]
+    records = [event for event in events if event.machine == MachineName.CONVERSATION]
+
+    assert [event.seq for event in events] == list(range(1, len(events) + 1))
+    assert records
+    assert not {str(kind) for kind in RecordKind} & _ERROR_EVENTS  # (nothing to redact)
+    for record in records:
+        assert Event.model_validate(record.model_dump()) == record
+        assert (record.run_id, record.at, record.source) == (agent.run_id, 1_700_000_000.0, "busy")
