@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
+from typing import Any
 
 from agentfsm.agent.behind import InFlight, Point, WriteBehind
 from agentfsm.agent.vocabulary import AgentEvent, AgentListener
@@ -51,6 +52,11 @@ NO_INPUTS: Mapping[str, JSONObject] = MappingProxyType({})
 `NO_DECISIONS`."""
 NO_LISTINGS: Mapping[str, tuple[JSONObject, ...]] = MappingProxyType({})
 """The listings of a run with no tool source listed yet: shared, like `NO_DECISIONS`."""
+
+NO_BATCH: list[Any] = []
+"""The batch lists of a run with no store, which never batches (nothing is appended to it
+unless grouping, and grouping needs a store): shared and always empty, so such a run makes
+no lists of its own."""
 
 
 class RunRecord(WriteBehind):
@@ -158,13 +164,19 @@ class RunRecord(WriteBehind):
         """No batch: nothing waits to be saved or delivered."""
         self._grouping = self._claim_due = self._pipelined = self._behind = False
         self._flight = self._queued = None
-        self._unsaved = []
-        self._undelivered = []
+        if self.store is None:  # nothing is ever batched: no lists of its own
+            self._unsaved = self._undelivered = NO_BATCH
+        else:
+            self._unsaved = []
+            self._undelivered = []
 
     def _group(self) -> None:
         """A step begins: group commit on a store (and write-behind on one that can)."""
         store = self.store
         self._grouping = store is not None
+        if store is not None and self._unsaved is NO_BATCH:  # (a store set since)
+            self._unsaved = []
+            self._undelivered = []
         self._pipelined = store is not None and writes_behind(store)
         self._behind = False  # the call's input is stored before its first effect
 

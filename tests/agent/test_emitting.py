@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 from agentfsm import ScriptedModel
 from agentfsm.agent import Agent, checks
 from agentfsm.agent.emitting import new_run_id, run_id_of
+from agentfsm.agent.record import NO_BATCH
 from agentfsm.fsm.emitter import _ERROR_EVENTS
 from agentfsm.states.events import Event
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind
+from agentfsm.stores.memory import MemoryStore
 from tests.agent.agent_support import answer, calls
 
 
@@ -135,3 +137,20 @@ def test_a_runs_records_are_numbered_and_built_as_its_emitter_would() -> None:
     for record in records:
         assert Event.model_validate(record.model_dump()) == record
         assert (record.run_id, record.at, record.source) == (agent.run_id, 1_700_000_000.0, "busy")
+
+
+def test_a_run_with_no_store_shares_the_empty_batch_and_one_given_a_store_later_batches() -> None:
+    script = [calls(("c1", "echo", {"text": "x"})), answer("hi")]
+    plain = Agent(ScriptedModel(script), [echo], listeners=[lambda item: None])
+    plain.start()
+    plain.submit("go")
+    later = Agent(ScriptedModel([answer("hi")]))
+    later.store = MemoryStore()
+    later.start()
+    later.submit("go")
+
+    assert plain._unsaved is NO_BATCH
+    assert plain._undelivered is NO_BATCH
+    assert NO_BATCH == []  # (nothing was ever batched in it)
+    assert later._unsaved is not NO_BATCH
+    assert [event.event for event in later.store.events(later.run_id)][-1] == "complete"
