@@ -268,6 +268,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         A call a sub-agent's child run waits on is here too, its id the path that addresses
         it: ``"<this run>/<call>/<child run>/<child call>"`` (one run/call pair per level).
         """
+        if not self._data.pending:  # (most outcomes: nothing awaits the application)
+            return ()
         waiting = set(self._data.pending)
         own = tuple(call for call in self._round if call.id in waiting)
         if not self._agent_tools or len(own) == len(waiting):
@@ -281,16 +283,18 @@ class Agent(StepGuard, ContextControl, SyncFacade):
 
     def outcome(self) -> TurnOutcome:
         """Where the run is now."""
+        data = self._data
+        state, reason = data.state, data.reason
         last = self._messages[-1] if self._messages else None
         reply = (
             last.content
-            if self.state == RunState.COMPLETED and last is not None and last.role == "assistant"
+            if state == RunState.COMPLETED and last is not None and last.role == "assistant"
             else None
         )
-        failed = self._data.reason in (FailedReason.ERROR, FailedReason.OUTPUT_INVALID)
+        failed = reason in (FailedReason.ERROR, FailedReason.OUTPUT_INVALID)
         error = self._failure() if failed else None
         if self._output_spec is None:
-            return TurnOutcome(self.state, self.reason, reply, self.pending, self.question, error)
+            return TurnOutcome(state, reason, reply, self.pending, data.question, error)
         output = self._typed_output()
         reply = self._answer_text() if output is not None else reply
         return TurnOutcome(
