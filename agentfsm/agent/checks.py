@@ -8,6 +8,7 @@ conversation and its store are as they were.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,8 @@ def tool_sources(sources: object) -> tuple[ToolSource, ...]:
         TypeError: Not an iterable of tool sources.
         ValueError: Two sources share a prefix.
     """
+    if type(sources) is tuple and not sources:  # (the default: no source)
+        return ()
     allowed = "an iterable of tool sources such as agentfsm.tools.mcp.MCPServer(...)"
     if isinstance(sources, (str, bytes, Mapping)) or not isinstance(sources, Iterable):
         checks.refuse_type("mcp_servers", sources, allowed)
@@ -88,6 +91,38 @@ def _listeners(listeners: object) -> None:
             )
 
 
+def usual(arguments: Mapping[str, object]) -> bool:
+    """Whether `agent_arguments` would accept every argument but model, tools and listeners.
+
+    A cheap first look, for the Agent built once per run: True only for the arguments'
+    defaults and the plainest values of their types (each an exact type, checked by
+    identity where it can be), which the full checks accept. False says nothing: the full
+    checks then run. A property test pins that nothing it accepts is refused by them.
+    """
+    a = arguments
+    max_iterations, max_turns, prompt = a["max_iterations"], a["max_turns"], a["system_prompt"]
+    return (
+        type(max_iterations) is int
+        and max_iterations >= 1
+        and (max_turns is None or (type(max_turns) is int and max_turns >= 1))
+        and (prompt is None or type(prompt) is str)
+        and type(a["input_policy"]) is InputPolicy
+        and a["hooks"] is None
+        and a["run_id"] is None
+        and a["user_id"] is None
+        and a["enabled_tools"] is None
+        and type(a["ask_user"]) is bool
+        and a["action_timeout"] is None
+        and a["input_timeout"] is None
+        and a["clock"] is time.time
+        and a["timer"] is time.perf_counter
+        and type(a["engine"]) is str
+        and a["engine"] in _ENGINES
+        and a["store"] is None
+        and a["context_window"] is None
+    )
+
+
 def agent_arguments(arguments: Mapping[str, object]) -> None:
     """Check the `Agent` constructor's arguments (its ``locals()`` on entry).
 
@@ -101,6 +136,19 @@ def agent_arguments(arguments: Mapping[str, object]) -> None:
     tools = arguments["tools"]
     if not isinstance(tools, ToolRegistry):
         tool_items("tools", tools)
+    if usual(arguments):  # (an Agent per run: most are built with the defaults)
+        _listeners(arguments["listeners"])
+    else:
+        other_arguments(arguments)
+
+
+def other_arguments(arguments: Mapping[str, object]) -> None:
+    """`agent_arguments`' checks of every argument but the model and the tools.
+
+    Raises:
+        TypeError: An argument of the wrong type.
+        ValueError: A value out of range.
+    """
     checks.text("system_prompt", arguments["system_prompt"], empty=True, optional=True)
     checks.whole("max_iterations", arguments["max_iterations"], minimum=1)
     checks.whole("max_turns", arguments["max_turns"], minimum=1, optional=True)

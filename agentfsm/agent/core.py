@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-import uuid
-import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import TypeVar, cast, overload
 
@@ -21,6 +19,7 @@ from agentfsm.agent import checks
 from agentfsm.agent._sync import SyncFacade, SyncRunner
 from agentfsm.agent.context import ContextControl
 from agentfsm.agent.deltas import StreamItem, StreamListener
+from agentfsm.agent.emitting import RunEmitter, new_run_id
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
 from agentfsm.agent.record import NO_LISTINGS
 from agentfsm.agent.steps import DRIVE, StepGuard, step
@@ -33,11 +32,10 @@ from agentfsm.agent.vocabulary import (
     hooks_from,
     to_decision,
 )
-from agentfsm.fsm import Emitter, Engine
+from agentfsm.fsm import Engine
 from agentfsm.fsm.trace import AnyTraceEntry
 from agentfsm.llm.base import Model
 from agentfsm.llm.resolve import resolve_model
-from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import FailedReason, InputPolicy, MachineName, RecordKind, RunState
@@ -183,7 +181,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._config = _config(max_iterations, max_turns, InputPolicy(input_policy))
         # The emitter holds the Agent weakly: no reference cycle, so an Agent nobody holds is
         # freed at once, and its private event loop closed with it.
-        self._emitter = Emitter(run_id or uuid.uuid4().hex, [_weak_listener(self)], clock=clock)
+        self._emitter = RunEmitter(run_id or new_run_id(), self, clock)
         self._cancel_requested = False
         self._pause_requested = False
         self._depth = 0
@@ -204,7 +202,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         checks.adoptable(self, store)
         self.store = cast("RunStore | None", store)
         self._parent = parent
-        self._emitter = Emitter(run_id, [_weak_listener(self)], clock=self._clock)
+        self._emitter = RunEmitter(run_id, self, self._clock)
         self._fresh()
         stored = self.store.load(run_id) if self.store is not None else None
         if stored is not None:
@@ -270,6 +268,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         A call a sub-agent's child run waits on is here too, its id the path that addresses
         it: ``"<this run>/<call>/<child run>/<child call>"`` (one run/call pair per level).
         """
+        if not self._data.pending:  # (most outcomes: nothing awaits the application)
+            return ()
         waiting = set(self._data.pending)
         own = tuple(call for call in self._round if call.id in waiting)
         if not self._agent_tools or len(own) == len(waiting):
@@ -283,16 +283,18 @@ class Agent(StepGuard, ContextControl, SyncFacade):
 
     def outcome(self) -> TurnOutcome:
         """Where the run is now."""
+        data = self._data
+        state, reason = data.state, data.reason
         last = self._messages[-1] if self._messages else None
         reply = (
             last.content
-            if self.state == RunState.COMPLETED and last is not None and last.role == "assistant"
+            if state == RunState.COMPLETED and last is not None and last.role == "assistant"
             else None
         )
-        failed = self._data.reason in (FailedReason.ERROR, FailedReason.OUTPUT_INVALID)
+        failed = reason in (FailedReason.ERROR, FailedReason.OUTPUT_INVALID)
         error = self._failure() if failed else None
         if self._output_spec is None:
-            return TurnOutcome(self.state, self.reason, reply, self.pending, self.question, error)
+            return TurnOutcome(state, reason, reply, self.pending, data.question, error)
         output = self._typed_output()
         reply = self._answer_text() if output is not None else reply
         return TurnOutcome(
@@ -576,22 +578,3 @@ def _without(listeners: tuple[L, ...], listener: object) -> tuple[L, ...]:
     """``listeners`` without the first occurrence of ``listener`` (which it holds)."""
     at = listeners.index(listener)
     return listeners[:at] + listeners[at + 1 :]
-
-
-class _WeakListener(weakref.ref["Agent"]):
-    """The emitter's listener: tells the Agent of each event while the Agent lives.
-
-    A weak reference that is itself the listener (80 bytes), rather than a closure over
-    one (about 280): every run has one.
-    """
-
-    __slots__ = ()
-
-    def __call__(self, event: Event) -> None:  # type: ignore[override]  # a listener's call
-        alive = weakref.ref.__call__(self)
-        if alive is not None:
-            alive._on_event(event)
-
-
-def _weak_listener(agent: Agent) -> Callable[[Event], None]:
-    return _WeakListener(agent)

@@ -93,6 +93,9 @@ class OutputSpec:
             ValueError: The schema is not a valid JSON Schema of an object, or
                 ``output_retries`` is negative.
         """
+        plain = type(retries) is int and retries >= 0 and type(validators) is tuple
+        if output_type is None and plain and not validators:
+            return None  # (an untyped run with the defaults: nothing more to check)
         checks.whole("output_retries", retries, minimum=0)
         if isinstance(validators, (str, bytes)) or not isinstance(validators, Iterable):
             checks.refuse_type("output_validators", validators, "an iterable of callables")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
+from typing import Any
 
 from agentfsm.agent.behind import InFlight, Point, WriteBehind
 from agentfsm.agent.vocabulary import AgentEvent, AgentListener
@@ -30,7 +31,7 @@ from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
 from agentfsm.fsm.trace import AnyTraceEntry
-from agentfsm.states.events import Event
+from agentfsm.states.events import Event, unchecked_event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
@@ -51,6 +52,11 @@ NO_INPUTS: Mapping[str, JSONObject] = MappingProxyType({})
 `NO_DECISIONS`."""
 NO_LISTINGS: Mapping[str, tuple[JSONObject, ...]] = MappingProxyType({})
 """The listings of a run with no tool source listed yet: shared, like `NO_DECISIONS`."""
+
+NO_BATCH: list[Any] = []
+"""The batch lists of a run with no store, which never batches (nothing is appended to it
+unless grouping, and grouping needs a store): shared and always empty, so such a run makes
+no lists of its own."""
 
 
 class RunRecord(WriteBehind):
@@ -158,13 +164,19 @@ class RunRecord(WriteBehind):
         """No batch: nothing waits to be saved or delivered."""
         self._grouping = self._claim_due = self._pipelined = self._behind = False
         self._flight = self._queued = None
-        self._unsaved = []
-        self._undelivered = []
+        if self.store is None:  # nothing is ever batched: no lists of its own
+            self._unsaved = self._undelivered = NO_BATCH
+        else:
+            self._unsaved = []
+            self._undelivered = []
 
     def _group(self) -> None:
         """A step begins: group commit on a store (and write-behind on one that can)."""
         store = self.store
         self._grouping = store is not None
+        if store is not None and self._unsaved is NO_BATCH:  # (a store set since)
+            self._unsaved = []
+            self._undelivered = []
         self._pipelined = store is not None and writes_behind(store)
         self._behind = False  # the call's input is stored before its first effect
 
@@ -457,11 +469,16 @@ class RunRecord(WriteBehind):
     def _note(self, kind: RecordKind, data: JSONObject) -> None:
         """Record a change to the conversation (already made) as a ``conversation`` event.
 
-        The Agent is its emitter's only listener (a weak reference to itself): it takes the
-        event here directly, as the emitter would have given it, without that detour.
+        A record is not a transition: it is numbered by the run's emitter and taken here
+        directly, as `RunEmitter.emit` gives the Agent its machines' events.
         """
-        state = self._data.state
-        self._on_event(self._emitter.number(_CONVERSATION, kind, state, state, data))
+        state, emitter = self._data.state, self._emitter
+        # `Emitter.number`, inlined (a record is never an error event: nothing to redact);
+        # a run notes several records per tool call.
+        emitter.seq = seq = emitter.seq + 1
+        at = emitter.clock()
+        event = unchecked_event(seq, emitter.run_id, _CONVERSATION, kind, state, state, at, data)
+        self._on_event(event)
 
     def _append(self, messages: Iterable[Message]) -> None:
         for message in messages:

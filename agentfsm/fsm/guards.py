@@ -162,45 +162,60 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+# The guards of the loop's ``replied`` are asked in turn every iteration, each reading its
+# counts; an int count (the usual case: the Agent sends ints) is read as it is, since for
+# an int ``_count(n) > 0`` is ``n > 0`` and ``_count(n) == 0`` is ``n <= 0``; anything
+# else goes through `_count`.
+
+
 @guard
 def no_tool_calls(model: RunData, args: Args) -> bool:
     """The response has no tool calls, and the run has no output type to validate it against."""
-    tool_calls = args.get("tool_calls", 0)
-    return _count(tool_calls) == 0 and model.output_retries is None
+    calls = args.get("tool_calls", 0)
+    return (calls if type(calls) is int else _count(calls)) <= 0 and model.output_retries is None
 
 
 @guard
 def answer_to_validate(model: RunData, args: Args) -> bool:
     """The response has no tool calls, and the run has an output type: it is validated."""
-    tool_calls = args.get("tool_calls", 0)
-    return _count(tool_calls) == 0 and model.output_retries is not None
+    calls = args.get("tool_calls", 0)
+    none = (calls if type(calls) is int else _count(calls)) <= 0
+    return none and model.output_retries is not None
 
 
 @guard
 def needs_action(model: RunData, args: Args) -> bool:
     """Some call of the response needs approval or is client-side."""
-    tool_calls = args.get("tool_calls", 0)
-    needing_action = args.get("needing_action", 0)
-    return _count(tool_calls) > 0 and _count(needing_action) > 0
+    calls = args.get("tool_calls", 0)
+    needing = args.get("needing_action", 0)
+    return (calls if type(calls) is int else _count(calls)) > 0 and (
+        needing if type(needing) is int else _count(needing)
+    ) > 0
 
 
 @guard
 def asks_user_only(model: RunData, args: Args) -> bool:
     """No call needs approval, but some are ``ask_user`` calls awaiting the user."""
+    calls = args.get("tool_calls", 0)
+    needing = args.get("needing_action", 0)
+    asking = args.get("asking_user", 0)
     return (
-        _count(args.get("tool_calls", 0)) > 0
-        and _count(args.get("needing_action", 0)) == 0
-        and _count(args.get("asking_user", 0)) > 0
+        (calls if type(calls) is int else _count(calls)) > 0
+        and (needing if type(needing) is int else _count(needing)) <= 0
+        and (asking if type(asking) is int else _count(asking)) > 0
     )
 
 
 @guard
 def may_run_now(model: RunData, args: Args) -> bool:
     """Every call of the response may run without waiting for anyone."""
+    calls = args.get("tool_calls", 0)
+    needing = args.get("needing_action", 0)
+    asking = args.get("asking_user", 0)
     return (
-        _count(args.get("tool_calls", 0)) > 0
-        and _count(args.get("needing_action", 0)) == 0
-        and _count(args.get("asking_user", 0)) == 0
+        (calls if type(calls) is int else _count(calls)) > 0
+        and (needing if type(needing) is int else _count(needing)) <= 0
+        and (asking if type(asking) is int else _count(asking)) <= 0
     )
 
 

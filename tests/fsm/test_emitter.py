@@ -117,3 +117,30 @@ def compiled_checks_agree(name: str, data: RunData, args: dict[str, object]) -> 
                     if check(data, args) != (expected if bare == guard_name else not expected):
                         return False
     return True
+
+
+def _counted(value: object) -> int:
+    """A count as the guards read it: a positive int, else 0 (a bool is no count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+COUNT_GUARDS = {
+    "no_tool_calls": lambda c, n, a, retries: c == 0 and retries is None,
+    "answer_to_validate": lambda c, n, a, retries: c == 0 and retries is not None,
+    "needs_action": lambda c, n, a, retries: c > 0 and n > 0,
+    "asks_user_only": lambda c, n, a, retries: c > 0 and n == 0 and a > 0,
+    "may_run_now": lambda c, n, a, retries: c > 0 and n == 0 and a == 0,
+}
+"""The guards of ``replied``, each stated on the counts (which their checks read inline)."""
+
+
+@given(st.sampled_from(sorted(COUNT_GUARDS)), arguments, st.sampled_from([None, 0, 2]))
+def test_the_count_guards_read_their_counts_as_stated(
+    name: str, args: dict[str, object], retries: int | None
+) -> None:
+    data = RunData("r", output_retries=retries)
+    counts = (_counted(args.get(key, 0)) for key in ARGUMENT_NAMES[-4:-1])
+    check = check_of(GUARD_FUNCTIONS[name])
+
+    assert check is not None
+    assert check(data, args) == COUNT_GUARDS[name](*counts, retries)

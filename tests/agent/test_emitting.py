@@ -1,0 +1,156 @@
+"""A run's fixed cost, cut where the result is pinned: its emitter, its id, its argument checks.
+
+The run id is built from random bytes as `uuid.uuid4` builds it; the Agent's arguments get a
+cheap first look (`checks.usual`) that never accepts what the full checks would refuse.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import uuid
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentfsm import ScriptedModel
+from agentfsm.agent import Agent, checks
+from agentfsm.agent.emitting import new_run_id, run_id_of
+from agentfsm.agent.record import NO_BATCH
+from agentfsm.fsm.emitter import _ERROR_EVENTS
+from agentfsm.states.events import Event
+from agentfsm.states.names import InputPolicy, MachineName, RecordKind
+from agentfsm.stores.memory import MemoryStore
+from tests.agent.agent_support import answer, calls
+
+
+@given(st.binary(min_size=16, max_size=16))
+def test_a_run_id_is_the_uuid4_of_its_random_bytes(raw: bytes) -> None:
+    assert run_id_of(raw) == uuid.UUID(bytes=raw, version=4).hex
+
+
+def test_a_new_run_id_is_a_fresh_uuid4() -> None:
+    ids = {new_run_id() for _ in range(100)}
+
+    assert len(ids) == 100
+    for found in ids:
+        parsed = uuid.UUID(hex=found)
+        assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, found)
+
+
+def test_an_agent_without_a_run_id_gets_a_uuid4_of_its_own() -> None:
+    first, second = (Agent(ScriptedModel([answer("hi")])) for _ in range(2))
+
+    assert uuid.UUID(hex=first.run_id).version == 4
+    assert first.run_id != second.run_id
+
+
+# -- the Agent's arguments: the cheap first look never accepts what the full checks refuse --
+
+_ODD: list[object] = [
+    None,
+    True,
+    False,
+    0,
+    1,
+    -1,
+    2,
+    1.0,
+    float("nan"),
+    "",
+    " ",
+    "x",
+    "reject",
+    "queue",
+    "compiled",
+    "reference",
+    "other",
+    b"x",
+    (),
+    [],
+    {},
+    object(),
+    time.time,
+    time.perf_counter,
+    time.monotonic,
+    lambda: 0.0,
+    InputPolicy.QUEUE,
+    InputPolicy.REJECT,
+]
+_SIGNATURE = inspect.signature(Agent.__init__)
+_CHECKED = [
+    name
+    for name, parameter in _SIGNATURE.parameters.items()
+    if name not in ("self", "model", "tools", "listeners")
+    and parameter.default is not inspect.Parameter.empty
+]
+
+
+def _defaults() -> dict[str, object]:
+    found = {
+        name: parameter.default
+        for name, parameter in _SIGNATURE.parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+    return {"model": ScriptedModel([answer("hi")]), "tools": (), **found}
+
+
+@given(st.dictionaries(st.sampled_from(_CHECKED), st.sampled_from(_ODD), max_size=4))
+def test_the_usual_arguments_are_never_ones_the_full_checks_refuse(
+    changed: dict[str, object],
+) -> None:
+    arguments = {**_defaults(), **changed}
+    try:
+        checks.other_arguments({**arguments, "listeners": ()})
+    except (TypeError, ValueError):
+        assert not checks.usual(arguments)
+
+
+def test_the_defaults_are_usual_and_anything_else_gets_the_full_checks() -> None:
+    assert checks.usual(_defaults())
+    with pytest.raises(ValueError, match="max_turns must be a whole number >= 1 or None"):
+        Agent(ScriptedModel([answer("hi")]), max_turns=0)
+    with pytest.raises(TypeError, match="listeners must be an iterable of callables"):
+        Agent(ScriptedModel([answer("hi")]), listeners=[1])  # type: ignore[list-item]
+
+
+def echo(text: str) -> str:
+    """Say it back."""
+    return text
+
+
+def test_a_runs_records_are_numbered_and_built_as_its_emitter_would() -> None:
+    told: list[object] = []
+    script = [calls(("c1", "echo", {"text": "x"})), answer("hi")]
+    agent = Agent(
+        ScriptedModel(script), [echo], listeners=[told.append], clock=lambda: 1_700_000_000.0
+    )
+    agent.start()
+    agent.submit("go")
+    events = [item for item in told if isinstance(item, Event)]
+    records = [event for event in events if event.machine == MachineName.CONVERSATION]
+
+    assert [event.seq for event in events] == list(range(1, len(events) + 1))
+    assert records
+    assert not {str(kind) for kind in RecordKind} & _ERROR_EVENTS  # (nothing to redact)
+    for record in records:
+        assert Event.model_validate(record.model_dump()) == record
+        assert (record.run_id, record.at, record.source) == (agent.run_id, 1_700_000_000.0, "busy")
+
+
+def test_a_run_with_no_store_shares_the_empty_batch_and_one_given_a_store_later_batches() -> None:
+    script = [calls(("c1", "echo", {"text": "x"})), answer("hi")]
+    plain = Agent(ScriptedModel(script), [echo], listeners=[lambda item: None])
+    plain.start()
+    plain.submit("go")
+    later = Agent(ScriptedModel([answer("hi")]))
+    later.store = MemoryStore()
+    later.start()
+    later.submit("go")
+
+    assert plain._unsaved is NO_BATCH
+    assert plain._undelivered is NO_BATCH
+    assert NO_BATCH == []  # (nothing was ever batched in it)
+    assert later._unsaved is not NO_BATCH
+    assert [event.event for event in later.store.events(later.run_id)][-1] == "complete"
