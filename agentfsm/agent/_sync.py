@@ -1,12 +1,20 @@
 """The Agent's synchronous facade, and `SyncRunner`, the event loop behind it.
 
 One loop per Agent, kept across calls, so clients bound to a loop (the openai client's
-HTTP connections) keep working from one call to the next; closed by `close`.
+HTTP connections) keep working from one call to the next; released by `close`. A released
+loop that is clean (nothing left on it: no task, no callback, no async generator, no
+executor, no handler or factory of its own) is kept idle for the next Agent's facade, in
+any thread, instead of being closed: making and closing a loop (a socket pair, an epoll
+instance, a run of ``shutdown_asyncgens``) is most of what a synchronous run costs beyond
+the async one. Any other loop is closed, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import os
+import threading
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -14,6 +22,86 @@ if TYPE_CHECKING:
     from agentfsm.agent.vocabulary import DecisionLike, TurnOutcome
 
 T = TypeVar("T")
+
+IDLE_LOOPS = 4
+"""At most this many clean event loops are kept idle for the next facades (in all threads)."""
+
+_idle: list[asyncio.AbstractEventLoop] = []
+"""The clean loops released by closed facades, none running, none closed."""
+_idle_lock = threading.Lock()
+_held: set[asyncio.AbstractEventLoop] = set()
+"""The loops facades hold: reachable from here, so that garbage collection finalizes a
+dropped facade's runner (which releases its loop) before the loop's own sockets, however
+old the loop is."""
+_forked: list[asyncio.AbstractEventLoop] = []
+"""A forked child's inherited idle loops: never used (their epoll instance and sockets are
+the parent's too) and never closed (closing would unregister them from the parent's)."""
+
+
+def _after_fork() -> None:  # pragma: no cover - runs in a forked child
+    _forked.extend(_idle)
+    _idle.clear()
+
+
+def close_idle_loops() -> None:
+    """Close the loops kept idle (at interpreter exit; a later facade makes new ones)."""
+    with _idle_lock:
+        idle = tuple(_idle)
+        _idle.clear()
+    for loop in idle:
+        loop.close()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+atexit.register(close_idle_loops)
+
+
+def _take_loop() -> asyncio.AbstractEventLoop:
+    """An idle clean loop, or a new one (held until released)."""
+    with _idle_lock:
+        loop = _idle.pop() if _idle else None
+    if loop is None:
+        loop = asyncio.new_event_loop()
+    _held.add(loop)
+    return loop
+
+
+def _is_clean(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether nothing of a past run is left on ``loop`` (so the next one cannot tell).
+
+    Only asyncio's own loops qualify: what is left on them is read from their internals.
+    """
+    return (
+        isinstance(loop, asyncio.BaseEventLoop)
+        and not loop.is_closed()
+        and not loop.is_running()
+        and not loop.get_debug()
+        and loop.get_exception_handler() is None
+        and loop.get_task_factory() is None
+        and not asyncio.all_tasks(loop)
+        and not getattr(loop, "_ready", True)
+        and not getattr(loop, "_scheduled", True)
+        and not getattr(loop, "_asyncgens", True)
+        and getattr(loop, "_default_executor", True) is None
+    )
+
+
+def _keep_idle(loop: asyncio.AbstractEventLoop) -> bool:
+    """Keep ``loop`` idle for the next facade, if it is clean and there is room."""
+    _held.discard(loop)
+    if _is_clean(loop):
+        with _idle_lock:
+            if len(_idle) < IDLE_LOOPS:
+                _idle.append(loop)
+                return True
+    return False
+
+
+def _release_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Keep ``loop`` idle for the next facade if it is clean and there is room, else close it."""
+    if not _keep_idle(loop) and not loop.is_closed():
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 class SyncRunner:
@@ -42,21 +130,26 @@ class SyncRunner:
                 "await its async form (e.g. `await agent.asubmit(...)`) instead"
             )
         if self._loop is None or self._loop.is_closed():
-            self._loop = asyncio.new_event_loop()
+            _held.discard(self._loop)  # (closed by someone else: let it go)
+            self._loop = _take_loop()
         return self._loop.run_until_complete(coroutine)
 
     def close(self) -> None:
-        """Close the loop (a later `run` opens a new one)."""
+        """Release the loop: kept idle for another facade if clean, else closed.
+
+        A later `run` takes another loop.
+        """
         loop, self._loop = self._loop, None
-        if loop is not None and not loop.is_closed():
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+        if loop is not None:
+            _release_loop(loop)
 
     def __del__(self) -> None:
         # Garbage collection may run this inside another event loop, where nothing can be
-        # awaited: only release the loop's resources.
+        # awaited: the loop is kept idle if clean, else only its resources are released.
         loop, self._loop = self._loop, None
-        if loop is not None and not loop.is_closed() and not loop.is_running():
+        if loop is None or _keep_idle(loop):
+            return
+        if not loop.is_closed() and not loop.is_running():
             loop.close()
 
 

@@ -14,7 +14,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentfsm.llm.base import ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
-from agentfsm.states.unchecked import blank, inline_fields, new, put, sealed
+from agentfsm.states.unchecked import (
+    blank,
+    inline_fields,
+    new,
+    put,
+    put_extra,
+    put_fields_set,
+    put_private,
+    sealed,
+)
 from agentfsm.tools.results import ToolResult, ToolStatus
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -187,8 +196,8 @@ def tool_entries(
         fields["duration"] = float(result.duration)
         fields["error_type"] = result.error.type if result.error else None
         fields["at"] = moment
-        put(entry, "__pydantic_fields_set__", _TOOL_EXECUTION_GIVEN)  # (`sealed`, inlined)
-        put(entry, "__pydantic_extra__", None)
-        put(entry, "__pydantic_private__", None)
+        put_fields_set(entry, _TOOL_EXECUTION_GIVEN)  # (`sealed`, inlined)
+        put_extra(entry, None)
+        put_private(entry, None)
         entries.append(entry)
     return entries

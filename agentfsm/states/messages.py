@@ -7,7 +7,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentfsm.states.json import JSONObject
-from agentfsm.states.unchecked import inline_fields, new, put, sealed
+from agentfsm.states.unchecked import (
+    inline_fields,
+    new,
+    put,
+    put_extra,
+    put_fields_set,
+    put_private,
+    sealed,
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 """Who a message is from: the system prompt, the user, the model, or a tool's result."""
@@ -139,9 +147,9 @@ def tool_message(tool_call_id: str, content: str, name: str | None = None) -> Me
     put(message, "tool_calls", ())
     put(message, "tool_call_id", tool_call_id)
     put(message, "name", name)
-    put(message, "__pydantic_fields_set__", _TOOL_GIVEN)  # (`sealed`, inlined: one call less)
-    put(message, "__pydantic_extra__", None)
-    put(message, "__pydantic_private__", None)
+    put_fields_set(message, _TOOL_GIVEN)  # (`sealed`, inlined: one call less)
+    put_extra(message, None)
+    put_private(message, None)
     return message
 
 

@@ -52,6 +52,15 @@ _set_fields_set = _slot_setter("__pydantic_fields_set__")
 _set_extra = _slot_setter("__pydantic_extra__")
 _set_private = _slot_setter("__pydantic_private__")
 
+put_fields_set: Callable[[object, object], None] = _set_fields_set
+"""``put_fields_set(record, fields)`` is ``put(record, "__pydantic_fields_set__", fields)``:
+the slot's own setter, a third cheaper than ``object.__setattr__``'s lookup by name. With
+`put_extra` and `put_private`, `sealed` inlined where one call less counts."""
+put_extra: Callable[[object, object], None] = _set_extra
+"""``put_extra(record, None)`` is ``put(record, "__pydantic_extra__", None)``."""
+put_private: Callable[[object, object], None] = _set_private
+"""``put_private(record, None)`` is ``put(record, "__pydantic_private__", None)``."""
+
 
 def inline_fields(cls: type[M]) -> type[M]:
     """Decorate a model class whose records `put` builds, so they keep their fields inline.

@@ -70,20 +70,27 @@ def _plain_object(text: str, limits: ArgumentLimits) -> JSONObject | None:
     That is a text from ``{`` to ``}``, no longer than ``limits.max_chars``, with fewer
     brackets than ``limits.max_depth`` (so it cannot nest deeper), that the scanner reads
     to its end: the value `ArgumentParser`'s checks one by one would give (a property test
-    pins them equal). None for anything else, which those checks then judge.
+    pins them equal). None for anything else, which those checks then judge. A text of at
+    most ``2 * max_depth + 1`` characters is not counted: JSON nested ``max_depth + 1``
+    deep takes at least ``2 * max_depth + 2`` (a bracket to open and one to close each
+    level).
     """
+    size = len(text)
     if (
         text[:1] != "{"
         or text[-1:] != "}"
-        or len(text) > limits.max_chars
-        or text.count("{") + text.count("[") > limits.max_depth
+        or size > limits.max_chars
+        or (
+            size > 2 * limits.max_depth + 1
+            and text.count("{") + text.count("[") > limits.max_depth
+        )
     ):
         return None
     try:
         value, end = _SCAN(text, 0)
     except (StopIteration, ValueError, RecursionError):
         return None
-    return value if end == len(text) else None  # type: ignore[return-value]  # from "{"
+    return value if end == size else None  # type: ignore[return-value]  # from "{"
 
 
 def _depth_exceeds(value: JSONValue, limit: int) -> bool:

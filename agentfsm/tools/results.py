@@ -12,7 +12,7 @@ from agentfsm._compat import StrEnum
 from agentfsm._redact import redact
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
-from agentfsm.states.unchecked import new, put
+from agentfsm.states.unchecked import new, put_extra, put_fields_set, put_private
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -221,9 +221,9 @@ def tool_result(
     fields["error"] = error
     fields["duration"] = float(duration) if duration > 0 else 0.0
     fields["attempts"] = attempts
-    put(result, "__pydantic_fields_set__", _RESULT_GIVEN)  # (`sealed`, inlined)
-    put(result, "__pydantic_extra__", None)
-    put(result, "__pydantic_private__", None)
+    put_fields_set(result, _RESULT_GIVEN)  # (`sealed`, inlined)
+    put_extra(result, None)
+    put_private(result, None)
     return result
 
 

@@ -86,6 +86,12 @@ _DEFAULT_RETRY = RetrySettings(
 
 _PER_CALL_HOOKS = (HookKind.BEFORE_EACH_TOOL, HookKind.AFTER_EACH_TOOL, HookKind.ON_ERROR)
 
+_Answered = tuple[ToolResult, str] | InputRequest | None
+"""A call's answer: its result and tool-message text; or what its tool asked the user; or
+None, when its delegate stopped the round at it."""
+_Answer = _Answered | Awaitable[_Answered]
+"""A call's answer, or an awaitable of it."""
+
 _NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 _NO_ANSWERS: Mapping[str, Answer] = MappingProxyType({})
 
@@ -104,6 +110,8 @@ class _Round(NamedTuple):
     """The `ToolContext.resume` of the calls retried with the user's answer, by call id."""
     delegates: Mapping[str, Delegate] | None = None
     """Tool name → what runs its admitted calls instead of its body."""
+    on_input: Callable[[ToolCall, InputRequest], None] | None = None
+    """Told of a call whose tool asked the user (the round stops there)."""
 
 
 class ToolSystem:
@@ -325,7 +333,11 @@ class ToolSystem:
             HookFailedError: As `run_round`.
         """
         round_ = self._start(
-            calls, context, decisions or _NO_DECISIONS, enabled, on_start, resumes, delegates
+            calls,
+            context,
+            decisions or _NO_DECISIONS,
+            enabled,
+            (on_start, resumes, delegates, on_input),
         )
         added: tuple[Message, ...] = ()
         known = answered or _NO_ANSWERS
@@ -333,11 +345,34 @@ class ToolSystem:
             added = await self._fire(HookKind.BEFORE_TOOLS, round_, list(messages))
         results: list[ToolResult] = []
         new: list[Message] = []  # the round's tool messages so far (after ``messages``)
+        ran = self._run_calls(round_, calls, known, messages, results, new, stop, on_answer)
+        if not await ran:  # stopped at a call: no after_tools
+            return RoundResult(tuple(results), (*new, *added))
+        if HookKind.AFTER_TOOLS in self._hooks:
+            conversation = [*messages, *new, *added]
+            added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation)
+        return RoundResult(tuple(results), (*new, *added))
+
+    async def _run_calls(
+        self,
+        round_: _Round,
+        calls: tuple[ToolCall, ...],
+        known: Mapping[str, Answer],
+        messages: Sequence[Message],
+        results: list[ToolResult],
+        new: list[Message],
+        stop: Callable[[], bool | Awaitable[bool]] | None,
+        on_answer: Callable[[ToolResult, Message], None] | None,
+    ) -> bool:
+        """Answer the calls in order, into ``results`` and ``new``: whether all were answered.
+
+        Not all are when ``stop`` stopped the round, or a call waits (see `run_round`).
+        """
         for index, call in enumerate(calls):
             if results and stop is not None and call.id not in known:
                 asked = stop()  # (awaited only if it must be: a coroutine costs)
                 if asked if isinstance(asked, bool) else await asked:
-                    return RoundResult(tuple(results), (*new, *added))
+                    return False
             if call.id in known:
                 result, message = known[call.id]
                 new.append(message)
@@ -345,9 +380,11 @@ class ToolSystem:
                 continue
             if round_.hooked:
                 await self._fire(HookKind.BEFORE_EACH_TOOL, round_, [*messages, *new], call)
-            answer = self._waits_or(call, await self._answer(index, call, round_), on_input)
-            if answer is None:  # the call waits (its tool asked the user, or its sub-agent)
-                return RoundResult(tuple(results), (*new, *added))
+            answer = self._answer(index, call, round_)
+            if not isinstance(answer, tuple):  # to await, or a call that waits
+                answer = self._waits_or(call, await _outcome(answer), round_.on_input)
+                if answer is None:  # its tool asked the user, or its sub-agent waits
+                    return False
             result, text = answer
             message = tool_message(call.id, text, call.name)
             new.append(message)
@@ -357,10 +394,7 @@ class ToolSystem:
             )
             if after is not None:
                 await after
-        if HookKind.AFTER_TOOLS in self._hooks:
-            conversation = [*messages, *new, *added]
-            added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation)
-        return RoundResult(tuple(results), (*new, *added))
+        return True
 
     def _finish_call(
         self,
@@ -420,10 +454,17 @@ class ToolSystem:
         context: ToolContext,
         decisions: Mapping[str, Decision],
         enabled: Collection[str] | None,
-        on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None,
-        resumes: Mapping[str, JSONObject] | None = None,
-        delegates: Mapping[str, Delegate] | None = None,
+        callbacks: tuple[
+            Callable[[ToolCall], Awaitable[None] | None] | None,
+            Mapping[str, JSONObject] | None,
+            Mapping[str, Delegate] | None,
+            Callable[[ToolCall, InputRequest], None] | None,
+        ] = (None, None, None, None),
     ) -> _Round:
+        """The round's shared inputs, its rules checked.
+
+        ``callbacks`` are its ``on_start``, ``resumes``, ``delegates`` and ``on_input``.
+        """
         ids = {call.id for call in calls}
         if len(ids) != len(calls):
             counts = Counter(call.id for call in calls)
@@ -434,34 +475,61 @@ class ToolSystem:
             raise ToolRoundError("decisions name calls that are not in the round", strays)
         allowed = None if enabled is None else frozenset(enabled)
         hooked = self._hooks.has_any(_PER_CALL_HOOKS)
-        return _Round(context, decisions, allowed, hooked, on_start, resumes, delegates)
+        return _Round(context, decisions, allowed, hooked, *callbacks)
 
     def _available(self, round_: _Round) -> tuple[str, ...]:
         """The tools the round may call, by name (for the message of a refusal)."""
         allowed = round_.enabled
         return tuple(n for n in self.registry.names if allowed is None or n in allowed)
 
-    async def _answer(
-        self, index: int, call: ToolCall, round_: _Round
-    ) -> tuple[ToolResult, str] | InputRequest | None:
+    def _answer(self, index: int, call: ToolCall, round_: _Round) -> _Answer:
+        """A call's answer, at once when it comes at once, else an awaitable of it.
+
+        A plain body's outcome comes at once (no coroutine is made for it); a refusal too. An
+        async body's, a retried or timed body's and a delegate's are awaited by the caller.
+        """
         started = self._timer()
         try:
             found, kwargs = self._admit(call, round_)
         except ToolCallError as refused:
             return self._failed(call, refused, _REFUSALS[type(refused)], started, 0)
-        delegate = None if round_.delegates is None else round_.delegates.get(call.name)
         if found.client_side:
             decision = round_.decisions[call.id]  # an output decision: `refusal` checked it
-            attempted = Attempted(decision.value, None, 0)
-        elif delegate is not None:
-            delegated = await delegate(call, kwargs)
-            if delegated is None:
-                return None
-            attempted = delegated
-        else:
-            started_body = self._run_body(index, call, round_, found, kwargs)
-            # (A plain body's outcome comes at once: no coroutine to await.)
-            attempted = started_body if isinstance(started_body, Attempted) else await started_body
+            return self._answered(call, Attempted(decision.value, None, 0), started)
+        delegate = None if round_.delegates is None else round_.delegates.get(call.name)
+        if delegate is not None:
+            return self._delegated(delegate, call, kwargs, started)
+        ran = self._run_body(index, call, round_, found, kwargs)
+        if type(ran) is not Attempted:
+            return self._ran(ran, call, started)  # type: ignore[arg-type]  # an awaitable
+        value = ran.value
+        if type(value) is str and ran.error is None:  # (`_answered`'s usual case, inlined)
+            duration = self._timer() - started
+            return (
+                tool_result(
+                    call.id, call.name, ToolStatus.SUCCESS, value, None, duration, ran.attempts
+                ),
+                value,
+            )
+        return self._answered(call, ran, started)
+
+    async def _delegated(
+        self, delegate: Delegate, call: ToolCall, kwargs: dict[str, object], started: float
+    ) -> _Answered:
+        """The answer of a call its delegate runs (None: the round stops at it)."""
+        delegated = await delegate(call, kwargs)
+        return None if delegated is None else self._answered(call, delegated, started)
+
+    async def _ran(
+        self, running: Awaitable[Attempted], call: ToolCall, started: float
+    ) -> _Answered:
+        """The answer of a call whose body's outcome must be awaited."""
+        return self._answered(call, await running, started)
+
+    def _answered(
+        self, call: ToolCall, attempted: Attempted, started: float
+    ) -> tuple[ToolResult, str] | InputRequest:
+        """A call's answer from what its body (or the application, or a delegate) produced."""
         if attempted.error is not None:
             status = _execution_status(attempted.error, call)
             return self._failed(call, attempted.error, status, started, attempted.attempts)
@@ -610,6 +678,17 @@ class ToolSystem:
                 else None,
             )
         )
+
+
+def _outcome(answer: _Answer) -> Awaitable[_Answered]:
+    """``answer`` as an awaitable: itself when it is one, else one that gives it at once."""
+    if answer is None or isinstance(answer, (tuple, InputRequest)):
+        return _given(answer)
+    return answer
+
+
+async def _given(answer: _Answered) -> _Answered:
+    return answer
 
 
 def _execution_status(error: Exception, call: ToolCall) -> ToolStatus:

@@ -33,7 +33,15 @@ from agentfsm.states.messages import (
     tool_message,
     user_message,
 )
-from agentfsm.states.unchecked import inline_fields, new, put, sealed
+from agentfsm.states.unchecked import (
+    inline_fields,
+    new,
+    put,
+    put_extra,
+    put_fields_set,
+    put_private,
+    sealed,
+)
 from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, result_json, tool_result
 
 ids = st.text(min_size=1, max_size=8)
@@ -288,3 +296,23 @@ def test_inline_fields_keeps_put_records_inline_after_many_validated_ones() -> N
     fast = _put_point(decorated)
     assert not _holds_a_dict(fast)
     same(fast, decorated(x=1, y=2))
+
+
+@given(fields=st.sets(st.sampled_from(("x", "y"))))
+def test_the_slot_setters_set_what_put_sets(fields: set[str]) -> None:
+    cls = _point_class()
+    by_name, by_slot = new(cls), new(cls)
+    for point in (by_name, by_slot):
+        put(point, "x", 1)
+        put(point, "y", 2)
+    put(by_name, "__pydantic_fields_set__", fields)
+    put(by_name, "__pydantic_extra__", None)
+    put(by_name, "__pydantic_private__", None)
+    put_fields_set(by_slot, fields)
+    put_extra(by_slot, None)
+    put_private(by_slot, None)
+
+    same(by_slot, by_name)
+    assert by_slot.model_fields_set == fields
+    assert by_slot.__pydantic_extra__ is None
+    assert by_slot.__pydantic_private__ is None

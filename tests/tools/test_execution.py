@@ -6,10 +6,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tenacity import wait_fixed
 
 from agentfsm.errors import ToolTimeoutError
 from agentfsm.tools import Tool, ToolContext, ToolStatus, ToolSystem
+from agentfsm.tools.execution import Attempted, start
+from agentfsm.tools.system import _DEFAULT_RETRY
 from tests.tools.spies import Flavour, call, spy_tool
 
 CONTEXT = ToolContext(run_id="run-1")
@@ -268,3 +272,14 @@ def test_a_body_failing_while_cancelled_after_its_timeout_is_still_a_timeout() -
     )
 
     assert result.status is ToolStatus.TIMEOUT
+
+
+@given(value=st.none() | st.booleans() | st.integers() | st.text(max_size=8))
+def test_a_plain_body_s_outcome_is_the_attempted_its_constructor_builds(value: object) -> None:
+    tool = Tool(lambda: value, name="plain")
+
+    ran = start(tool, {}, "c1", _DEFAULT_RETRY)
+
+    assert type(ran) is Attempted
+    assert ran == Attempted(value, None, 1)
+    assert (ran.value, ran.error, ran.attempts) == (value, None, 1)
