@@ -77,6 +77,33 @@ class Written:
         return cls(snapshot.version, {field: getattr(snapshot, field) for field in ITEMS}, stamp)
 
 
+RECENT_RUNS = 1024
+"""How many runs a store remembers what it wrote of (its most recently saved or loaded)."""
+
+
+class RecentWrites(dict[str, Written]):
+    """What a store wrote (or read) of its `RECENT_RUNS` most recently saved or loaded runs.
+
+    A store keeps a run's `Written` so that its next save writes only the new items; an
+    entry holds the run's messages and trace. Without a bound, a long-lived store would keep
+    every conversation it ever saved in memory. A run no longer here (or written by another
+    store meanwhile) has its items rewritten at its next save: the same rows, at more cost.
+    """
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int = RECENT_RUNS) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, run_id: str, written: Written) -> None:
+        """Remember ``written`` as the newest entry; forget the oldest beyond `limit`."""
+        self.pop(run_id, None)  # (re-inserted at the end: the most recent)
+        super().__setitem__(run_id, written)
+        if len(self) > self.limit:
+            del self[next(iter(self))]
+
+
 def kept(before: tuple[object, ...], after: tuple[object, ...]) -> int | None:
     """How many items of ``before`` begin ``after`` unchanged (the very same objects)."""
     if len(after) < len(before):

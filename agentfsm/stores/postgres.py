@@ -45,7 +45,7 @@ from agentfsm.errors import (
 from agentfsm.states.events import Event
 from agentfsm.stores import _postgres_sql as sql
 from agentfsm.stores._credentials import redact, scrub
-from agentfsm.stores._items import Written, assemble, new_items
+from agentfsm.stores._items import RecentWrites, Written, assemble, new_items
 from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 
@@ -94,7 +94,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             )
         self._conninfo = url
         self._lock = threading.Lock()
-        self._written: dict[str, Written] = {}
+        self._written = RecentWrites()
         self._closed = False
         try:
             with psycopg.connect(url, autocommit=True) as conn:  # direct: its error is clear

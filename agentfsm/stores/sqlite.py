@@ -44,7 +44,15 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.states.events import Event
-from agentfsm.stores._items import ITEMS, Written, assemble, core_json, event_json, new_items
+from agentfsm.stores._items import (
+    ITEMS,
+    RecentWrites,
+    Written,
+    assemble,
+    core_json,
+    event_json,
+    new_items,
+)
 from agentfsm.stores._sqlite_rows import INSERT_RUN, UPDATE_RUN, insert_rows
 from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
@@ -180,7 +188,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 raise StoreError(f"cannot create the run store {str(where)!r}: {exc}") from exc
         self._synchronous = synchronous
         self._lock = threading.RLock()  # (held by save_many around its saves)
-        self._written: dict[str, Written] = {}
+        self._written = RecentWrites()
         opener = connect or (_connect_read_only if read_only else _connect)
         try:
             self._conn = opener(self.path)

@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from agentfsm import Event
+from agentfsm.fsm.data import RunData
 from agentfsm.states.events import unchecked_event
 from agentfsm.states.json import JSONValue
+from agentfsm.states.messages import Message
 from agentfsm.states.names import MachineName, RecordKind, RunState
 from agentfsm.stores import SQLiteStore
-from agentfsm.stores._items import event_json, model_json
+from agentfsm.stores._items import RECENT_RUNS, RecentWrites, Written, event_json, model_json
+from agentfsm.stores.snapshot import Snapshot
 from agentfsm.testing.store_conformance import (
     _event_fields,
     _messages,
@@ -133,3 +136,45 @@ def test_a_runs_row_is_inserted_once_then_updated_in_place(tmp_path: Path) -> No
         )
         assert store.load("r0") == second
         assert [run.version for run in store.list_runs()] == [2, 1]
+
+
+def test_recent_writes_keeps_the_most_recently_set_runs_up_to_its_limit() -> None:
+    recent = RecentWrites(limit=2)
+    first, second, third = (Written(version, {}) for version in (1, 2, 3))
+    recent["a"] = first
+    recent["b"] = second
+    recent["a"] = third  # set again: now the most recent
+    recent["c"] = first
+    assert dict(recent) == {"a": third, "c": first}  # b, the least recently set, is gone
+    assert RecentWrites().limit == RECENT_RUNS
+
+
+def _busy(run_id: str, seq: int, version: int, conversation: list[Message]) -> Snapshot:
+    data = RunData(run_id=run_id, state=RunState.BUSY, loop_state="thinking", turn=1)
+    return Snapshot.from_data(data, conversation, [], seq=seq, version=version)
+
+
+def test_a_store_remembers_only_its_recent_runs_and_rewrites_a_forgotten_runs_items(
+    tmp_path: Path,
+) -> None:
+    conversation = [Message.system("be brief"), Message.user("question 1")]
+    grown = [*conversation, Message.user("question 2")]
+    with SQLiteStore(tmp_path / "r.db") as store:
+        store._written.limit = 2
+        for run in ("r0", "r1"):
+            store.save(
+                _busy(run, 1, 1, conversation), make_events(run, 1, 1), expected_version=None
+            )
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)
+        store.save(_busy("r0", 2, 2, grown), make_events("r0", 2, 1), expected_version=1)
+        assert not [s for s in statements if s.startswith("DELETE")]  # remembered: appended
+        store.save(_busy("r2", 1, 1, conversation), make_events("r2", 1, 1), expected_version=None)
+        assert list(store._written) == ["r0", "r2"]  # r1 was the least recently written
+        statements.clear()
+        second = _busy("r1", 2, 2, grown)
+        store.save(second, make_events("r1", 2, 1), expected_version=1)
+        assert [s for s in statements if s.startswith("DELETE FROM items")]  # rewritten
+        assert store.load("r1") == second
+        assert store.load("r0") == _busy("r0", 2, 2, grown)
+        assert len(store._written) == 2
