@@ -48,14 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agentfsm import Agent, Event, MemoryStore, RunStore, SQLiteStore, Tool
 from agentfsm.stores.postgres import PostgresStore
 from agentfsm.testing.postgres_server import TemporaryPostgres
-from benchmarks.loops.agentfsm_loop import TOOLS, BenchModel
-from benchmarks.loops.workload import FINAL, PROMPT, SCHEMA, TOOL_BODIES, Listener
+from benchmarks.loops.agentfsm_loop import TOOLS, BenchModel, make_tools
+from benchmarks.loops.workload import FINAL, PROMPT, Listener
 from benchmarks.targets import durable_run_target
 
-IDEMPOTENT_TOOLS = [
-    Tool(body, name=name, parameters=SCHEMA, idempotent=True) for name, body in TOOL_BODIES.items()
-]
-"""The same three tools declared idempotent: no save of its own before each body (I11)."""
+IDEMPOTENT_TOOLS = make_tools(fast=False, idempotent=True)
+"""The same three tools declared idempotent: no save of its own before each body (I11);
+validated by jsonschema, as `TOOLS` are (the ratio's run with no store uses those)."""
 IDEMPOTENT = "SQLiteStore FULL, idempotent tools"
 """The row of the same run on SQLite FULL with `IDEMPOTENT_TOOLS` (ratio to no store)."""
 

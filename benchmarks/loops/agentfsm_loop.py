@@ -29,12 +29,19 @@ from benchmarks.loops.workload import (
 )
 
 
-def _tools(fast: bool) -> list[Tool[..., object]]:
-    """The three tools, validated by jsonschema alone, or accelerated by jsonschema-rs."""
+def make_tools(*, fast: bool, idempotent: bool = False) -> list[Tool[..., object]]:
+    """The three tools, validated by jsonschema alone, or accelerated by jsonschema-rs.
+
+    Every row compared with another builds its tools here, so that both validate alike
+    (a `Tool` made elsewhere takes jsonschema-rs whenever the fast extra is installed).
+    """
     saved = os.environ.get("AGENTFSM_FAST")
     os.environ["AGENTFSM_FAST"] = "1" if fast else "0"
     try:
-        tools = [Tool(body, name=name, parameters=SCHEMA) for name, body in TOOL_BODIES.items()]
+        tools = [
+            Tool(body, name=name, parameters=SCHEMA, idempotent=idempotent)
+            for name, body in TOOL_BODIES.items()
+        ]
     finally:
         if saved is None:
             del os.environ["AGENTFSM_FAST"]
@@ -46,9 +53,9 @@ def _tools(fast: bool) -> list[Tool[..., object]]:
     return tools
 
 
-TOOLS = _tools(fast=False)
+TOOLS = make_tools(fast=False)
 """The three tools, built once and shared by every Agent: the same validator as the others."""
-FAST_TOOLS = _tools(fast=True)
+FAST_TOOLS = make_tools(fast=True)
 """The same tools with the ``fast`` extra's accelerator (jsonschema-rs)."""
 
 
