@@ -162,61 +162,52 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-# The guards of the loop's ``replied`` are asked in turn every iteration, each reading its
-# counts; an int count (the usual case: the Agent sends ints) is read as it is, since for
-# an int ``_count(n) > 0`` is ``n > 0`` and ``_count(n) == 0`` is ``n <= 0``; anything
-# else goes through `_count`.
+def _counts(args: Args) -> tuple[int, int, int]:
+    """A reply's counts, read once: its tool calls, those needing action, those asking the user.
+
+    The ``replied`` guards are asked in turn every iteration and compare each count with 0
+    only, so an int (what the Agent sends) is taken as it is: a negative one reads as none,
+    as `_count` makes it. Anything else goes through `_count`.
+    """
+    calls = args.get("tool_calls", 0)
+    needing = args.get("needing_action", 0)
+    asking = args.get("asking_user", 0)
+    if type(calls) is int and type(needing) is int and type(asking) is int:
+        return calls, needing, asking
+    return _count(calls), _count(needing), _count(asking)
 
 
 @guard
 def no_tool_calls(model: RunData, args: Args) -> bool:
     """The response has no tool calls, and the run has no output type to validate it against."""
-    calls = args.get("tool_calls", 0)
-    return (calls if type(calls) is int else _count(calls)) <= 0 and model.output_retries is None
+    return _count(args.get("tool_calls", 0)) == 0 and model.output_retries is None
 
 
 @guard
 def answer_to_validate(model: RunData, args: Args) -> bool:
     """The response has no tool calls, and the run has an output type: it is validated."""
-    calls = args.get("tool_calls", 0)
-    none = (calls if type(calls) is int else _count(calls)) <= 0
-    return none and model.output_retries is not None
+    return _count(args.get("tool_calls", 0)) == 0 and model.output_retries is not None
 
 
 @guard
 def needs_action(model: RunData, args: Args) -> bool:
     """Some call of the response needs approval or is client-side."""
-    calls = args.get("tool_calls", 0)
-    needing = args.get("needing_action", 0)
-    return (calls if type(calls) is int else _count(calls)) > 0 and (
-        needing if type(needing) is int else _count(needing)
-    ) > 0
+    calls, needing, _ = _counts(args)
+    return calls > 0 and needing > 0
 
 
 @guard
 def asks_user_only(model: RunData, args: Args) -> bool:
     """No call needs approval, but some are ``ask_user`` calls awaiting the user."""
-    calls = args.get("tool_calls", 0)
-    needing = args.get("needing_action", 0)
-    asking = args.get("asking_user", 0)
-    return (
-        (calls if type(calls) is int else _count(calls)) > 0
-        and (needing if type(needing) is int else _count(needing)) <= 0
-        and (asking if type(asking) is int else _count(asking)) > 0
-    )
+    calls, needing, asking = _counts(args)
+    return calls > 0 and needing <= 0 and asking > 0
 
 
 @guard
 def may_run_now(model: RunData, args: Args) -> bool:
     """Every call of the response may run without waiting for anyone."""
-    calls = args.get("tool_calls", 0)
-    needing = args.get("needing_action", 0)
-    asking = args.get("asking_user", 0)
-    return (
-        (calls if type(calls) is int else _count(calls)) > 0
-        and (needing if type(needing) is int else _count(needing)) <= 0
-        and (asking if type(asking) is int else _count(asking)) <= 0
-    )
+    calls, needing, asking = _counts(args)
+    return calls > 0 and needing <= 0 and asking <= 0
 
 
 @guard
