@@ -19,7 +19,7 @@ import threading
 from concurrent.futures import Future
 from typing import NamedTuple
 
-from agentfsm.agent.vocabulary import AgentEvent, AgentListener
+from agentfsm.agent.vocabulary import AgentEvent
 from agentfsm.fsm import Emitter
 from agentfsm.states.events import Event
 from agentfsm.stores.base import RunStore, SaveOutcome, start_saves
@@ -98,8 +98,6 @@ class WriteBehind:
 
     store: RunStore | None
     _emitter: Emitter
-    _listeners: tuple[AgentListener, ...]
-    _quiet: list[BaseException] | None
     _version: int
     _claim_due: bool
     _store_failed: bool
@@ -120,11 +118,7 @@ class WriteBehind:
         del self._undelivered[:told]
         for index, item in enumerate(items):
             try:
-                if self._quiet is None:  # `_deliver`, inlined: every event of a run comes here
-                    for listener in self._listeners:  # (read per item: it may be replaced)
-                        listener(item)
-                else:
-                    self._deliver(item)
+                self._deliver(item)
             except BaseException:
                 self._undelivered[:0] = items[index + 1 :]
                 raise
