@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import pydantic
 import pytest
 from hypothesis import given
@@ -60,8 +62,13 @@ def test_unchecked_event_is_the_same_event(event: Event) -> None:
     fast = unchecked_event(*(getattr(event, name) for name in Event.model_fields))
 
     assert fast == event
+    assert type(fast) is Event
     assert fast.model_fields_set == event.model_fields_set
     assert fast.model_dump_json() == event.model_dump_json()
+    assert repr(fast) == repr(event)
+    assert list(vars(fast)) == list(Event.model_fields) == list(vars(event))
+    assert fast.model_dump() == event.model_dump()
+    assert weakref.ref(fast)() is fast  # (its layout is an Event's: weakrefs included)
     with pytest.raises(pydantic.ValidationError):
         fast.seq = 2  # type: ignore[misc]  # frozen like any Event
 

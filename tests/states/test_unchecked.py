@@ -41,6 +41,7 @@ from agentfsm.states.unchecked import (
     put_fields_set,
     put_private,
     sealed,
+    twin,
 )
 from agentfsm.tools.results import ToolErrorInfo, ToolResult, ToolStatus, result_json, tool_result
 
@@ -316,3 +317,25 @@ def test_the_slot_setters_set_what_put_sets(fields: set[str]) -> None:
     assert by_slot.model_fields_set == fields
     assert by_slot.__pydantic_extra__ is None
     assert by_slot.__pydantic_private__ is None
+
+
+def test_twin_refuses_a_class_whose_layout_it_cannot_share() -> None:
+    class Slotted(pydantic.BaseModel):
+        __slots__ = ("_cache",)
+        value: int = 0
+
+    with pytest.raises(TypeError, match="layout"):
+        twin(Slotted)
+
+
+def test_a_twin_record_becomes_its_class() -> None:
+    raw = twin(ToolErrorInfo)
+    record = object.__new__(raw)
+    record.type = "ValueError"
+    record.message = "bad"
+    record.__pydantic_fields_set__ = {"type", "message"}
+    record.__pydantic_extra__ = None
+    record.__pydantic_private__ = None
+    record.__class__ = ToolErrorInfo
+
+    same(record, ToolErrorInfo(type="ValueError", message="bad"))
