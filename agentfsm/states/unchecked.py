@@ -125,7 +125,8 @@ def twin(cls: type[BaseModel]) -> type[Any]:
         TypeError: ``cls`` adds slots of its own, so no twin can share its layout.
     """
     slots = ("__weakref__",) if cls.__weakrefoffset__ and not BaseModel.__weakrefoffset__ else ()
-    raw: type[Any] = type(cls)(f"{cls.__name__}Twin", (BaseModel,), {"__slots__": slots})
+    meta: Any = type(cls)
+    raw: type[Any] = meta(f"{cls.__name__}Twin", (BaseModel,), {"__slots__": slots})
     raw.__module__ = __name__
     # Plain stores: object's own attribute access (both, or the type keeps a slow wrapper).
     type.__setattr__(raw, "__setattr__", object.__setattr__)
