@@ -478,7 +478,13 @@ class RunRecord(WriteBehind):
         emitter.seq = seq = emitter.seq + 1
         at = emitter.clock()
         event = unchecked_event(seq, emitter.run_id, _CONVERSATION, kind, state, state, at, data)
-        self._on_event(event)
+        if self.store is None and self._quiet is None and self._data.loop_state is not None:
+            # `_on_event`, inlined for a run with no store (nothing to save, no batch, no
+            # loop to make): the event goes to the listeners as it happens.
+            for listener in self._listeners:
+                listener(event)
+        else:
+            self._on_event(event)
 
     def _append(self, messages: Iterable[Message]) -> None:
         for message in messages:

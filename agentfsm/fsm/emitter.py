@@ -16,7 +16,7 @@ Listener = Callable[[Event], object]
 Clock = Callable[[], float]
 """The time in seconds since the Unix epoch; inject a fake one in tests."""
 
-_ERROR_EVENTS = frozenset({"fail", "model_failed"})
+ERROR_EVENTS = frozenset({"fail", "model_failed"})
 """Events whose ``message`` is an error's text: credentials in it are masked."""
 
 
@@ -66,11 +66,21 @@ class Emitter:
         itself, as `emit` would have given it, without the call through its listener.
         """
         self.seq = seq = self.seq + 1
-        if event in _ERROR_EVENTS and isinstance(data.get("message"), str):
-            # An error's text may quote a URL with user-info, a key or an Authorization
-            # value: the event log (and so the store) never records them.
-            data = {**data, "message": redact(str(data["message"]))}
+        if event in ERROR_EVENTS:
+            data = redacted(data)
         # The machine built every field from checked values; validating them again would
         # cost more than the whole rest of the transition.
         at = self.clock()
         return unchecked_event(seq, self.run_id, machine, event, source, target, at, data)
+
+
+def redacted(data: JSONObject) -> JSONObject:
+    """An error event's ``data`` with the credentials in its ``message`` masked.
+
+    An error's text may quote a URL with user-info, a key or an Authorization value: the
+    event log (and so the store) never records them.
+    """
+    message = data.get("message")
+    if isinstance(message, str):
+        return {**data, "message": redact(str(message))}
+    return data

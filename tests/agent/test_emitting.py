@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import time
 import uuid
+from typing import cast
 
 import pytest
 from hypothesis import given
@@ -16,13 +17,14 @@ from hypothesis import strategies as st
 
 from agentfsm import ScriptedModel
 from agentfsm.agent import Agent, checks
-from agentfsm.agent.emitting import new_run_id, run_id_of
-from agentfsm.agent.record import NO_BATCH
-from agentfsm.fsm.emitter import _ERROR_EVENTS
+from agentfsm.agent.emitting import RunEmitter, new_run_id, run_id_of
+from agentfsm.agent.record import NO_BATCH, RunRecord
+from agentfsm.fsm.emitter import ERROR_EVENTS
 from agentfsm.states.events import Event
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind
 from agentfsm.stores.memory import MemoryStore
 from tests.agent.agent_support import answer, calls
+from tests.fsm.test_emitter import _expected, events
 
 
 @given(st.binary(min_size=16, max_size=16))
@@ -133,7 +135,7 @@ def test_a_runs_records_are_numbered_and_built_as_its_emitter_would() -> None:
 
     assert [event.seq for event in events] == list(range(1, len(events) + 1))
     assert records
-    assert not {str(kind) for kind in RecordKind} & _ERROR_EVENTS  # (nothing to redact)
+    assert not {str(kind) for kind in RecordKind} & ERROR_EVENTS  # (nothing to redact)
     for record in records:
         assert Event.model_validate(record.model_dump()) == record
         assert (record.run_id, record.at, record.source) == (agent.run_id, 1_700_000_000.0, "busy")
@@ -154,3 +156,31 @@ def test_a_run_with_no_store_shares_the_empty_batch_and_one_given_a_store_later_
     assert NO_BATCH == []  # (nothing was ever batched in it)
     assert later._unsaved is not NO_BATCH
     assert [event.event for event in later.store.events(later.run_id)][-1] == "complete"
+
+
+class _Taker:
+    """Stands for the Agent a `RunEmitter` tells: keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.told: list[Event] = []
+
+    def _on_event(self, event: Event) -> None:
+        self.told.append(event)
+
+
+@given(events)
+def test_the_agents_emitter_makes_the_event_the_plain_emitter_makes(event: Event) -> None:
+    taker = _Taker()
+    emitter = RunEmitter(event.run_id, cast(RunRecord, taker), lambda: event.at)
+    emitter.seq = event.seq - 1
+
+    fast = emitter.emit(event.machine, event.event, event.source, event.target, event.data)
+
+    expected = _expected(event)  # (an error's message masked, as `Emitter` masks it)
+    assert type(fast) is Event
+    assert fast == expected
+    assert fast.model_fields_set == expected.model_fields_set
+    assert fast.model_dump_json() == expected.model_dump_json()
+    assert (taker.told, emitter.seq) == ([fast], event.seq)
+    del taker
+    assert emitter.emit(event.machine, "e", "a", "b", {}).seq == event.seq + 1  # (told nobody)
