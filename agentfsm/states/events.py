@@ -38,10 +38,14 @@ class Event(BaseModel):
 
 # One set shared by every unchecked event: pydantic reads it, and copies it before any
 # change (model_copy), so sharing it is safe; it must be a set, not a frozenset.
-_FIELDS = set(Event.model_fields)
+EVENT_FIELDS = set(Event.model_fields)
+"""The ``__pydantic_fields_set__`` of every unchecked event (all fields are given)."""
 _new = object.__new__
-_EventTwin = twin(Event)
-"""`Event`'s layout, with plain attribute stores: see `agentfsm.states.unchecked.twin`."""
+EventTwin = twin(Event)
+"""`Event`'s layout, with plain attribute stores: see `agentfsm.states.unchecked.twin`.
+
+Only `unchecked_event` and the two places that inline it (`RunRecord._note`,
+`RunEmitter.emit`) build from it, each exactly as `unchecked_event` does."""
 
 
 def unchecked_event(
@@ -64,7 +68,7 @@ def unchecked_event(
     pydantic change that broke this would fail the suite. The caller guarantees the values
     are valid.
     """
-    record = _new(_EventTwin)
+    record = _new(EventTwin)
     record.seq = seq  # (in the class's field order: the keys are shared, see `twin`)
     record.run_id = run_id
     record.machine = machine
@@ -73,7 +77,7 @@ def unchecked_event(
     record.target = target
     record.at = at
     record.data = data
-    record.__pydantic_fields_set__ = _FIELDS
+    record.__pydantic_fields_set__ = EVENT_FIELDS
     record.__pydantic_extra__ = None
     record.__pydantic_private__ = None
     record.__class__ = Event

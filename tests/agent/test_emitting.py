@@ -136,8 +136,14 @@ def test_a_runs_records_are_numbered_and_built_as_its_emitter_would() -> None:
     assert [event.seq for event in events] == list(range(1, len(events) + 1))
     assert records
     assert not {str(kind) for kind in RecordKind} & ERROR_EVENTS  # (nothing to redact)
+    for event in events:  # (the records from `_note`, the transitions from `RunEmitter`)
+        checked = Event.model_validate(event.model_dump())
+        assert type(event) is Event
+        assert event == checked
+        assert event.model_fields_set == checked.model_fields_set
+        assert event.model_dump_json() == checked.model_dump_json()
+        assert list(vars(event)) == list(Event.model_fields)
     for record in records:
-        assert Event.model_validate(record.model_dump()) == record
         assert (record.run_id, record.at, record.source) == (agent.run_id, 1_700_000_000.0, "busy")
 
 
