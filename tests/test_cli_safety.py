@@ -172,7 +172,9 @@ def test_diagram_run_of_a_state_ending_in_a_backslash_is_valid_dot(tmp_path: Pat
         conn.execute("DELETE FROM events WHERE seq = 1")
         tampered = text.replace('"created"', '"x\\\\"')
         conn.execute(
-            "INSERT INTO events SELECT run_no, 1, ? FROM runs WHERE run_id = 'r'", (tampered,)
+            "INSERT INTO events SELECT (run_no << 32) + 1, run_no, 1, ? FROM runs "
+            "WHERE run_id = 'r'",
+            (tampered,),
         )
     conn.close()
 

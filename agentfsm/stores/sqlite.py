@@ -6,11 +6,11 @@ Layout (file format 3, kept in ``PRAGMA user_version``; see `_sqlite_layout`):
   id, its latest snapshot as JSON but for its messages and trace, the snapshot's
   ``schema_version``, and ``version``, ``seq``, ``state``, ``turn`` for listing.
 - ``items``: the snapshot's messages (kind ``m``) and trace entries (kind ``t``), one row
-  each, keyed by ``(run_no, kind, idx)``. Both only grow between saves of a run (a reset is
-  the exception), so a save writes just the new ones: its cost does not grow with the
-  conversation.
-- ``events``: the append-only event log, keyed by ``(run_no, seq)``; a trigger refuses
-  any ``UPDATE`` of it.
+  each, keyed by ``(run_no, kind, idx)`` (folded into the rowid). Both only grow between
+  saves of a run (a reset is the exception), so a save writes just the new ones: its cost
+  does not grow with the conversation.
+- ``events``: the append-only event log, keyed by ``(run_no, seq)`` (folded into the
+  rowid); a trigger refuses any ``UPDATE`` of it.
 
 A file of format 2 (keyed by the run's id) is migrated to format 3 by the first writable
 store that opens it, in one transaction; a read-only store reads it as it is.
@@ -61,9 +61,14 @@ from agentfsm.stores._sqlite_layout import (
     OUR_TABLES,
     READABLE_FORMATS,
     SCHEMA,
+    SPAN,
     OrphanRowsError,
+    events_sql,
+    first_key,
+    item_key,
+    items_sql,
+    kind_keys,
     migrate,
-    run_rows,
 )
 from agentfsm.stores._sqlite_rows import INSERT_RUN, UPDATE_RUN, insert_rows
 from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
@@ -208,7 +213,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 f"tables {sorted(names)!r}), expected agentfsm's run database (file format "
                 f"{FILE_FORMAT}, tables {sorted(OUR_TABLES)!r})",
             )
-        self._run_rows = run_rows(file_format)
+        self._reads = (events_sql(file_format), items_sql(file_format))
         if self.read_only:
             if file_format == 0:
                 raise StoreCorruptError(str(self.path), "it holds no agentfsm run database")
@@ -217,7 +222,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
         if file_format != FILE_FORMAT:
             self._lay_out()
-            self._run_rows = run_rows(FILE_FORMAT)
+            self._reads = (events_sql(FILE_FORMAT), items_sql(FILE_FORMAT))
 
     def _lay_out(self) -> None:
         """Create the tables of a new file, or migrate a file of an older format.
@@ -294,7 +299,8 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                     else:
                         run_no = row[2]
                         conn.execute(UPDATE_RUN, values)
-                    rows = [(run_no, e.seq, event_json(e)) for e in events]
+                    first = first_key(run_no)
+                    rows = [(first + e.seq, run_no, e.seq, event_json(e)) for e in events]
                     insert_rows(conn, "events", rows)
                     self._write_items(
                         conn, snapshot, expected_version, run_no, stored=row is not None
@@ -389,12 +395,16 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         for change in new_items(snapshot, written):
             if change.rewrite and stored:
                 conn.execute(
-                    "DELETE FROM items WHERE run_no = ? AND kind = ?", (run_no, change.kind)
+                    "DELETE FROM items WHERE id BETWEEN ? AND ?", kind_keys(run_no, change.kind)
                 )
+            kind, first = change.kind, item_key(run_no, change.kind, change.start)
             insert_rows(
                 conn,
                 "items",
-                [(run_no, change.kind, n, row) for n, row in enumerate(change.rows, change.start)],
+                [
+                    (first + n, run_no, kind, change.start + n, row)
+                    for n, row in enumerate(change.rows)
+                ],
             )
 
     def _remember(self, snapshot: Snapshot) -> None:
@@ -414,7 +424,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                         "SELECT schema_version, snapshot FROM runs WHERE run_id = ?", (run_id,)
                     ).fetchall()
                     items = conn.execute(
-                        f"SELECT kind, item FROM items WHERE {self._run_rows} ORDER BY kind, idx",
+                        self._reads[1],
                         (run_id,),
                     ).fetchall()
             except sqlite3.Error as exc:
@@ -457,9 +467,9 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             StoreCorruptError: An event, or the file, cannot be read.
         """
         rows = self._query(
-            f"SELECT event FROM events WHERE {self._run_rows} AND seq > ? ORDER BY seq",
+            self._reads[0],
             run_id,
-            after_seq,
+            max(0, min(after_seq, SPAN - 1)),
         )
         try:
             return [Event.model_validate_json(row[0]) for row in rows]
@@ -483,8 +493,9 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                         "SELECT run_no FROM runs WHERE run_id = ?", (run_id,)
                     ).fetchone()
                     if row is not None:
-                        conn.execute("DELETE FROM events WHERE run_no = ?", row)
-                        conn.execute("DELETE FROM items WHERE run_no = ?", row)
+                        keys = (first_key(row[0]), first_key(row[0]) + SPAN - 1)
+                        conn.execute("DELETE FROM events WHERE id BETWEEN ? AND ?", keys)
+                        conn.execute("DELETE FROM items WHERE id BETWEEN ? AND ?", keys)
                         conn.execute("DELETE FROM runs WHERE run_no = ?", row)
                 self._written.pop(run_id, None)
             except sqlite3.Error as exc:

@@ -135,6 +135,42 @@ def test_a_new_file_numbers_runs_and_keys_their_rows_by_number(tmp_path: Path) -
         )
 
 
+def test_a_row_s_key_must_be_its_run_number_and_seq(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    with SQLiteStore(path) as store:
+        store.save(*RUNS[0], expected_version=None)
+    with raw(path) as conn:
+        assert conn.execute("SELECT id, run_no, seq FROM events WHERE seq = 2").fetchone() == (
+            (1 << 32) + 2,
+            1,
+            2,
+        )
+        assert conn.execute("SELECT id, kind, idx FROM items WHERE idx = 1").fetchall() == [
+            ((1 << 32) + 1, "m", 1)
+        ]
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+            conn.execute("INSERT INTO events VALUES (99, 1, 5, '{}')")  # not 2**32 + 5
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+            conn.execute("INSERT INTO events VALUES ((2 << 32) + 0, 2, 0, '{}')")  # no seq 0
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+            conn.execute("INSERT INTO items VALUES ((1 << 32) + 9, 1, 't', 9, '{}')")
+
+
+def test_a_run_s_events_and_items_never_include_a_neighbour_s(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "runs.db") as store:
+        for snapshot, events in RUNS:
+            store.save(snapshot, events, expected_version=None)
+        _, events = RUNS[1]
+        assert store.events("a-first", after_seq=-5) == events
+        assert store.events("a-first", after_seq=2**40) == []
+        assert store.events("b-second", after_seq=3) == []
+        assert store.events("nobody") == []
+        store.delete("a-first")
+        assert store.load("a-first") is None
+        assert store.events("a-first") == []
+        assert_holds(store, [RUNS[0], RUNS[2]])
+
+
 def test_a_format_2_file_is_migrated_whole_by_a_writable_store(tmp_path: Path) -> None:
     old, fresh = tmp_path / "old.db", tmp_path / "fresh.db"
     format_2_file(old, RUNS)
