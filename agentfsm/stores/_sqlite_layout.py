@@ -1,4 +1,4 @@
-"""`SQLiteStore`'s file layout: its tables, its format number, and the migration to it.
+"""`SQLiteStore`'s file layout (its tables, its format, the migration to it) and connections.
 
 Format 3 (this one) numbers each run (``runs.run_no``, the table's rowid, given in the order
 runs are first saved) and keys its events and items by that number: each row's rowid is
@@ -17,6 +17,7 @@ format 3 in one transaction, the first time a writable store opens it.
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 FILE_FORMAT = 3
 """The layout of the database file this agentfsm writes (``PRAGMA user_version``).
@@ -67,6 +68,43 @@ SCHEMA = (
 
 OUR_TABLES = {"runs", "events", "items", "events_append_only"}
 """The names in the schema of an agentfsm file of format 2 or 3 (SQLite's own aside)."""
+
+
+_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_READ_ONLY_CODE = 8  # SQLITE_READONLY
+
+
+def is_corruption(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the file is damaged or not a database."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return (code & 0xFF) in _CORRUPT_CODES
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
+
+
+def is_read_only(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the connection may not write the file."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return (int(code) & 0xFF) == _READ_ONLY_CODE
+    return "readonly" in str(exc)
+
+
+def connect_writing(path: Path) -> sqlite3.Connection:
+    """A connection that writes (the store's default)."""
+    return sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write the file (SQLite's ``mode=ro``)."""
+    return sqlite3.connect(
+        f"{path.absolute().as_uri()}?mode=ro",
+        uri=True,
+        timeout=30.0,
+        isolation_level=None,
+        check_same_thread=False,
+    )
 
 
 SPAN = 1 << 32

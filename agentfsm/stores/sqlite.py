@@ -58,13 +58,18 @@ from agentfsm.stores._items import (
 )
 from agentfsm.stores._sqlite_layout import (
     FILE_FORMAT,
+    MIGRATED_FORMATS,
     OUR_TABLES,
     READABLE_FORMATS,
     SCHEMA,
     SPAN,
     OrphanRowsError,
+    connect_read_only,
+    connect_writing,
     events_sql,
     first_key,
+    is_corruption,
+    is_read_only,
     item_key,
     items_sql,
     kind_keys,
@@ -77,31 +82,6 @@ from agentfsm.stores.watch import PollingWatch
 
 DEFAULT_PATH = Path(".agentfsm") / "runs.db"
 """Where `SQLiteStore` keeps its file by default, relative to the working directory."""
-
-_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
-
-
-def _is_corruption(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
-    if code is not None:
-        return (code & 0xFF) in _CORRUPT_CODES
-    text = str(exc)
-    return "malformed" in text or "not a database" in text
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-
-
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """A connection that cannot write the file (SQLite's ``mode=ro``)."""
-    return sqlite3.connect(
-        f"{path.absolute().as_uri()}?mode=ro",
-        uri=True,
-        timeout=30.0,
-        isolation_level=None,
-        check_same_thread=False,
-    )
 
 
 def _checked_path(path: object) -> Path:
@@ -170,7 +150,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         self._synchronous = synchronous
         self._lock = threading.RLock()  # (held by save_many around its saves)
         self._written = RecentWrites()
-        opener = connect or (_connect_read_only if read_only else _connect)
+        opener = connect or (connect_read_only if read_only else connect_writing)
         try:
             self._conn = opener(self.path)
         except sqlite3.Error as exc:
@@ -220,15 +200,18 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             return
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
-        if file_format != FILE_FORMAT:
-            self._lay_out()
+        if file_format != FILE_FORMAT and self._lay_out(file_format):
             self._reads = (events_sql(FILE_FORMAT), items_sql(FILE_FORMAT))
 
-    def _lay_out(self) -> None:
+    def _lay_out(self, file_format: int) -> bool:
         """Create the tables of a new file, or migrate a file of an older format.
 
         Under the write lock, so that of several processes opening the file together one
         does it and the others find it done.
+
+        Returns:
+            False if the file is of an older format and the connection cannot write it (a
+            ``mode=ro`` connection, as the web view's): it is read as it is.
         """
         try:
             with self._transaction() as conn:
@@ -245,7 +228,10 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 f"migrated to file format {FILE_FORMAT} (nothing was changed)",
             ) from exc
         except sqlite3.Error as exc:
+            if file_format in MIGRATED_FORMATS and is_read_only(exc):
+                return False
             raise self._failure(exc, None, writing=True) from exc
+        return True
 
     def _check_writable(self, run_id: str) -> None:
         if self.read_only:
@@ -263,7 +249,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             raise
 
     def _failure(self, exc: sqlite3.Error, run_id: str | None, writing: bool) -> StoreError:
-        if _is_corruption(exc):
+        if is_corruption(exc):
             return StoreCorruptError(str(self.path), f"the database is damaged ({exc})", run_id)
         if writing and run_id is not None:
             return StoreWriteError(run_id, str(self.path), str(exc))

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentfsm.errors import StoreCorruptError, StoreError, StoreWriteError
+from agentfsm.serve.stores import open_read_only
 from agentfsm.states import Message
 from agentfsm.states.events import Event
 from agentfsm.stores import Snapshot, SQLiteStore
@@ -233,6 +234,25 @@ def test_a_read_only_store_reads_a_format_2_file_without_migrating_it(tmp_path: 
     assert path.read_bytes() == before
     with raw(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+
+
+def test_the_web_view_s_read_only_connection_reads_a_format_2_file_as_it_is(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.db"
+    format_2_file(path, RUNS)
+    with raw(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = path.read_bytes()
+
+    with open_read_only(path) as store:  # a mode=ro connection, not read_only=True
+        assert_holds(store, RUNS)
+
+    assert path.read_bytes() == before
+    with SQLiteStore(path) as store:  # a writable store migrates it then
+        assert_holds(store, RUNS)
+    with open_read_only(path) as store:
+        assert_holds(store, RUNS)
 
 
 def test_stores_opening_a_format_2_file_together_migrate_it_once(tmp_path: Path) -> None:
