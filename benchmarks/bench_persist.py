@@ -10,7 +10,8 @@ run's time with the store over the same run's with none. Resume:
 ``Agent(…, store=…, run_id=…)`` of a finished run of `ITERATIONS` iterations, which loads
 its snapshot and restores both machines. Saves per run: the stored version of a finished run
 (one per save); fsyncs per run: the fsync'd commits of one run on SQLite FULL (the saves of one
-write-behind hop share one, `SQLiteStore.save_many`). One more row runs the same workload on
+write-behind hop share one, `SQLiteStore.save_many`); WAL pages per run: what one run's
+commits write to SQLite's WAL (`wal_pages_per_run`). One more row runs the same workload on
 SQLite FULL with the three tools declared idempotent (their saves go on behind the run); the
 durable-run target (`benchmarks.targets`) names that row. The machine's load average is
 recorded beside the medians (its disk and cores are shared: fsync latency varies).
@@ -217,6 +218,45 @@ def fsyncs_per_run(directory: Path, tools: list[Tool]) -> int:
     return fsyncs
 
 
+WARM_RUNS = 100
+"""Runs stored before WAL pages are counted, so that a run lands in tables of some size."""
+
+
+def wal_pages_per_run(directory: Path, tools: list[Tool], runs: int = 20) -> float:
+    """The WAL pages one run writes on SQLite FULL, counted from the WAL file's size.
+
+    `WARM_RUNS` runs are stored first; the WAL is then checkpointed and truncated, and
+    ``runs`` more write it with no checkpoint (its connection's ``wal_autocheckpoint`` off):
+    a frame is a page and its 24-byte header, after the file's 32-byte header. What a run's
+    commits write, and (as distinct pages) what SQLite's checkpoints copy back.
+    """
+    path = directory / "wal.db"
+
+    def no_checkpoints(where: Path) -> sqlite3.Connection:
+        connection = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
+        connection.execute("PRAGMA wal_autocheckpoint=0")
+        return connection
+
+    def run(store: SQLiteStore) -> None:
+        one = agent(store, Listener(), tools=tools)
+        one.start()
+        one.submit(PROMPT)
+        one.close()
+
+    with SQLiteStore(path, connect=no_checkpoints) as store:
+        for _ in range(WARM_RUNS):
+            run(store)
+        with sqlite3.connect(path, isolation_level=None) as other:
+            other.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            page_size = int(other.execute("PRAGMA page_size").fetchone()[0])
+        other.close()
+        for _ in range(runs):
+            run(store)
+        frames = (Path(f"{path}-wal").stat().st_size - 32) / (page_size + 24)
+    path.unlink()
+    return frames / runs
+
+
 FSYNCS = 100  # per sample
 
 
@@ -258,6 +298,7 @@ def measure(directory: Path, repeats: int, *, sqlite_only: bool = False) -> dict
             name: fsyncs_per_run(directory, tools_of(name))
             for name in ("SQLiteStore FULL", IDEMPOTENT)
         }
+        results["wal_pages_per_run"] = wal_pages_per_run(directory, IDEMPOTENT_TOOLS)
         return results
     raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow
 
@@ -360,6 +401,7 @@ def main() -> None:
         )
     fsyncs = ", ".join(f"{n} {c}" for n, c in results["fsyncs_per_run"].items())  # type: ignore[attr-defined]
     print(f"fsync'd commits per run: {fsyncs}")
+    print(f"WAL pages per run ({IDEMPOTENT}): {results['wal_pages_per_run']:.1f}")
     fsync = results["fsync_commit_us"]
     print(f"one fsync'd SQLite commit of one row: {fsync:.0f} µs (the quietest median)")
     print(f"load average (1 min) at the end: {results['load_average']}")

@@ -171,7 +171,11 @@ def test_diagram_run_of_a_state_ending_in_a_backslash_is_valid_dot(tmp_path: Pat
         (text,) = conn.execute("SELECT event FROM events WHERE seq = 1").fetchone()
         conn.execute("DELETE FROM events WHERE seq = 1")
         tampered = text.replace('"created"', '"x\\\\"')
-        conn.execute("INSERT INTO events VALUES ('r', 1, ?)", (tampered,))
+        conn.execute(
+            "INSERT INTO events SELECT (run_no << 32) + 1, run_no, 1, ? FROM runs "
+            "WHERE run_id = 'r'",
+            (tampered,),
+        )
     conn.close()
 
     drawn = agentfsm("diagram", "--run", "r", "--store", str(path), cwd=tmp_path)

@@ -17,7 +17,10 @@ UPDATE_RUN = (
 """A run's row: inserted by its first save, then updated in place (an ``INSERT OR REPLACE``
 would delete the row and insert it again at the table's end, writing more pages)."""
 
-_COLUMNS = {"events": "(run_id, seq, event)", "items": "(run_id, kind, idx, item)"}
+_COLUMNS = {
+    "events": "(id, run_no, seq, event)",
+    "items": "(id, run_no, kind, idx, item)",
+}
 _CHUNKS = (64, 16, 4, 1)
 """The rows one INSERT writes: a save's rows go in chunks of these sizes, largest first."""
 

@@ -170,6 +170,7 @@ class Snapshot(BaseModel):
                 conversation and trace again each time would make a long run quadratic).
         """
         fields: dict[str, Any] = {
+            "schema_version": SNAPSHOT_SCHEMA_VERSION,
             "run_id": data.run_id,
             "state": data.state,
             "loop_state": data.loop_state,
@@ -200,20 +201,23 @@ class Snapshot(BaseModel):
             "seq": seq,
             "version": version,
         }
-        return cls._trusted(fields) if trusted else cls(**fields)
+        if trusted:
+            return cls._trusted(fields)
+        del fields["schema_version"]  # (its default: given, it would count as set)
+        return cls(**fields)
 
     @classmethod
     def _trusted(cls, fields: dict[str, Any]) -> Snapshot:
-        """A snapshot of ``fields`` (every field but ``schema_version``), unvalidated.
+        """A snapshot of ``fields`` (every field, in the class's order), unvalidated.
 
         What ``model_construct`` makes, without its walk over every field's aliases and
-        defaults (a quarter of a write-behind point's cost on the run's thread).
+        defaults (a quarter of a write-behind point's cost on the run's thread); ``fields``
+        becomes its ``__dict__``, and every such snapshot shares one set of the fields
+        given (all but ``schema_version``, as a validated one has), not a copy of each.
         """
         snapshot = blank(cls)
-        object.__setattr__(
-            snapshot, "__dict__", {"schema_version": SNAPSHOT_SCHEMA_VERSION, **fields}
-        )
-        return sealed(snapshot, set(fields))
+        object.__setattr__(snapshot, "__dict__", fields)
+        return sealed(snapshot, _GIVEN)
 
     def to_data(self) -> RunData:
         """A fresh `RunData` equal to the one this snapshot was taken from."""
@@ -237,3 +241,8 @@ class Snapshot(BaseModel):
             output_retries=self.output_retries,
             invalid_outputs=self.invalid_outputs,
         )
+
+
+_GIVEN = set(Snapshot.model_fields) - {"schema_version"}
+"""The fields a snapshot from `Snapshot.from_data` was given (pydantic copies it before any
+change, so every trusted snapshot shares it)."""

@@ -1,16 +1,19 @@
 """`SQLiteStore`: a durable `RunStore` in one SQLite file, with the standard library's sqlite3.
 
-Layout (file format 2, kept in ``PRAGMA user_version``):
+Layout (file format 3, kept in ``PRAGMA user_version``; see `_sqlite_layout`):
 
-- ``runs``: one row per run — its latest snapshot as JSON but for its messages and trace,
-  the snapshot's ``schema_version``, and ``version``, ``seq``, ``state``, ``turn`` for
-  listing.
+- ``runs``: one row per run, numbered (``run_no``) in the order runs are first saved — its
+  id, its latest snapshot as JSON but for its messages and trace, the snapshot's
+  ``schema_version``, and ``version``, ``seq``, ``state``, ``turn`` for listing.
 - ``items``: the snapshot's messages (kind ``m``) and trace entries (kind ``t``), one row
-  each, keyed by ``(run_id, kind, idx)``. Both only grow between saves of a run (a reset is
-  the exception), so a save writes just the new ones: its cost does not grow with the
-  conversation.
-- ``events``: the append-only event log, keyed by ``(run_id, seq)``; a trigger refuses
-  any ``UPDATE`` of it.
+  each, keyed by ``(run_no, kind, idx)`` (folded into the rowid). Both only grow between
+  saves of a run (a reset is the exception), so a save writes just the new ones: its cost
+  does not grow with the conversation.
+- ``events``: the append-only event log, keyed by ``(run_no, seq)`` (folded into the
+  rowid); a trigger refuses any ``UPDATE`` of it.
+
+A file of format 2 (keyed by the run's id) is migrated to format 3 by the first writable
+store that opens it, in one transaction; a read-only store reads it as it is.
 
 Each save is one ``BEGIN IMMEDIATE`` transaction, so concurrent writers (threads or
 processes) are serialised by SQLite and the version check and the writes are atomic.
@@ -31,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
@@ -53,74 +56,32 @@ from agentfsm.stores._items import (
     event_json,
     new_items,
 )
+from agentfsm.stores._sqlite_layout import (
+    FILE_FORMAT,
+    MIGRATED_FORMATS,
+    OUR_TABLES,
+    READABLE_FORMATS,
+    SCHEMA,
+    SPAN,
+    OrphanRowsError,
+    connect_read_only,
+    connect_writing,
+    events_sql,
+    first_key,
+    is_corruption,
+    is_read_only,
+    item_key,
+    items_sql,
+    kind_keys,
+    migrate,
+)
 from agentfsm.stores._sqlite_rows import INSERT_RUN, UPDATE_RUN, insert_rows
 from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 from agentfsm.stores.watch import PollingWatch
 
-FILE_FORMAT = 2
-"""The layout of the database file this agentfsm reads and writes (``PRAGMA user_version``).
-
-It is bumped whenever the layout changes. Format 1 kept each snapshot whole in ``runs``;
-format 2 keeps its messages and trace as rows of ``items``.
-"""
-
 DEFAULT_PATH = Path(".agentfsm") / "runs.db"
 """Where `SQLiteStore` keeps its file by default, relative to the working directory."""
-
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS runs (
-        run_id TEXT PRIMARY KEY,
-        schema_version INTEGER NOT NULL,
-        version INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        state TEXT NOT NULL,
-        turn INTEGER NOT NULL,
-        snapshot TEXT NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS events (
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        event TEXT NOT NULL,
-        PRIMARY KEY (run_id, seq)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS items (
-        run_id TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        idx INTEGER NOT NULL,
-        item TEXT NOT NULL,
-        PRIMARY KEY (run_id, kind, idx)
-    ) WITHOUT ROWID""",
-    """CREATE TRIGGER IF NOT EXISTS events_append_only BEFORE UPDATE ON events
-    BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END""",
-)
-_OUR_TABLES = {"runs", "events", "items", "events_append_only"}
-
-
-_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
-
-
-def _is_corruption(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
-    if code is not None:
-        return (code & 0xFF) in _CORRUPT_CODES
-    text = str(exc)
-    return "malformed" in text or "not a database" in text
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-
-
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """A connection that cannot write the file (SQLite's ``mode=ro``)."""
-    return sqlite3.connect(
-        f"{path.absolute().as_uri()}?mode=ro",
-        uri=True,
-        timeout=30.0,
-        isolation_level=None,
-        check_same_thread=False,
-    )
 
 
 def _checked_path(path: object) -> Path:
@@ -189,7 +150,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         self._synchronous = synchronous
         self._lock = threading.RLock()  # (held by save_many around its saves)
         self._written = RecentWrites()
-        opener = connect or (_connect_read_only if read_only else _connect)
+        opener = connect or (connect_read_only if read_only else connect_writing)
         try:
             self._conn = opener(self.path)
         except sqlite3.Error as exc:
@@ -221,28 +182,56 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         # Read-only probes first: a foreign, corrupt or other-version file is refused
         # before any write, the journal mode included.
         file_format, names = self._probe()
-        foreign = file_format == 0 and names - _OUR_TABLES
-        if file_format not in (0, FILE_FORMAT) and names <= _OUR_TABLES:
-            raise SchemaVersionError(str(self.path), None, file_format, (FILE_FORMAT,))
-        missing = file_format == FILE_FORMAT and not names >= _OUR_TABLES
-        if foreign or missing or file_format not in (0, FILE_FORMAT):
+        foreign = file_format == 0 and names - OUR_TABLES
+        if file_format not in (0, *READABLE_FORMATS) and names <= OUR_TABLES:
+            raise SchemaVersionError(str(self.path), None, file_format, READABLE_FORMATS)
+        missing = file_format in READABLE_FORMATS and not names >= OUR_TABLES
+        if foreign or missing or file_format not in (0, *READABLE_FORMATS):
             raise StoreCorruptError(
                 str(self.path),
                 f"it is a SQLite database of something else (user_version {file_format}, "
                 f"tables {sorted(names)!r}), expected agentfsm's run database (file format "
-                f"{FILE_FORMAT}, tables {sorted(_OUR_TABLES)!r})",
+                f"{FILE_FORMAT}, tables {sorted(OUR_TABLES)!r})",
             )
+        self._reads = (events_sql(file_format), items_sql(file_format))
         if self.read_only:
             if file_format == 0:
                 raise StoreCorruptError(str(self.path), "it holds no agentfsm run database")
             return
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
-        if file_format == 0:
-            with self._transaction():
-                for statement in _SCHEMA:
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version={FILE_FORMAT}")
+        if file_format != FILE_FORMAT and self._lay_out(file_format):
+            self._reads = (events_sql(FILE_FORMAT), items_sql(FILE_FORMAT))
+
+    def _lay_out(self, file_format: int) -> bool:
+        """Create the tables of a new file, or migrate a file of an older format.
+
+        Under the write lock, so that of several processes opening the file together one
+        does it and the others find it done.
+
+        Returns:
+            False if the file is of an older format and the connection cannot write it (a
+            ``mode=ro`` connection, as the web view's): it is read as it is.
+        """
+        try:
+            with self._transaction() as conn:
+                if int(conn.execute("PRAGMA user_version").fetchone()[0]) == 0:
+                    for statement in SCHEMA:
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version={FILE_FORMAT}")
+                else:
+                    migrate(conn)
+        except OrphanRowsError as exc:
+            raise StoreCorruptError(
+                str(self.path),
+                f"{exc.count} events or items belong to no stored run, so it cannot be "
+                f"migrated to file format {FILE_FORMAT} (nothing was changed)",
+            ) from exc
+        except sqlite3.Error as exc:
+            if file_format in MIGRATED_FORMATS and is_read_only(exc):
+                return False
+            raise self._failure(exc, None, writing=True) from exc
+        return True
 
     def _check_writable(self, run_id: str) -> None:
         if self.read_only:
@@ -260,7 +249,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             raise
 
     def _failure(self, exc: sqlite3.Error, run_id: str | None, writing: bool) -> StoreError:
-        if _is_corruption(exc):
+        if is_corruption(exc):
             return StoreCorruptError(str(self.path), f"the database is damaged ({exc})", run_id)
         if writing and run_id is not None:
             return StoreWriteError(run_id, str(self.path), str(exc))
@@ -276,26 +265,31 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             try:
                 with self._transaction() as conn:
                     row = conn.execute(
-                        "SELECT version, seq FROM runs WHERE run_id = ?", (run_id,)
+                        "SELECT version, seq, run_no FROM runs WHERE run_id = ?", (run_id,)
                     ).fetchone()
                     actual, stored_seq = (None, 0) if row is None else (row[0], row[1])
                     if actual != expected_version:
                         raise SnapshotConflictError(run_id, expected_version, actual)
                     check_save(snapshot, events, expected_version, stored_seq)
-                    rows = [(run_id, e.seq, event_json(e)) for e in events]
+                    values = (
+                        snapshot.schema_version,
+                        snapshot.version,
+                        snapshot.seq,
+                        snapshot.state,
+                        snapshot.turn,
+                        core_json(snapshot),
+                        run_id,
+                    )
+                    if row is None:  # (an INSERT into a rowid table always sets lastrowid)
+                        run_no = cast(int, conn.execute(INSERT_RUN, values).lastrowid)
+                    else:
+                        run_no = row[2]
+                        conn.execute(UPDATE_RUN, values)
+                    first = first_key(run_no)
+                    rows = [(first + e.seq, run_no, e.seq, event_json(e)) for e in events]
                     insert_rows(conn, "events", rows)
-                    self._write_items(conn, snapshot, expected_version, stored=row is not None)
-                    conn.execute(
-                        UPDATE_RUN if row is not None else INSERT_RUN,
-                        (
-                            snapshot.schema_version,
-                            snapshot.version,
-                            snapshot.seq,
-                            snapshot.state,
-                            snapshot.turn,
-                            core_json(snapshot),
-                            run_id,
-                        ),
+                    self._write_items(
+                        conn, snapshot, expected_version, run_no, stored=row is not None
                     )
             except sqlite3.Error as exc:
                 self._written.pop(run_id, None)
@@ -371,6 +365,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         conn: sqlite3.Connection,
         snapshot: Snapshot,
         expected_version: int | None,
+        run_no: int,
         *,
         stored: bool,
     ) -> None:
@@ -386,12 +381,16 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         for change in new_items(snapshot, written):
             if change.rewrite and stored:
                 conn.execute(
-                    "DELETE FROM items WHERE run_id = ? AND kind = ?", (run_id, change.kind)
+                    "DELETE FROM items WHERE id BETWEEN ? AND ?", kind_keys(run_no, change.kind)
                 )
+            kind, first = change.kind, item_key(run_no, change.kind, change.start)
             insert_rows(
                 conn,
                 "items",
-                [(run_id, change.kind, n, row) for n, row in enumerate(change.rows, change.start)],
+                [
+                    (first + n, run_no, kind, change.start + n, row)
+                    for n, row in enumerate(change.rows)
+                ],
             )
 
     def _remember(self, snapshot: Snapshot) -> None:
@@ -411,7 +410,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                         "SELECT schema_version, snapshot FROM runs WHERE run_id = ?", (run_id,)
                     ).fetchall()
                     items = conn.execute(
-                        "SELECT kind, item FROM items WHERE run_id = ? ORDER BY kind, idx",
+                        self._reads[1],
                         (run_id,),
                     ).fetchall()
             except sqlite3.Error as exc:
@@ -454,9 +453,9 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             StoreCorruptError: An event, or the file, cannot be read.
         """
         rows = self._query(
-            "SELECT event FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
+            self._reads[0],
             run_id,
-            after_seq,
+            max(0, min(after_seq, SPAN - 1)),
         )
         try:
             return [Event.model_validate_json(row[0]) for row in rows]
@@ -476,9 +475,14 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         with self._lock:
             try:
                 with self._transaction() as conn:
-                    conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
-                    conn.execute("DELETE FROM items WHERE run_id = ?", (run_id,))
-                    conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+                    row = conn.execute(
+                        "SELECT run_no FROM runs WHERE run_id = ?", (run_id,)
+                    ).fetchone()
+                    if row is not None:
+                        keys = (first_key(row[0]), first_key(row[0]) + SPAN - 1)
+                        conn.execute("DELETE FROM events WHERE id BETWEEN ? AND ?", keys)
+                        conn.execute("DELETE FROM items WHERE id BETWEEN ? AND ?", keys)
+                        conn.execute("DELETE FROM runs WHERE run_no = ?", row)
                 self._written.pop(run_id, None)
             except sqlite3.Error as exc:
                 raise self._failure(exc, run_id, writing=True) from exc

@@ -36,7 +36,10 @@ def stored_rows(path: Path, run_id: str) -> list[Any]:
     with sqlite3.connect(path) as db:
         rows: list[Any] = []
         for table in ("runs", "events", "items"):
-            query = f"SELECT * FROM {table} WHERE run_id = ? ORDER BY 2"
+            query = (
+                f"SELECT * FROM {table} WHERE run_no = "
+                "(SELECT run_no FROM runs WHERE run_id = ?) ORDER BY 2"
+            )
             rows += db.execute(query, (run_id,)).fetchall()
         return rows
 

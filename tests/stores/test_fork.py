@@ -195,7 +195,8 @@ def test_the_origin_s_stored_bytes_do_not_change(tmp_path: Path) -> None:
             found = []
             for table in ("runs", "events", "items"):
                 found += db.execute(
-                    f"SELECT * FROM {table} WHERE run_id = 'origin' ORDER BY 2"
+                    f"SELECT * FROM {table} WHERE run_no = "
+                    "(SELECT run_no FROM runs WHERE run_id = 'origin') ORDER BY 2"
                 ).fetchall()
             return found
 

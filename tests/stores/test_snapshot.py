@@ -97,3 +97,18 @@ def test_a_trusted_snapshot_is_the_validated_one_unchecked() -> None:
     assert trusted.model_fields_set == checked.model_fields_set
     assert list(vars(trusted)) == list(Snapshot.model_fields)
     assert Snapshot.model_validate_json(trusted.model_dump_json()) == checked
+
+
+def test_trusted_snapshots_share_their_fields_set_but_a_copy_does_not_change_it() -> None:
+    args = (DATA, MESSAGES, TRACE)
+    one = Snapshot.from_data(*args, seq=12, version=4, trusted=True)
+    two = Snapshot.from_data(*args, seq=13, version=5, trusted=True)
+    given = set(one.model_fields_set)
+    assert "schema_version" not in given
+
+    copied = one.model_copy(update={"seq": 14, "schema_version": 1})
+    checked = Snapshot.model_validate(copied.model_dump())
+
+    assert copied.model_fields_set == given | {"schema_version"}
+    assert one.model_fields_set == two.model_fields_set == given
+    assert checked == copied

@@ -112,7 +112,7 @@ def test_a_file_of_a_newer_format_is_refused(tmp_path: Path) -> None:
         SQLiteStore(path)
     assert (caught.value.found, caught.value.expected, caught.value.run_id) == (
         7,
-        (FILE_FORMAT,),
+        (2, FILE_FORMAT),
         None,
     )
 
@@ -234,11 +234,11 @@ def test_two_stores_on_one_file_exactly_one_writer_wins(tmp_path: Path) -> None:
             store.close()
 
 
-def test_the_file_format_is_two_since_messages_and_trace_became_rows(tmp_path: Path) -> None:
+def test_the_file_format_is_three_since_rows_are_keyed_by_the_run_number(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     stored_run(path)
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (3,)
 
 
 def test_a_file_of_the_older_layout_is_refused_naming_both_versions(tmp_path: Path) -> None:
@@ -254,9 +254,9 @@ def test_a_file_of_the_older_layout_is_refused_naming_both_versions(tmp_path: Pa
 
     message = str(caught.value)
     assert "schema version 1" in message
-    assert "reads only 2" in message
+    assert "reads only 2, 3" in message
     assert "older agentfsm" in message
-    assert (caught.value.found, caught.value.expected) == (1, (2,))
+    assert (caught.value.found, caught.value.expected) == (1, (2, 3))
     assert path.read_bytes() == before
 
 

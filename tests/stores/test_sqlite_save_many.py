@@ -105,7 +105,7 @@ def test_a_failed_save_ends_them_and_what_committed_before_it_is_fsynced(
         assert store.events("r1") == list(first[1])
         # one more commit, fsynced, that changes nothing: it makes the first durable
         assert store.commits() == ["NORMAL", "FULL"]
-        assert "PRAGMA user_version=2" in store.statements
+        assert "PRAGMA user_version=3" in store.statements
         assert store.level() == 2
 
 
