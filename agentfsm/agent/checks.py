@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from agentfsm.agent.core import Agent
 
 _ENGINES = ("compiled", "reference")
+_PAUSED = RunState.PAUSED
+_SHUTDOWN = RunState.SHUTDOWN
 _POLICIES = tuple(p.value for p in InputPolicy)
 
 
@@ -313,7 +315,7 @@ def startable(agent: Agent, restored: bool) -> None:
             final; or the run is paused and was not just restored: call ``resume()``.
             Nothing is written.
     """
-    if agent.state == RunState.PAUSED and restored:
+    if restored and agent._data.state == _PAUSED:
         return
     open_for(agent, "start", then="")
 
@@ -326,13 +328,14 @@ def open_for(agent: Agent, event: str, *, then: str | None = None) -> None:
             and then ``event``), or shut down (the message says a shut-down run is final).
             Nothing changes.
     """
-    if agent.state == RunState.SHUTDOWN:
+    state = agent._data.state
+    if state != _SHUTDOWN and state != _PAUSED:  # (most calls: neither)
+        return
+    if state == _SHUTDOWN:
         detail, allowed = SHUT_DOWN_IS_FINAL, tuple[str, ...]()
-    elif agent.state == RunState.PAUSED:
+    else:
         detail = PAUSED_NEEDS_RESUME.format(then=f", then {event}()" if then is None else then)
         allowed = agent._run.allowed_events()
-    else:
-        return
     raise IllegalTransitionError(
         run_id=agent.run_id,
         machine="run",
