@@ -15,8 +15,9 @@ import asyncio
 import atexit
 import os
 import threading
-from collections.abc import Coroutine, Mapping
-from typing import TYPE_CHECKING, Protocol, TypeVar
+import types
+from collections.abc import Coroutine, Generator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from agentfsm.agent.vocabulary import DecisionLike, TurnOutcome
@@ -119,11 +120,32 @@ class SyncRunner:
             RuntimeError: Called from inside a running event loop, where the ``a``-prefixed
                 async method must be awaited instead.
         """
+        return self._ready(coroutine).run_until_complete(coroutine)
+
+    def run_here(self, coroutine: Coroutine[object, object, T]) -> T:
+        """`run`, for a coroutine that most likely awaits nothing: run here, not on the loop.
+
+        Entering the loop (a task, two passes of the loop, a poll of its selector) is most of
+        what a call that awaits nothing costs. The coroutine runs here, with the runner's loop
+        set as the running one (what it calls can find it); if it does await something, it
+        goes on from there on the loop, to its end, as `run` would have run it.
+
+        Raises:
+            RuntimeError: Called from inside a running event loop.
+        """
+        loop = self._ready(coroutine)
+        asyncio.events._set_running_loop(loop)
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
+            yielded = coroutine.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        finally:
+            asyncio.events._set_running_loop(None)
+        return loop.run_until_complete(_resumed(coroutine, yielded))
+
+    def _ready(self, coroutine: Coroutine[object, object, T]) -> asyncio.AbstractEventLoop:
+        """The runner's loop (taken if it has none), checked not to be inside a running one."""
+        if asyncio.events._get_running_loop() is not None:
             coroutine.close()
             raise RuntimeError(
                 "this synchronous Agent method was called inside a running event loop; "
@@ -132,7 +154,7 @@ class SyncRunner:
         if self._loop is None or self._loop.is_closed():
             _held.discard(self._loop)  # (closed by someone else: let it go)
             self._loop = _take_loop()
-        return self._loop.run_until_complete(coroutine)
+        return self._loop
 
     def close(self) -> None:
         """Release the loop: kept idle for another facade if clean, else closed.
@@ -151,6 +173,28 @@ class SyncRunner:
             return
         if not loop.is_closed() and not loop.is_running():
             loop.close()
+
+
+@types.coroutine
+def _resumed(coroutine: Coroutine[Any, Any, T], yielded: object) -> Generator[Any, Any, T]:
+    """The rest of ``coroutine``, whose first step (here) yielded ``yielded`` to its loop.
+
+    What ``yield from`` does, from the second step on: what the task sends or throws in goes
+    to the coroutine, and what it yields (the future it awaits) goes to the task.
+    """
+    while True:
+        try:
+            sent = yield yielded
+        except BaseException as error:  # (thrown in by the task: a cancellation)
+            try:
+                yielded = coroutine.throw(error)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+        else:
+            try:
+                yielded = coroutine.send(sent)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
 
 
 def run_inline(coroutine: Coroutine[object, object, T]) -> T:
@@ -181,6 +225,10 @@ class _AsyncCore(Protocol):
     """Made by the first synchronous call (an Agent used from async code needs none)."""
     _depth: int
 
+    @property
+    def store(self) -> object:
+        """Where the run persists (None: nowhere, so a start awaits nothing)."""
+
     async def astart(self) -> TurnOutcome: ...
     async def asubmit(self, text: str) -> TurnOutcome: ...
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome: ...
@@ -199,6 +247,8 @@ class SyncFacade:
 
     def start(self: _AsyncCore) -> TurnOutcome:
         """`astart`, for synchronous code."""
+        if self.store is None and not self._depth:  # (it awaits nothing: no store to save to)
+            return _runner(self).run_here(self.astart())
         return _run(self, self.astart())
 
     def submit(self: _AsyncCore, text: str) -> TurnOutcome:
@@ -254,7 +304,11 @@ def _run(agent: _AsyncCore, coroutine: Coroutine[object, object, T]) -> T:
     # the call is run inline: it either takes effect at once or is refused.
     if agent._depth:
         return run_inline(coroutine)
+    return _runner(agent).run(coroutine)
+
+
+def _runner(agent: _AsyncCore) -> SyncRunner:
     runner = agent._sync
     if runner is None:
         runner = agent._sync = SyncRunner()
-    return runner.run(coroutine)
+    return runner

@@ -84,9 +84,14 @@ def _hooks(hooks: object) -> None:
 
 
 def _listeners(listeners: object) -> None:
-    if isinstance(listeners, (str, bytes)) or not isinstance(listeners, Iterable):
+    kind = type(listeners)
+    if (
+        kind is not list
+        and kind is not tuple
+        and (isinstance(listeners, (str, bytes)) or not isinstance(listeners, Iterable))
+    ):
         checks.refuse_type("listeners", listeners, "an iterable of callables")
-    for listener in list(listeners) if isinstance(listeners, (list, tuple)) else ():
+    for listener in listeners if kind is list or kind is tuple else ():  # type: ignore[attr-defined]
         if not callable(listener):
             raise TypeError(
                 f"listeners must be an iterable of callables; it holds {checks.given(listener)}"
@@ -136,8 +141,12 @@ def agent_arguments(arguments: Mapping[str, object]) -> None:
     """
     _model(arguments["model"])
     tools = arguments["tools"]
-    if not isinstance(tools, ToolRegistry):
-        tool_items("tools", tools)
+    if (
+        type(tools) is not list
+        and type(tools) is not tuple
+        and not isinstance(tools, ToolRegistry)
+    ):
+        tool_items("tools", tools)  # (a list or a tuple passes it)
     if usual(arguments):  # (an Agent per run: most are built with the defaults)
         _listeners(arguments["listeners"])
     else:

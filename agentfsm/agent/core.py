@@ -142,7 +142,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         spec = OutputSpec.of(output_type, output_retries, output_validators)
         self.model = resolve_model(model) if isinstance(model, str) else model
         """The model that answers."""
-        self.hooks = hooks if isinstance(hooks, Hooks) else hooks_from(hooks or {})
+        self.hooks = (
+            Hooks() if hooks is None else hooks if isinstance(hooks, Hooks) else hooks_from(hooks)
+        )
         """The hook handlers; add more with `on`."""
         registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry._of(tools)
         checks.enabled_tools(enabled_tools, registry, ask_user)
@@ -179,7 +181,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._delta_listeners: tuple[StreamListener, ...] = ()  # (rarely any: no list)
         self._system_prompt = system_prompt
         self._system = (Message.system(system_prompt),) if system_prompt is not None else ()
-        self._config = _config(max_iterations, max_turns, InputPolicy(input_policy))
+        policy = input_policy if type(input_policy) is InputPolicy else InputPolicy(input_policy)
+        self._config = _config(max_iterations, max_turns, policy)
         # The emitter holds the Agent weakly: no reference cycle, so an Agent nobody holds is
         # freed at once, and its private event loop closed with it.
         self._emitter = RunEmitter(run_id or draw_run_id(), self, clock)
@@ -292,10 +295,13 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             if state == _COMPLETED and last is not None and last.role == "assistant"
             else None
         )
-        error = self._failure() if reason in _FAILED_WITH_ERROR else None
-        pending = self.pending if data.pending else ()
         if self._output_spec is None:
+            if reason is None and not data.pending and data.question is None:
+                return _at_rest(state, reply)  # (``ready``, mostly: no error, nothing pending)
+            error = self._failure() if reason in _FAILED_WITH_ERROR else None
+            pending = self.pending if data.pending else ()
             return TurnOutcome(state, reason, reply, pending, data.question, error)
+        error = self._failure() if reason in _FAILED_WITH_ERROR else None
         output = self._typed_output()
         reply = self._answer_text() if output is not None else reply
         return TurnOutcome(
@@ -579,6 +585,21 @@ _COMPLETED = RunState.COMPLETED
 _BUSY = RunState.BUSY
 _FAILED_WITH_ERROR = (FailedReason.ERROR, FailedReason.OUTPUT_INVALID)
 """The reasons whose outcome carries the error (an enum member read costs a lookup)."""
+
+
+_PLAIN: dict[str, TurnOutcome] = {}
+"""The outcomes that say only a state (no reason, reply, call, question or error), by state:
+immutable, so shared (there are as many as states)."""
+
+
+def _at_rest(state: str, reply: str | None) -> TurnOutcome:
+    """``TurnOutcome(state, None, reply, (), None)``: for no reply, the shared one."""
+    if reply is not None or type(state) is not str:
+        return TurnOutcome(state, None, reply, (), None)
+    found = _PLAIN.get(state)
+    if found is None:
+        found = _PLAIN[state] = TurnOutcome(state, None, None, (), None)
+    return found
 
 
 @functools.lru_cache(maxsize=64)

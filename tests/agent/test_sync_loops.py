@@ -16,6 +16,7 @@ import pytest
 
 from agentfsm import ScriptedModel
 from agentfsm.agent import Agent, _sync
+from agentfsm.stores.memory import MemoryStore
 from agentfsm.tools import tool
 from tests.agent.agent_support import answer, calls
 
@@ -213,3 +214,108 @@ def test_a_loop_closed_behind_the_facade_s_back_is_replaced() -> None:
     assert _loop_of(agent) is not loop
     assert loop not in _sync._held
     agent.close()
+
+
+def test_a_sync_start_runs_here_with_the_facade_s_loop_as_the_running_one() -> None:
+    agent = _agent()
+    seen: list[asyncio.AbstractEventLoop] = []
+    agent.add_listener(lambda event: seen.append(asyncio.get_running_loop()))
+
+    assert agent.start().state == "ready"
+
+    loop = _loop_of(agent)
+    assert seen == [loop]  # (a listener of the start finds the loop its run uses)
+    assert not loop.is_running()
+    assert asyncio.events._get_running_loop() is None  # (and it is not left set)
+    assert agent.submit("hi").reply == "done 0"
+    assert _loop_of(agent) is loop
+    agent.close()
+    assert _sync._idle == [loop]
+
+
+def test_a_coroutine_run_here_that_awaits_goes_on_on_the_loop_to_its_end() -> None:
+    runner = _sync.SyncRunner()
+    steps: list[str] = []
+
+    async def waits() -> int:
+        steps.append("here")
+        await asyncio.sleep(0)
+        steps.append("on the loop")
+        await asyncio.sleep(0.001)
+        return 7
+
+    assert runner.run_here(waits()) == 7
+    assert steps == ["here", "on the loop"]
+    runner.close()
+
+
+def test_what_a_coroutine_run_here_raises_after_awaiting_propagates() -> None:
+    runner = _sync.SyncRunner()
+
+    async def fails() -> None:
+        await asyncio.sleep(0)
+        raise KeyError("late")
+
+    async def refuses() -> None:
+        raise KeyError("early")
+
+    with pytest.raises(KeyError, match="late"):
+        runner.run_here(fails())
+    with pytest.raises(KeyError, match="early"):
+        runner.run_here(refuses())
+    assert asyncio.events._get_running_loop() is None
+    runner.close()
+
+
+def test_a_coroutine_run_here_and_cancelled_on_the_loop_is_told_so() -> None:
+    runner = _sync.SyncRunner()
+    told: list[str] = []
+
+    async def cancelled() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().call_soon(task.cancel)
+        try:
+            await asyncio.sleep(1)
+        except asyncio.CancelledError:
+            told.append("cancelled")
+            raise
+
+    async def on_the_loop() -> None:
+        await asyncio.sleep(0)
+        await cancelled()
+
+    with pytest.raises(asyncio.CancelledError):
+        runner.run_here(on_the_loop())
+    assert told == ["cancelled"]
+    runner.close()
+
+
+def test_a_sync_start_with_a_store_runs_on_the_loop() -> None:
+    agent = Agent(ScriptedModel([answer("hi")]), store=MemoryStore())
+    seen: list[asyncio.Task[object] | None] = []
+    agent.add_listener(lambda event: seen.append(asyncio.current_task()))
+
+    agent.start()
+
+    assert len(seen) == 1
+    assert seen[0] is not None  # (inside the loop's task: it may save)
+    agent.close()
+
+
+def test_a_coroutine_run_here_may_answer_its_cancellation_with_a_result() -> None:
+    runner = _sync.SyncRunner()
+
+    async def stubborn() -> str:
+        await asyncio.sleep(0)
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().call_soon(task.cancel)
+        try:
+            await asyncio.sleep(1)
+        except asyncio.CancelledError:
+            return "kept going"
+        return "not cancelled"  # pragma: no cover - the sleep is cancelled
+
+    assert runner.run_here(stubborn()) == "kept going"
+    runner.close()
