@@ -109,8 +109,10 @@ class ToolRegistry:
 
     Registries built from the same tools (the same objects, in the same order) share what
     they hold, so that a registry per run costs a few bytes: a plain function is declared
-    once while any of them lives. Registering a tool changes only the registry it is
-    registered in.
+    once while any of them lives. What the last `KEPT_TABLES` lists of `Tool` objects made is
+    kept even when no registry holds it (an application building an Agent per run, from one
+    list of tools, declares and offers them once). Registering a tool changes only the
+    registry it is registered in.
 
     Args:
         tools: Tools (or plain functions, declared with the default options) to register.
