@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from agentfsm.agent.core import Agent
 
 _ENGINES = ("compiled", "reference")
+_PAUSED = RunState.PAUSED
+_SHUTDOWN = RunState.SHUTDOWN
 _POLICIES = tuple(p.value for p in InputPolicy)
 
 
@@ -82,9 +84,14 @@ def _hooks(hooks: object) -> None:
 
 
 def _listeners(listeners: object) -> None:
-    if isinstance(listeners, (str, bytes)) or not isinstance(listeners, Iterable):
+    kind = type(listeners)
+    if (
+        kind is not list
+        and kind is not tuple
+        and (isinstance(listeners, (str, bytes)) or not isinstance(listeners, Iterable))
+    ):
         checks.refuse_type("listeners", listeners, "an iterable of callables")
-    for listener in list(listeners) if isinstance(listeners, (list, tuple)) else ():
+    for listener in listeners if kind is list or kind is tuple else ():  # type: ignore[attr-defined]
         if not callable(listener):
             raise TypeError(
                 f"listeners must be an iterable of callables; it holds {checks.given(listener)}"
@@ -134,8 +141,12 @@ def agent_arguments(arguments: Mapping[str, object]) -> None:
     """
     _model(arguments["model"])
     tools = arguments["tools"]
-    if not isinstance(tools, ToolRegistry):
-        tool_items("tools", tools)
+    if (
+        type(tools) is not list
+        and type(tools) is not tuple
+        and not isinstance(tools, ToolRegistry)
+    ):
+        tool_items("tools", tools)  # (a list or a tuple passes it)
     if usual(arguments):  # (an Agent per run: most are built with the defaults)
         _listeners(arguments["listeners"])
     else:
@@ -313,7 +324,7 @@ def startable(agent: Agent, restored: bool) -> None:
             final; or the run is paused and was not just restored: call ``resume()``.
             Nothing is written.
     """
-    if agent.state == RunState.PAUSED and restored:
+    if restored and agent._data.state == _PAUSED:
         return
     open_for(agent, "start", then="")
 
@@ -326,13 +337,14 @@ def open_for(agent: Agent, event: str, *, then: str | None = None) -> None:
             and then ``event``), or shut down (the message says a shut-down run is final).
             Nothing changes.
     """
-    if agent.state == RunState.SHUTDOWN:
+    state = agent._data.state
+    if state != _SHUTDOWN and state != _PAUSED:  # (most calls: neither)
+        return
+    if state == _SHUTDOWN:
         detail, allowed = SHUT_DOWN_IS_FINAL, tuple[str, ...]()
-    elif agent.state == RunState.PAUSED:
+    else:
         detail = PAUSED_NEEDS_RESUME.format(then=f", then {event}()" if then is None else then)
         allowed = agent._run.allowed_events()
-    else:
-        return
     raise IllegalTransitionError(
         run_id=agent.run_id,
         machine="run",

@@ -19,7 +19,8 @@ from agentfsm.agent import checks
 from agentfsm.agent._sync import SyncFacade, SyncRunner
 from agentfsm.agent.context import ContextControl
 from agentfsm.agent.deltas import StreamItem, StreamListener
-from agentfsm.agent.emitting import RunEmitter, new_run_id
+from agentfsm.agent.emitting import RunEmitter
+from agentfsm.agent.ids import draw_run_id
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
 from agentfsm.agent.record import NO_LISTINGS
 from agentfsm.agent.steps import DRIVE, StepGuard, step
@@ -141,13 +142,15 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         spec = OutputSpec.of(output_type, output_retries, output_validators)
         self.model = resolve_model(model) if isinstance(model, str) else model
         """The model that answers."""
-        self.hooks = hooks if isinstance(hooks, Hooks) else hooks_from(hooks or {})
+        self.hooks = (
+            Hooks() if hooks is None else hooks if isinstance(hooks, Hooks) else hooks_from(hooks)
+        )
         """The hook handlers; add more with `on`."""
-        registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry._of(tools)
         checks.enabled_tools(enabled_tools, registry, ask_user)
         if ask_user and registry.find(ASK_USER) is None:
             registry.register(ask_user_tool())
-        self.tools = ToolSystem(registry, hooks=self.hooks, timer=timer, clock=clock)
+        self.tools = ToolSystem._with_defaults(registry, self.hooks, timer, clock)  # (checked)
         """The ToolSystem that runs the tool rounds (its registry changes with the listings
         of ``mcp_servers``)."""
         self._own = registry.enabled()  # (shared by the runs whose registries are alike)
@@ -178,10 +181,11 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._delta_listeners: tuple[StreamListener, ...] = ()  # (rarely any: no list)
         self._system_prompt = system_prompt
         self._system = (Message.system(system_prompt),) if system_prompt is not None else ()
-        self._config = _config(max_iterations, max_turns, InputPolicy(input_policy))
+        policy = input_policy if type(input_policy) is InputPolicy else InputPolicy(input_policy)
+        self._config = _config(max_iterations, max_turns, policy)
         # The emitter holds the Agent weakly: no reference cycle, so an Agent nobody holds is
         # freed at once, and its private event loop closed with it.
-        self._emitter = RunEmitter(run_id or new_run_id(), self, clock)
+        self._emitter = RunEmitter(run_id or draw_run_id(), self, clock)
         self._cancel_requested = False
         self._pause_requested = False
         self._depth = 0
@@ -288,13 +292,16 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         last = self._messages[-1] if self._messages else None
         reply = (
             last.content
-            if state == RunState.COMPLETED and last is not None and last.role == "assistant"
+            if state == _COMPLETED and last is not None and last.role == "assistant"
             else None
         )
-        failed = reason in (FailedReason.ERROR, FailedReason.OUTPUT_INVALID)
-        error = self._failure() if failed else None
         if self._output_spec is None:
-            return TurnOutcome(state, reason, reply, self.pending, data.question, error)
+            if reason is None and not data.pending and data.question is None:
+                return _at_rest(state, reply)  # (``ready``, mostly: no error, nothing pending)
+            error = self._failure() if reason in _FAILED_WITH_ERROR else None
+            pending = self.pending if data.pending else ()
+            return TurnOutcome(state, reason, reply, pending, data.question, error)
+        error = self._failure() if reason in _FAILED_WITH_ERROR else None
         output = self._typed_output()
         reply = self._answer_text() if output is not None else reply
         return TurnOutcome(
@@ -388,8 +395,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
                 new one), or it is paused and was not just restored (call `resume`), or it
                 was already started. Nothing is written.
         """
-        checks.startable(self, self._restored)
-        if self._restored and self.state != RunState.CREATED:
+        restored = self._restored
+        checks.startable(self, restored)
+        if restored and self._data.state != RunState.CREATED:
             self._restored = False
             self._claim()
             if self.state == RunState.BUSY:
@@ -401,6 +409,15 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._restored = False
         max_iterations, max_turns, input_policy = self._config
         parent = self._parent
+        if parent is None and self._output_spec is None:  # (the usual run: no extra data)
+            self._run.send(
+                "start",
+                max_iterations=max_iterations,
+                max_turns=max_turns,
+                input_policy=str(input_policy),
+                system_prompt=self._system_prompt,
+            )
+            return self.outcome()
         typed = {} if self._output_spec is None else {"output_retries": self._data.output_retries}
         self._run.send(
             "start",
@@ -423,8 +440,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """
         checks.user_text("text", text)
         checks.open_for(self, "submit")
-        await self._expire_if_due()
-        if self.state == RunState.BUSY:
+        if self._data.deadline is not None:  # (only a wait with a deadline can be overdue)
+            await self._expire_if_due()
+        if self._data.state == _BUSY:
             self._run.send("submit", text=text)  # queued or interrupting, or refused
             return self.outcome()
         await self._open_turn(text, from_queue=False)
@@ -561,6 +579,27 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         finally:
             self._depth = 0
         self._apply_requests()  # a pause asked for by a listener of the reset
+
+
+_COMPLETED = RunState.COMPLETED
+_BUSY = RunState.BUSY
+_FAILED_WITH_ERROR = (FailedReason.ERROR, FailedReason.OUTPUT_INVALID)
+"""The reasons whose outcome carries the error (an enum member read costs a lookup)."""
+
+
+_PLAIN: dict[str, TurnOutcome] = {}
+"""The outcomes that say only a state (no reason, reply, call, question or error), by state:
+immutable, so shared (there are as many as states)."""
+
+
+def _at_rest(state: str, reply: str | None) -> TurnOutcome:
+    """``TurnOutcome(state, None, reply, (), None)``: for no reply, the shared one."""
+    if reply is not None or type(state) is not str:
+        return TurnOutcome(state, None, reply, (), None)
+    found = _PLAIN.get(state)
+    if found is None:
+        found = _PLAIN[state] = TurnOutcome(state, None, None, (), None)
+    return found
 
 
 @functools.lru_cache(maxsize=64)

@@ -73,7 +73,10 @@ def step(
                 outcome = self.outcome()
             if self._orphans:  # children of a turn this step closed (cancel, expire…)
                 await self._close_orphans()
-            await self._commit()  # the return to the caller: all is stored and told
+            if self._due():  # the return to the caller: all is stored and told
+                await self._commit()
+            else:  # (what `_commit` does with nothing due, without a coroutine)
+                self._behind = self._pipelined
             if self._apply_requests():
                 await self._commit()
                 outcome = self.outcome()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
 
@@ -51,6 +52,18 @@ of tools (one per run) share one table instead of each declaring and holding its
 _EMPTY = _Table((), {})
 """The table of a registry with no tool."""
 
+KEPT_TABLES = 8
+"""How many of the most recently built tables of `Tool` objects are kept alive anyway."""
+
+_kept: dict[tuple[int, ...], _Table] = {}
+"""The `KEPT_TABLES` newest tables made of `Tool` objects only (nothing declared from a
+plain function), by the same key as `_TABLES`, oldest first: an application that builds an
+Agent per run, each from its one list of tools, would otherwise lose the table with each
+run and declare, check and offer its tools again for the next. They keep only the Tool
+objects themselves alive (which such an application holds anyway), and the ids in a key
+cannot be reused while its table lives."""
+_kept_lock = threading.Lock()
+
 
 def _declared(item: AnyTool | Callable[..., object], tools: dict[str, AnyTool]) -> AnyTool:
     tool_item("item", item)
@@ -68,7 +81,7 @@ def _table(items: tuple[AnyTool | Callable[..., object], ...], base: _Table = _E
     """
     everything = base.items + items
     key = tuple(map(id, everything))
-    found = _TABLES.get(key)
+    found = _kept.get(key) or _TABLES.get(key)
     if found is not None:
         found.refresh()  # (a new registry offers a changed tool as it is now)
         return found
@@ -78,7 +91,17 @@ def _table(items: tuple[AnyTool | Callable[..., object], ...], base: _Table = _E
         tools[declared.name] = declared
     table = _Table(everything, tools)
     _TABLES[key] = table
+    if all(isinstance(item, Tool) for item in everything):
+        _keep(key, table)
     return table
+
+
+def _keep(key: tuple[int, ...], table: _Table) -> None:
+    """Keep ``table`` alive among the `KEPT_TABLES` newest (any thread)."""
+    with _kept_lock:
+        _kept[key] = table
+        while len(_kept) > KEPT_TABLES:
+            del _kept[next(iter(_kept))]
 
 
 class ToolRegistry:
@@ -86,8 +109,10 @@ class ToolRegistry:
 
     Registries built from the same tools (the same objects, in the same order) share what
     they hold, so that a registry per run costs a few bytes: a plain function is declared
-    once while any of them lives. Registering a tool changes only the registry it is
-    registered in.
+    once while any of them lives. What the last `KEPT_TABLES` lists of `Tool` objects made is
+    kept even when no registry holds it (an application building an Agent per run, from one
+    list of tools, declares and offers them once). Registering a tool changes only the
+    registry it is registered in.
 
     Args:
         tools: Tools (or plain functions, declared with the default options) to register.
@@ -101,6 +126,17 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[AnyTool | Callable[..., object]] = ()) -> None:
         tool_items("tools", tools)
         self._table = _table(tuple(tools))
+
+    @classmethod
+    def _of(cls, tools: Iterable[AnyTool | Callable[..., object]]) -> ToolRegistry:
+        """``ToolRegistry(tools)`` for ``tools`` checked already (`tool_items`): the Agent's.
+
+        Raises:
+            DuplicateToolError: Two tools share a name.
+        """
+        registry = cls.__new__(cls)
+        registry._table = _table(tuple(tools))
+        return registry
 
     def register(self, item: AnyTool | Callable[..., object]) -> AnyTool:
         """Add a tool (a plain function is declared with `Tool`'s defaults) and return it.

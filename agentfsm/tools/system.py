@@ -172,6 +172,26 @@ class ToolSystem:
         self._timer = timer
         self._clock = clock
 
+    @classmethod
+    def _with_defaults(
+        cls, registry: ToolRegistry, hooks: Hooks, timer: Timer, clock: Clock
+    ) -> ToolSystem:
+        """``ToolSystem(registry, hooks=hooks, timer=timer, clock=clock)``, unchecked.
+
+        For the `Agent`, which builds one per run from arguments it has checked already
+        (a `Hooks`, two callables): the same system, without checking them again. A test
+        pins it equal to the checked construction.
+        """
+        system = cls.__new__(cls)
+        system.registry = registry
+        system._hooks = hooks
+        system._observer = None
+        system._limits = _DEFAULT_LIMITS
+        system._retry = _DEFAULT_RETRY
+        system._timer = timer
+        system._clock = clock
+        return system
+
     def openai_tools(self, enabled: Collection[str] | None = None) -> list[JSONObject]:
         """The ``tools=[...]`` for a run's model call: the enabled tools only."""
         return self.registry.openai_tools(enabled)  # (which checks ``enabled``)

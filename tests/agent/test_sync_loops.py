@@ -16,6 +16,7 @@ import pytest
 
 from agentfsm import ScriptedModel
 from agentfsm.agent import Agent, _sync
+from agentfsm.stores.memory import MemoryStore
 from agentfsm.tools import tool
 from tests.agent.agent_support import answer, calls
 
@@ -212,4 +213,18 @@ def test_a_loop_closed_behind_the_facade_s_back_is_replaced() -> None:
     assert agent.submit("hi").reply == "done 0"
     assert _loop_of(agent) is not loop
     assert loop not in _sync._held
+    agent.close()
+
+
+@pytest.mark.parametrize("store", [None, MemoryStore()], ids=["no store", "a store"])
+def test_a_sync_start_runs_in_a_task_on_the_facade_s_loop(store: MemoryStore | None) -> None:
+    agent = Agent(ScriptedModel([answer("hi")]), store=store)
+    seen: list[asyncio.Task[object] | None] = []
+    agent.add_listener(lambda event: seen.append(asyncio.current_task()))
+
+    agent.start()
+
+    assert len(seen) == 1
+    assert seen[0] is not None  # (listeners of a start may use what asks for a task)
+    assert asyncio.events._get_running_loop() is None
     agent.close()

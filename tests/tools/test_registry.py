@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import gc
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from agentfsm.errors import DuplicateToolError, UnknownToolError
 from agentfsm.tools import Tool, ToolRegistry
+from agentfsm.tools import registry as registry_module
 
 
 def clock() -> str:
@@ -136,3 +140,62 @@ def test_a_tool_replaced_in_one_registry_stays_in_the_others() -> None:
     assert first.get("echo").description == "A fault."  # kept across a registration
     assert second.get("echo") is original
     assert ToolRegistry([clock, echo]).get("echo") is original
+
+
+def test_the_newest_tables_of_tools_outlive_their_registries_and_are_shared() -> None:
+    tools = [Tool(clock), Tool(echo)]
+    first = ToolRegistry(tools)
+    offered = first.offered_tools()
+    table = first._table
+    del first
+    gc.collect()
+
+    again = ToolRegistry(tools)  # (an Agent per run: the last run's registry is gone)
+
+    assert again._table is table
+    assert again.offered_tools() is offered  # declared, checked and offered once
+    assert registry_module._kept[tuple(map(id, tools))] is table
+
+
+def test_a_changed_list_of_tools_gets_a_table_of_its_own() -> None:
+    tools = [Tool(clock)]
+    first = ToolRegistry(tools)
+    tools.append(Tool(echo))
+
+    second = ToolRegistry(tools)
+
+    assert first.names == ("clock",)
+    assert second.names == ("clock", "echo")
+    assert [t["function"]["name"] for t in second.openai_tools()] == ["clock", "echo"]  # type: ignore[index, call-overload]
+    tools.reverse()
+    assert ToolRegistry(tools).names == ("echo", "clock")
+
+
+def test_only_the_newest_tables_are_kept_and_never_those_of_plain_functions() -> None:
+    lists = [[Tool(clock, name=f"clock_{n}")] for n in range(registry_module.KEPT_TABLES + 3)]
+    for tools in lists:
+        ToolRegistry(tools)
+    ToolRegistry([clock])  # (a plain function: declared, not kept)
+
+    kept = registry_module._kept
+    assert len(kept) == registry_module.KEPT_TABLES
+    assert tuple(map(id, lists[-1])) in kept
+    assert tuple(map(id, lists[0])) not in kept
+    assert all(isinstance(item, Tool) for table in kept.values() for item in table.items)
+
+
+def test_registries_built_alike_in_many_threads_share_one_table() -> None:
+    tools = [Tool(clock), Tool(echo)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        tables = list(pool.map(lambda _: ToolRegistry(tools)._table, range(64)))
+
+    assert len({id(table) for table in tables}) == 1
+    assert len(registry_module._kept) <= registry_module.KEPT_TABLES
+
+
+def test_the_unchecked_registry_of_checked_tools_is_the_checked_one() -> None:
+    tools = [Tool(clock), Tool(echo)]
+
+    assert ToolRegistry._of(tools)._table is ToolRegistry(tools)._table
+    with pytest.raises(DuplicateToolError):
+        ToolRegistry._of([Tool(clock), Tool(clock)])

@@ -12,11 +12,14 @@ from agentfsm.states.messages import Message
 from agentfsm.tools import (
     ArgumentLimits,
     Decision,
+    HookKind,
+    Hooks,
     ObservationType,
     Tool,
     ToolContext,
     ToolObservation,
     ToolPolicy,
+    ToolRegistry,
     ToolStatus,
     ToolSystem,
 )
@@ -476,3 +479,25 @@ def test_toolsystem_shares_a_given_registry() -> None:
     other = ToolSystem(system.registry)
 
     assert other.registry is system.registry
+
+
+@pytest.mark.parametrize("hooked", [False, True])
+def test_the_agents_unchecked_system_is_the_checked_one(hooked: bool) -> None:
+    registry = ToolRegistry([spy_tool("sync")[0]])
+    hooks = Hooks()
+    if hooked:
+        hooks.add(HookKind.BEFORE_EACH_TOOL, lambda context: None)
+
+    def timer() -> float:
+        return 1.0
+
+    def clock() -> float:
+        return 2.0
+
+    checked = ToolSystem(registry, hooks=hooks, timer=timer, clock=clock)
+    unchecked = ToolSystem._with_defaults(registry, hooks, timer, clock)
+
+    assert {slot: getattr(unchecked, slot) for slot in ToolSystem.__slots__} == {
+        slot: getattr(checked, slot) for slot in ToolSystem.__slots__
+    }
+    assert unchecked._retry is checked._retry  # the shared default settings
