@@ -11,6 +11,7 @@ is not an `Exception` propagates.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
@@ -35,7 +36,15 @@ from agentfsm.states.messages import Message, ToolCall, tool_message
 from agentfsm.tools import checks
 from agentfsm.tools.arguments import ArgumentLimits
 from agentfsm.tools.context import ToolContext
-from agentfsm.tools.execution import Attempted, RetrySettings, Sleep, start
+from agentfsm.tools.execution import (
+    PLAIN_VALUES,
+    TRIED_ATTRIBUTE,
+    Attempted,
+    RetrySettings,
+    Sleep,
+    settled,
+    start,
+)
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
 from agentfsm.tools.policy import Decision, ToolPolicy, refusal
 from agentfsm.tools.registry import AnyTool, ToolRegistry
@@ -132,6 +141,10 @@ class ToolSystem:
     """
 
     __slots__ = ("_clock", "_hooks", "_limits", "_observer", "_retry", "_timer", "registry")
+
+    _straight = True
+    """Whether the usual call takes the straight-line path (`_answer`); a test turns it off
+    to pin the two paths equal."""
 
     def __init__(
         self,
@@ -368,6 +381,7 @@ class ToolSystem:
 
         Not all are when ``stop`` stopped the round, or a call waits (see `run_round`).
         """
+        answered = _ignore if on_answer is None else on_answer
         for index, call in enumerate(calls):
             if results and stop is not None and call.id not in known:
                 asked = stop()  # (awaited only if it must be: a coroutine costs)
@@ -389,37 +403,25 @@ class ToolSystem:
             message = tool_message(call.id, text, call.name)
             new.append(message)
             results.append(result)
-            after = self._finish_call(
-                round_, index, call, (result, message), on_answer, messages, new
-            )
-            if after is not None:
-                await after
+            answered(result, message)
+            if round_.hooked or self._observer is not None:
+                await self._finish_call(round_, index, call, result, messages, new)
         return True
 
-    def _finish_call(
+    async def _finish_call(
         self,
         round_: _Round,
         index: int,
         call: ToolCall,
-        answer: Answer,
-        on_answer: Callable[[ToolResult, Message], None] | None,
+        result: ToolResult,
         messages: Sequence[Message],
         new: list[Message],
-    ) -> Awaitable[None] | None:
-        """A call has its answer: tell ``on_answer`` and the observer; then the per-call hooks.
-
-        Returns:
-            The per-call hooks' firing, to await; None when the round has no per-call hook
-            (no coroutine is made for nothing).
-        """
-        result, message = answer
-        if on_answer is not None:
-            on_answer(result, message)
+    ) -> None:
+        """A call has its answer (``on_answer`` told of it): tell the observer; the hooks."""
         if self._observer is not None:
             self._observe(ObservationType.FINISHED, round_, index, call, result)
         if round_.hooked:
-            return self._after_call(round_, [*messages, *new], call, result)
-        return None
+            await self._after_call(round_, [*messages, *new], call, result)
 
     def _waits_or(
         self,
@@ -485,10 +487,55 @@ class ToolSystem:
     def _answer(self, index: int, call: ToolCall, round_: _Round) -> _Answer:
         """A call's answer, at once when it comes at once, else an awaitable of it.
 
-        A plain body's outcome comes at once (no coroutine is made for it); a refusal too. An
-        async body's, a retried or timed body's and a delegate's are awaited by the caller.
+        The usual call (a registered, enabled, allowed server-side tool with a plain sync or
+        async body and no context, no decision, no delegate, no observer; arguments `plain`
+        takes) goes straight through here: arguments, start, body, result. Any other goes
+        through `_checked`, each step in turn; both give the same answer (a differential
+        property test pins them equal).
         """
         started = self._timer()
+        found = self.registry._table.tools.get(call.name)  # (`find`, inlined)
+        if (
+            found is None
+            or found._plain_parser is None
+            or found.function is None
+            or found.timeout is not None
+            or found.client_side
+            or found.policy is not ToolPolicy.ALLOW
+            or (found.idempotent and found.retry_on)
+            or (round_.enabled is not None and call.name not in round_.enabled)
+            or (round_.decisions is not _NO_DECISIONS and call.id in round_.decisions)
+            or (round_.delegates is not None and call.name in round_.delegates)
+            or self._observer is not None
+            or not self._straight
+        ):
+            return self._checked(index, call, round_, started)
+        kwargs = found._plain_parser.plain(call.arguments, self._limits)
+        if kwargs is None:
+            try:
+                kwargs = found._plain_parser.parse(call.id, call.arguments, self._limits)
+            except ToolArgumentsError as refused:
+                return self._failed(call, refused, ToolStatus.INVALID_ARGUMENTS, started, 0)
+        if round_.on_start is not None:
+            starting = round_.on_start(call)
+            if starting is not None:
+                running = self._run_started(starting, index, call, round_, found, kwargs)
+                return self._ran(running, call, started)
+        try:
+            value = found.function(**kwargs)
+        except Exception as exc:  # the body's failure: data for the model, not a crash
+            ran = Attempted(None, exc, getattr(exc, TRIED_ATTRIBUTE, 1))
+            return self._answered(call, ran, started)
+        if type(value) is str:  # (`_answered`'s usual case, inlined)
+            duration = self._timer() - started
+            result = tool_result(call.id, call.name, ToolStatus.SUCCESS, value, None, duration, 1)
+            return result, value
+        if type(value) not in PLAIN_VALUES and inspect.isawaitable(value):
+            return self._ran(settled(value), call, started)
+        return self._answered(call, Attempted(value, None, 1), started)
+
+    def _checked(self, index: int, call: ToolCall, round_: _Round, started: float) -> _Answer:
+        """`_answer` for any call: each check in turn, then the body, a delegate or a refusal."""
         try:
             found, kwargs = self._admit(call, round_)
         except ToolCallError as refused:
@@ -685,6 +732,10 @@ def _outcome(answer: _Answer) -> Awaitable[_Answered]:
     if answer is None or isinstance(answer, (tuple, InputRequest)):
         return _given(answer)
     return answer
+
+
+def _ignore(result: ToolResult, message: Message) -> None:
+    """An ``on_answer`` that does nothing (for a round run without one)."""
 
 
 async def _given(answer: _Answered) -> _Answered:
