@@ -276,10 +276,11 @@ class TurnDriver(TypedAnswers):
         return self._cancel_requested or self._pause_requested or self._data.cancel_requested
 
     def _stop_between_calls(self) -> bool | Awaitable[bool]:
-        if self._due() and self._listeners:
+        # (`_due` and `_stop_requested`, inlined: asked between every two calls of a round)
+        if (self._undelivered or self._claim_due or self._flight is not None) and self._listeners:
             self._before_call()
             return self._told_then_stop()
-        return self._stop_requested()
+        return self._cancel_requested or self._pause_requested or self._data.cancel_requested
 
     def _before_call(self) -> None:
         """At the boundary before a round's next call: store and tell all first if it must.
@@ -451,13 +452,12 @@ class TurnDriver(TypedAnswers):
         if self._due():
             self._before_call()
             await self._tell()
-        if self._stop_requested():
+        data = self._data
+        if self._cancel_requested or self._pause_requested or data.cancel_requested:
             self._stop_at_boundary()  # the boundary before the round's first call
             return
-        context = ToolContext(
-            self._data.run_id, self._data.turn, self._data.iteration, user_id=self.user_id
-        )
-        self._data.at_boundary = False
+        context = ToolContext(data.run_id, data.turn, data.iteration, user_id=self.user_id)
+        data.at_boundary = False
         self._settle_unknown()
         calls = self._round
         answers = self._answers
@@ -566,8 +566,8 @@ class TurnDriver(TypedAnswers):
         self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
-        if not self._due():
-            return None
+        if not (self._undelivered or self._claim_due or self._flight is not None):
+            return None  # (`_due`, inlined: nothing to store or tell before the body)
         if self._grouping and self._may_start_unsaved(call):
             if self._behind:
                 self._write_behind()
@@ -610,6 +610,35 @@ class TurnDriver(TypedAnswers):
         self._data.at_boundary = not self._started
         if self.store is None and not self._listeners:  # (`_dump`, inlined: nobody reads it)
             data: JSONObject = {"result": {}, "message": {}}
+        elif (
+            type(result.output) is str
+            and type(result) is ToolResult
+            and type(message) is Message
+            and not message.tool_calls
+        ):
+            # `result_json` and `message_json`, inlined for a text output (the usual one):
+            # the record of every call (a test pins the two equal)
+            error = result.error
+            data = {
+                "result": {
+                    "call_id": result.call_id,
+                    "tool_name": result.tool_name,
+                    "status": str(result.status),
+                    "output": result.output,
+                    "error": None
+                    if error is None
+                    else {"type": error.type, "message": error.message},
+                    "duration": result.duration,
+                    "attempts": result.attempts,
+                },
+                "message": {
+                    "role": message.role,
+                    "content": message.content,
+                    "tool_calls": [],
+                    "tool_call_id": message.tool_call_id,
+                    "name": message.name,
+                },
+            }
         else:
             data = {"result": result_json(result), "message": message_json(message)}
         self._note(RecordKind.TOOL_RESULT, data)

@@ -15,6 +15,7 @@ import inspect
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from operator import attrgetter
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -100,6 +101,9 @@ _Answered = tuple[ToolResult, str] | InputRequest | None
 None, when its delegate stopped the round at it."""
 _Answer = _Answered | Awaitable[_Answered]
 """A call's answer, or an awaitable of it."""
+
+_ID = attrgetter("id")
+"""A call's id."""
 
 _NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 _NO_ANSWERS: Mapping[str, Answer] = MappingProxyType({})
@@ -200,8 +204,9 @@ class ToolSystem:
         if enabled is not None:  # (None, every tool, needs no check: the usual case)
             checks.enabled_names(enabled)
         pending = []
+        tools = self.registry._table.tools  # (`find`, inlined: asked of every model reply)
         for call in calls:
-            found = self.registry.find(call.name)
+            found = tools.get(call.name)
             if found is None or (enabled is not None and call.name not in enabled):
                 continue
             if found.client_side or found.policy is ToolPolicy.REQUIRE_APPROVAL:
@@ -467,7 +472,7 @@ class ToolSystem:
 
         ``callbacks`` are its ``on_start``, ``resumes``, ``delegates`` and ``on_input``.
         """
-        ids = {call.id for call in calls}
+        ids = set(map(_ID, calls))  # (no comprehension: a call less per round)
         if len(ids) != len(calls):
             counts = Counter(call.id for call in calls)
             duplicates = tuple(sorted(i for i, count in counts.items() if count > 1))
