@@ -597,40 +597,36 @@ class TurnDriver(TypedAnswers):
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
         started = self._started
-        if self._behind and result.call_id in started:
+        call_id = result.call_id  # (read once: a pydantic model's attributes cost more)
+        if self._behind and call_id in started:
             self._answered_once(result.tool_name)
-        if started == (result.call_id,):  # (calls run one at a time: the usual case)
+        if started == (call_id,):  # (calls run one at a time: the usual case)
             self._started = ()
-        elif result.call_id in started:
-            self._started = tuple(i for i in started if i != result.call_id)
+        elif call_id in started:
+            self._started = tuple(i for i in started if i != call_id)
         self._answers = (*self._answers, (result, message))
-        if result.call_id in self._inputs:
-            self._inputs = {c: r for c, r in self._inputs.items() if c != result.call_id}
+        if call_id in self._inputs:
+            self._inputs = {c: r for c, r in self._inputs.items() if c != call_id}
         # Between two calls of a round is a step boundary (docs/contract.md §3).
         self._data.at_boundary = not self._started
         if self.store is None and not self._listeners:  # (`_dump`, inlined: nobody reads it)
             data: JSONObject = {"result": {}, "message": {}}
         elif (
-            type(result.output) is str
-            and type(result) is ToolResult
+            type(result) is ToolResult
             and type(message) is Message
+            and type(result.output) is str
             and not message.tool_calls
         ):
-            # `result_json` and `message_json`, inlined for a text output (the usual one):
-            # the record of every call (a test pins the two equal)
+            # `result_json` and `message_json`, inlined for a text output (the usual one),
+            # the result's JSON copied from its fields, in their order (JSON but for its
+            # status and error): the record of every call (a test pins the two equal)
+            dumped = result.__dict__.copy()
             error = result.error
+            dumped["status"] = str(result.status)
+            if error is not None:
+                dumped["error"] = {"type": error.type, "message": error.message}
             data = {
-                "result": {
-                    "call_id": result.call_id,
-                    "tool_name": result.tool_name,
-                    "status": str(result.status),
-                    "output": result.output,
-                    "error": None
-                    if error is None
-                    else {"type": error.type, "message": error.message},
-                    "duration": result.duration,
-                    "attempts": result.attempts,
-                },
+                "result": dumped,
                 "message": {
                     "role": message.role,
                     "content": message.content,

@@ -388,12 +388,13 @@ class ToolSystem:
         """
         answered = _ignore if on_answer is None else on_answer
         for index, call in enumerate(calls):
-            if results and stop is not None and call.id not in known:
+            call_id = call.id
+            if results and stop is not None and call_id not in known:
                 asked = stop()  # (awaited only if it must be: a coroutine costs)
                 if asked if isinstance(asked, bool) else await asked:
                     return False
-            if call.id in known:
-                result, message = known[call.id]
+            if call_id in known:
+                result, message = known[call_id]
                 new.append(message)
                 results.append(result)
                 continue
@@ -405,7 +406,7 @@ class ToolSystem:
                 if answer is None:  # its tool asked the user, or its sub-agent waits
                     return False
             result, text = answer
-            message = tool_message(call.id, text, call.name)
+            message = tool_message(call_id, text, call.name)
             new.append(message)
             results.append(result)
             answered(result, message)
@@ -499,7 +500,8 @@ class ToolSystem:
         property test pins them equal).
         """
         started = self._timer()
-        found = self.registry._table.tools.get(call.name)  # (`find`, inlined)
+        name = call.name  # (read once: a pydantic model's attributes cost more than locals)
+        found = self.registry._table.tools.get(name)  # (`find`, inlined)
         if (
             found is None
             or found._plain_parser is None
@@ -508,9 +510,9 @@ class ToolSystem:
             or found.client_side
             or found.policy is not ToolPolicy.ALLOW
             or (found.idempotent and found.retry_on)
-            or (round_.enabled is not None and call.name not in round_.enabled)
+            or (round_.enabled is not None and name not in round_.enabled)
             or (round_.decisions is not _NO_DECISIONS and call.id in round_.decisions)
-            or (round_.delegates is not None and call.name in round_.delegates)
+            or (round_.delegates is not None and name in round_.delegates)
             or self._observer is not None
             or not self._straight
         ):
@@ -533,7 +535,7 @@ class ToolSystem:
             return self._answered(call, ran, started)
         if type(value) is str:  # (`_answered`'s usual case, inlined)
             duration = self._timer() - started
-            result = tool_result(call.id, call.name, ToolStatus.SUCCESS, value, None, duration, 1)
+            result = tool_result(call.id, name, ToolStatus.SUCCESS, value, None, duration, 1)
             return result, value
         if type(value) not in PLAIN_VALUES and inspect.isawaitable(value):
             return self._ran(settled(value), call, started)
