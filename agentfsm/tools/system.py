@@ -102,6 +102,10 @@ None, when its delegate stopped the round at it."""
 _Answer = _Answered | Awaitable[_Answered]
 """A call's answer, or an awaitable of it."""
 
+_new_tuple = tuple.__new__
+"""``_new_tuple(_Round, (...))`` is ``_Round(...)`` with every field given, without the
+Python-level ``__new__`` of a named tuple (a test pins the two equal)."""
+
 _ID = attrgetter("id")
 """A call's id."""
 
@@ -350,23 +354,32 @@ class ToolSystem:
             HookMessageError: As `run_round`.
             HookFailedError: As `run_round`.
         """
-        round_ = self._start(
-            calls,
-            context,
-            decisions or _NO_DECISIONS,
-            enabled,
-            (on_start, resumes, delegates, on_input),
+        _check_round(calls, decisions)
+        hooks = self._hooks
+        hooked = bool(hooks._handlers)  # (no handler at all: the usual case, and no call)
+        round_: _Round = _new_tuple(  # (`_Round(...)` without its Python-level ``__new__``)
+            _Round,
+            (
+                context,
+                decisions or _NO_DECISIONS,
+                None if enabled is None else frozenset(enabled),
+                hooked and hooks.has_any(_PER_CALL_HOOKS),
+                on_start,
+                resumes,
+                delegates,
+                on_input,
+            ),
         )
         added: tuple[Message, ...] = ()
         known = answered or _NO_ANSWERS
-        if not (known or resumed) and HookKind.BEFORE_TOOLS in self._hooks:
+        if hooked and not (known or resumed) and HookKind.BEFORE_TOOLS in hooks:
             added = await self._fire(HookKind.BEFORE_TOOLS, round_, list(messages))
         results: list[ToolResult] = []
         new: list[Message] = []  # the round's tool messages so far (after ``messages``)
         ran = self._run_calls(round_, calls, known, messages, results, new, stop, on_answer)
         if not await ran:  # stopped at a call: no after_tools
             return RoundResult(tuple(results), (*new, *added))
-        if HookKind.AFTER_TOOLS in self._hooks:
+        if hooked and HookKind.AFTER_TOOLS in hooks:
             conversation = [*messages, *new, *added]
             added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation)
         return RoundResult(tuple(results), (*new, *added))
@@ -455,35 +468,6 @@ class ToolSystem:
         if result.status is not ToolStatus.SUCCESS:
             await self._fire(HookKind.ON_ERROR, round_, conversation, call, result)
         await self._fire(HookKind.AFTER_EACH_TOOL, round_, conversation, call, result)
-
-    def _start(
-        self,
-        calls: tuple[ToolCall, ...],
-        context: ToolContext,
-        decisions: Mapping[str, Decision],
-        enabled: Collection[str] | None,
-        callbacks: tuple[
-            Callable[[ToolCall], Awaitable[None] | None] | None,
-            Mapping[str, JSONObject] | None,
-            Mapping[str, Delegate] | None,
-            Callable[[ToolCall, InputRequest], None] | None,
-        ] = (None, None, None, None),
-    ) -> _Round:
-        """The round's shared inputs, its rules checked.
-
-        ``callbacks`` are its ``on_start``, ``resumes``, ``delegates`` and ``on_input``.
-        """
-        ids = set(map(_ID, calls))  # (no comprehension: a call less per round)
-        if len(ids) != len(calls):
-            counts = Counter(call.id for call in calls)
-            duplicates = tuple(sorted(i for i, count in counts.items() if count > 1))
-            raise ToolRoundError("call ids must be unique within a round", duplicates)
-        if decisions and not ids.issuperset(decisions):
-            strays = tuple(sorted(set(decisions) - ids))
-            raise ToolRoundError("decisions name calls that are not in the round", strays)
-        allowed = None if enabled is None else frozenset(enabled)
-        hooked = self._hooks.has_any(_PER_CALL_HOOKS)
-        return _Round(context, decisions, allowed, hooked, *callbacks)
 
     def _available(self, round_: _Round) -> tuple[str, ...]:
         """The tools the round may call, by name (for the message of a refusal)."""
@@ -732,6 +716,22 @@ class ToolSystem:
                 else None,
             )
         )
+
+
+def _check_round(calls: tuple[ToolCall, ...], decisions: Mapping[str, Decision] | None) -> None:
+    """Check a round's rules: its call ids are unique, its decisions name its calls.
+
+    Raises:
+        ToolRoundError: A rule is broken (the message names the ids that break it).
+    """
+    ids = set(map(_ID, calls))  # (no comprehension: a call less per round)
+    if len(ids) != len(calls):
+        counts = Counter(call.id for call in calls)
+        duplicates = tuple(sorted(i for i, count in counts.items() if count > 1))
+        raise ToolRoundError("call ids must be unique within a round", duplicates)
+    if decisions and not ids.issuperset(decisions):
+        strays = tuple(sorted(set(decisions) - ids))
+        raise ToolRoundError("decisions name calls that are not in the round", strays)
 
 
 def _outcome(answer: _Answer) -> Awaitable[_Answered]:

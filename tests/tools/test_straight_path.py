@@ -381,3 +381,23 @@ def test_plain_leaves_a_tool_with_an_arguments_model_to_parse() -> None:
     parser = Tool(forecast).arguments
     assert parser.plain('{"city": "Oslo"}', ArgumentLimits()) is None
     assert parser.parse("c", '{"city": "Oslo"}', ArgumentLimits()) == {"city": "Oslo"}
+
+
+def test_a_round_built_without_its_constructor_is_the_one_its_constructor_builds() -> None:
+    """`run_checked_round` builds its `_Round` by ``tuple.__new__`` with every field, in order."""
+    from agentfsm.tools import system
+
+    values = (CONTEXT, {}, None, False, None, None, None, None)
+    built = system._new_tuple(system._Round, values)
+    assert type(built) is system._Round
+    assert built == system._Round(*values)
+    assert system._Round._fields == (
+        "context",
+        "decisions",
+        "enabled",
+        "hooked",
+        "on_start",
+        "resumes",
+        "delegates",
+        "on_input",
+    )
