@@ -32,9 +32,11 @@ from agentfsm.states.messages import Message, ToolCall, message_json, user_messa
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
+from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import ToolRegistry
 from agentfsm.tools.results import (
     ErrorDetails,
+    RoundResult,
     ToolErrorInfo,
     ToolResult,
     ToolStatus,
@@ -449,7 +451,7 @@ class TurnDriver(TypedAnswers):
         return None if timeout is None else self._clock() + timeout
 
     async def _tool_round(self) -> None:
-        if self._due():
+        if self._undelivered or self._claim_due or self._flight is not None:  # (`_due`)
             self._before_call()
             await self._tell()
         data = self._data
@@ -458,16 +460,13 @@ class TurnDriver(TypedAnswers):
             return
         context = ToolContext(data.run_id, data.turn, data.iteration, user_id=self.user_id)
         data.at_boundary = False
-        self._settle_unknown()
+        if self._started:  # (only a round resumed after a crash has calls started)
+            self._settle_unknown()
         calls = self._round
         answers = self._answers
         decisions, resumed = self._decisions, False
         if self._delegates is not None:  # a round may have stopped at a sub-agent's call
-            ids = {call.id for call in calls}
-            decisions = {key: value for key, value in decisions.items() if key in ids}
-            resumed = len(decisions) < len(self._decisions) or (
-                self._loop_machine().state == LoopState.DELEGATING
-            )
+            decisions, resumed = self._delegated_decisions(calls)
         round_ = await self.tools.run_checked_round(  # the run's own inputs: types known
             calls,
             context,
@@ -485,31 +484,52 @@ class TurnDriver(TypedAnswers):
             delegates=self._delegates,
             resumed=resumed,
         )
-        if self._asking is not None:
-            self._defer(round_.messages[len(round_.results) :])
-            self._ask_user(*self._asking)
-            return
-        if len(round_.results) < len(calls):
-            # Stopped at the boundary between two calls: a cancel answers the rest
-            # "cancelled"; a pause keeps the round open, and the rest run on resume.
-            done = len(round_.results)
-            self._defer(round_.messages[done:])
-            if self._data.state != RunState.BUSY:
-                return  # a sub-agent's call waits for its child's wait to be answered
-            if self._cancel_requested or self._data.cancel_requested:
-                self._trace_round(calls[:done], round_.results)
-            self._stop_at_boundary()
+        results = round_.results
+        if self._asking is not None or len(results) < len(calls):
+            self._round_stopped(calls, round_)
             return
         self._close_round()
-        self._append(round_.messages[len(calls) :])
-        self._flush_deferred()
-        self._trace_round(calls, round_.results)
+        if len(round_.messages) > len(calls):  # (what after_tools handlers added)
+            self._append(round_.messages[len(calls) :])
+        if self._deferred:  # (messages held back while the round was open)
+            self._flush_deferred()
+        self._trace_round(calls, results)
         loop = self._loop_machine()
         loop.send("tools_finished")
         if loop.state == LoopState.EXHAUSTED:
             await self._finish(loop.state)
         elif self._sources:
             await self._relist_changed()
+
+    def _delegated_decisions(
+        self, calls: tuple[ToolCall, ...]
+    ) -> tuple[Mapping[str, Decision], bool]:
+        """The decisions of the round's calls, and whether it resumes (sub-agent tools).
+
+        A round of a run with sub-agent tools may have stopped at a sub-agent's call before.
+        """
+        ids = {call.id for call in calls}
+        decisions = {key: value for key, value in self._decisions.items() if key in ids}
+        resumed = len(decisions) < len(self._decisions) or (
+            self._loop_machine().state == LoopState.DELEGATING
+        )
+        return decisions, resumed
+
+    def _round_stopped(self, calls: tuple[ToolCall, ...], round_: RoundResult) -> None:
+        """The round stopped before its last call: a call asks the user, or at a boundary."""
+        if self._asking is not None:
+            self._defer(round_.messages[len(round_.results) :])
+            self._ask_user(*self._asking)
+            return
+        # Stopped at the boundary between two calls: a cancel answers the rest
+        # "cancelled"; a pause keeps the round open, and the rest run on resume.
+        done = len(round_.results)
+        self._defer(round_.messages[done:])
+        if self._data.state != RunState.BUSY:
+            return  # a sub-agent's call waits for its child's wait to be answered
+        if self._cancel_requested or self._data.cancel_requested:
+            self._trace_round(calls[:done], round_.results)
+        self._stop_at_boundary()
 
     def _resumes(self) -> dict[str, JSONObject] | None:
         """The `ToolContext.resume` of the open round's calls the user has answered."""
