@@ -30,7 +30,7 @@ from agentfsm.llm.base import (
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall, message_json, user_message
 from agentfsm.states.names import LoopState, RecordKind, RunState
-from agentfsm.tools.context import ToolContext
+from agentfsm.tools.context import context_of
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import ToolRegistry
@@ -458,7 +458,7 @@ class TurnDriver(TypedAnswers):
         if self._cancel_requested or self._pause_requested or data.cancel_requested:
             self._stop_at_boundary()  # the boundary before the round's first call
             return
-        context = ToolContext(data.run_id, data.turn, data.iteration, user_id=self.user_id)
+        context = context_of(data.run_id, data.turn, data.iteration, "", self.user_id)
         data.at_boundary = False
         if self._started:  # (only a round resumed after a crash has calls started)
             self._settle_unknown()
