@@ -59,6 +59,7 @@ from agentfsm.tools.results import (
     ToolStatus,
     failure_content,
     json_output,
+    round_result,
     tool_result,
 )
 from agentfsm.tools.sources import InputRequest
@@ -378,11 +379,11 @@ class ToolSystem:
         new: list[Message] = []  # the round's tool messages so far (after ``messages``)
         ran = self._run_calls(round_, calls, known, messages, results, new, stop, on_answer)
         if not await ran:  # stopped at a call: no after_tools
-            return RoundResult(tuple(results), (*new, *added))
+            return round_result(tuple(results), (*new, *added))
         if hooked and HookKind.AFTER_TOOLS in hooks:
             conversation = [*messages, *new, *added]
             added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation)
-        return RoundResult(tuple(results), (*new, *added))
+        return round_result(tuple(results), (*new, *added))
 
     async def _run_calls(
         self,
