@@ -371,16 +371,55 @@ class ToolSystem:
                 on_input,
             ),
         )
-        added: tuple[Message, ...] = ()
         known = answered or _NO_ANSWERS
-        if hooked and not (known or resumed) and HookKind.BEFORE_TOOLS in hooks:
+        if hooked or known or self._observer is not None or not self._straight:
+            return await self._general_round(
+                round_, calls, known, messages, stop, on_answer, resumed
+            )
+        # The usual round (no hook, no observer, no call answered before): its calls in
+        # order, straight through (`_general_round` answers any round alike; the
+        # differential property test pins the two equal).
+        results: list[ToolResult] = []
+        new: list[Message] = []
+        told = _ignore if on_answer is None else on_answer
+        for index, call in enumerate(calls):
+            if results and stop is not None:
+                asked = stop()  # (awaited only if it must be: a coroutine costs)
+                if asked if isinstance(asked, bool) else await asked:
+                    break
+            answer = self._answer(index, call, round_)
+            if not isinstance(answer, tuple):  # to await, or a call that waits
+                answer = self._waits_or(call, await _outcome(answer), round_.on_input)
+                if answer is None:  # its tool asked the user, or its sub-agent waits
+                    break
+            result, text = answer
+            message = tool_message(call.id, text, call.name)
+            new.append(message)
+            results.append(result)
+            told(result, message)
+        return round_result(tuple(results), tuple(new))
+
+    async def _general_round(
+        self,
+        round_: _Round,
+        calls: tuple[ToolCall, ...],
+        known: Mapping[str, Answer],
+        messages: Sequence[Message],
+        stop: Callable[[], bool | Awaitable[bool]] | None,
+        on_answer: Callable[[ToolResult, Message], None] | None,
+        resumed: bool,
+    ) -> RoundResult:
+        """Any round: with its hooks, its observer, and the calls it answered before."""
+        added: tuple[Message, ...] = ()
+        hooks = self._hooks
+        if not (known or resumed) and HookKind.BEFORE_TOOLS in hooks:
             added = await self._fire(HookKind.BEFORE_TOOLS, round_, list(messages))
         results: list[ToolResult] = []
         new: list[Message] = []  # the round's tool messages so far (after ``messages``)
         ran = self._run_calls(round_, calls, known, messages, results, new, stop, on_answer)
         if not await ran:  # stopped at a call: no after_tools
             return round_result(tuple(results), (*new, *added))
-        if hooked and HookKind.AFTER_TOOLS in hooks:
+        if HookKind.AFTER_TOOLS in hooks:
             conversation = [*messages, *new, *added]
             added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation)
         return round_result(tuple(results), (*new, *added))
