@@ -384,14 +384,14 @@ def test_plain_leaves_a_tool_with_an_arguments_model_to_parse() -> None:
 
 
 def test_a_round_built_without_its_constructor_is_the_one_its_constructor_builds() -> None:
-    """`run_checked_round` builds its `_Round` by ``tuple.__new__`` with every field, in order."""
-    from agentfsm.tools import system
+    """`run_checked_round` builds its `Round` by ``tuple.__new__`` with every field, in order."""
+    from agentfsm.tools import answers, system
 
     values = (CONTEXT, {}, None, False, None, None, None, None)
-    built = system._new_tuple(system._Round, values)
-    assert type(built) is system._Round
-    assert built == system._Round(*values)
-    assert system._Round._fields == (
+    built = system._new_tuple(answers.Round, values)
+    assert type(built) is answers.Round
+    assert built == answers.Round(*values)
+    assert answers.Round._fields == (
         "context",
         "decisions",
         "enabled",
