@@ -47,6 +47,7 @@ from agentfsm.tools.results import (
     tool_result,
 )
 from agentfsm.tools.sources import InputRequest
+from agentfsm.tools.spec import Tool
 
 Delegate = Callable[[ToolCall, dict[str, object]], Awaitable[Attempted | None]]
 """Runs an admitted call instead of its body (a sub-agent): given the call and its parsed
@@ -123,6 +124,7 @@ class CallAnswers:
         found = self.registry._table.tools.get(name)  # (`find`, inlined)
         if (
             found is None
+            or type(found) is not Tool  # (a subclass may answer otherwise: Temporal's does)
             or found._plain_parser is None
             or found.function is None
             or found.timeout is not None
