@@ -346,8 +346,19 @@ def test_the_usual_call_takes_the_straight_path_and_any_other_the_general_one() 
     log = Log()
     spec = Spec("alpha", "text", False, True, False, ToolPolicy.ALLOW, False, False, None)
     context = Spec("beta", "text", False, True, True, ToolPolicy.ALLOW, False, False, None)
-    system = Watched([make_tool(spec, log), make_tool(context, log)])
+
+    class Subclassed(Tool[..., object]):
+        __slots__ = ()
+
+    def gamma(city: str, days: int = 1) -> str:
+        """Answer."""
+        return city
+
+    system = Watched(
+        [make_tool(spec, log), make_tool(context, log), Subclassed(gamma, parameters=SCHEMA)]
+    )
     calls = [
+        ToolCall(id="subclassed", name="gamma", arguments='{"city": "Oslo"}'),
         ToolCall(id="usual", name="alpha", arguments='{"city": "Oslo"}'),
         ToolCall(id="ghost", name="ghost", arguments="{}"),
         ToolCall(id="context", name="beta", arguments='{"city": "Oslo"}'),
@@ -355,8 +366,9 @@ def test_the_usual_call_takes_the_straight_path_and_any_other_the_general_one() 
     ]
     CHECKED.clear()
     outcome = system.run_round_sync(calls, CONTEXT)
-    assert CHECKED == ["ghost", "context"]
+    assert CHECKED == ["subclassed", "ghost", "context"]
     assert [r.status for r in outcome.results] == [
+        "success",
         "success",
         "not_found",
         "success",
@@ -387,7 +399,7 @@ def test_a_round_built_without_its_constructor_is_the_one_its_constructor_builds
     """`run_checked_round` builds its `Round` by ``tuple.__new__`` with every field, in order."""
     from agentfsm.tools import answers, system
 
-    values = (CONTEXT, {}, None, False, None, None, None, None)
+    values: Any = (CONTEXT, {}, None, False, None, None, None, None)
     built = system._new_tuple(answers.Round, values)
     assert type(built) is answers.Round
     assert built == answers.Round(*values)
