@@ -30,11 +30,13 @@ from agentfsm.llm.base import (
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall, message_json, user_message
 from agentfsm.states.names import LoopState, RecordKind, RunState
-from agentfsm.tools.context import ToolContext
+from agentfsm.tools.context import context_of
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
+from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import ToolRegistry
 from agentfsm.tools.results import (
     ErrorDetails,
+    RoundResult,
     ToolErrorInfo,
     ToolResult,
     ToolStatus,
@@ -276,10 +278,11 @@ class TurnDriver(TypedAnswers):
         return self._cancel_requested or self._pause_requested or self._data.cancel_requested
 
     def _stop_between_calls(self) -> bool | Awaitable[bool]:
-        if self._due() and self._listeners:
+        # (`_due` and `_stop_requested`, inlined: asked between every two calls of a round)
+        if (self._undelivered or self._claim_due or self._flight is not None) and self._listeners:
             self._before_call()
             return self._told_then_stop()
-        return self._stop_requested()
+        return self._cancel_requested or self._pause_requested or self._data.cancel_requested
 
     def _before_call(self) -> None:
         """At the boundary before a round's next call: store and tell all first if it must.
@@ -448,26 +451,22 @@ class TurnDriver(TypedAnswers):
         return None if timeout is None else self._clock() + timeout
 
     async def _tool_round(self) -> None:
-        if self._due():
+        if self._undelivered or self._claim_due or self._flight is not None:  # (`_due`)
             self._before_call()
             await self._tell()
-        if self._stop_requested():
+        data = self._data
+        if self._cancel_requested or self._pause_requested or data.cancel_requested:
             self._stop_at_boundary()  # the boundary before the round's first call
             return
-        context = ToolContext(
-            self._data.run_id, self._data.turn, self._data.iteration, user_id=self.user_id
-        )
-        self._data.at_boundary = False
-        self._settle_unknown()
+        context = context_of(data.run_id, data.turn, data.iteration, "", self.user_id)
+        data.at_boundary = False
+        if self._started:  # (only a round resumed after a crash has calls started)
+            self._settle_unknown()
         calls = self._round
         answers = self._answers
         decisions, resumed = self._decisions, False
         if self._delegates is not None:  # a round may have stopped at a sub-agent's call
-            ids = {call.id for call in calls}
-            decisions = {key: value for key, value in decisions.items() if key in ids}
-            resumed = len(decisions) < len(self._decisions) or (
-                self._loop_machine().state == LoopState.DELEGATING
-            )
+            decisions, resumed = self._delegated_decisions(calls)
         round_ = await self.tools.run_checked_round(  # the run's own inputs: types known
             calls,
             context,
@@ -485,31 +484,52 @@ class TurnDriver(TypedAnswers):
             delegates=self._delegates,
             resumed=resumed,
         )
-        if self._asking is not None:
-            self._defer(round_.messages[len(round_.results) :])
-            self._ask_user(*self._asking)
-            return
-        if len(round_.results) < len(calls):
-            # Stopped at the boundary between two calls: a cancel answers the rest
-            # "cancelled"; a pause keeps the round open, and the rest run on resume.
-            done = len(round_.results)
-            self._defer(round_.messages[done:])
-            if self._data.state != RunState.BUSY:
-                return  # a sub-agent's call waits for its child's wait to be answered
-            if self._cancel_requested or self._data.cancel_requested:
-                self._trace_round(calls[:done], round_.results)
-            self._stop_at_boundary()
+        results = round_.results
+        if self._asking is not None or len(results) < len(calls):
+            self._round_stopped(calls, round_)
             return
         self._close_round()
-        self._append(round_.messages[len(calls) :])
-        self._flush_deferred()
-        self._trace_round(calls, round_.results)
+        if len(round_.messages) > len(calls):  # (what after_tools handlers added)
+            self._append(round_.messages[len(calls) :])
+        if self._deferred:  # (messages held back while the round was open)
+            self._flush_deferred()
+        self._trace_round(calls, results)
         loop = self._loop_machine()
         loop.send("tools_finished")
         if loop.state == LoopState.EXHAUSTED:
             await self._finish(loop.state)
         elif self._sources:
             await self._relist_changed()
+
+    def _delegated_decisions(
+        self, calls: tuple[ToolCall, ...]
+    ) -> tuple[Mapping[str, Decision], bool]:
+        """The decisions of the round's calls, and whether it resumes (sub-agent tools).
+
+        A round of a run with sub-agent tools may have stopped at a sub-agent's call before.
+        """
+        ids = {call.id for call in calls}
+        decisions = {key: value for key, value in self._decisions.items() if key in ids}
+        resumed = len(decisions) < len(self._decisions) or (
+            self._loop_machine().state == LoopState.DELEGATING
+        )
+        return decisions, resumed
+
+    def _round_stopped(self, calls: tuple[ToolCall, ...], round_: RoundResult) -> None:
+        """The round stopped before its last call: a call asks the user, or at a boundary."""
+        if self._asking is not None:
+            self._defer(round_.messages[len(round_.results) :])
+            self._ask_user(*self._asking)
+            return
+        # Stopped at the boundary between two calls: a cancel answers the rest
+        # "cancelled"; a pause keeps the round open, and the rest run on resume.
+        done = len(round_.results)
+        self._defer(round_.messages[done:])
+        if self._data.state != RunState.BUSY:
+            return  # a sub-agent's call waits for its child's wait to be answered
+        if self._cancel_requested or self._data.cancel_requested:
+            self._trace_round(calls[:done], round_.results)
+        self._stop_at_boundary()
 
     def _resumes(self) -> dict[str, JSONObject] | None:
         """The `ToolContext.resume` of the open round's calls the user has answered."""
@@ -566,8 +586,8 @@ class TurnDriver(TypedAnswers):
         self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
         self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
-        if not self._due():
-            return None
+        if not (self._undelivered or self._claim_due or self._flight is not None):
+            return None  # (`_due`, inlined: nothing to store or tell before the body)
         if self._grouping and self._may_start_unsaved(call):
             if self._behind:
                 self._write_behind()
@@ -597,19 +617,44 @@ class TurnDriver(TypedAnswers):
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
         started = self._started
-        if self._behind and result.call_id in started:
+        call_id = result.call_id  # (read once: a pydantic model's attributes cost more)
+        if self._behind and call_id in started:
             self._answered_once(result.tool_name)
-        if started == (result.call_id,):  # (calls run one at a time: the usual case)
+        if started == (call_id,):  # (calls run one at a time: the usual case)
             self._started = ()
-        elif result.call_id in started:
-            self._started = tuple(i for i in started if i != result.call_id)
+        elif call_id in started:
+            self._started = tuple(i for i in started if i != call_id)
         self._answers = (*self._answers, (result, message))
-        if result.call_id in self._inputs:
-            self._inputs = {c: r for c, r in self._inputs.items() if c != result.call_id}
+        if call_id in self._inputs:
+            self._inputs = {c: r for c, r in self._inputs.items() if c != call_id}
         # Between two calls of a round is a step boundary (docs/contract.md §3).
         self._data.at_boundary = not self._started
         if self.store is None and not self._listeners:  # (`_dump`, inlined: nobody reads it)
             data: JSONObject = {"result": {}, "message": {}}
+        elif (
+            type(result) is ToolResult
+            and type(message) is Message
+            and type(result.output) is str
+            and not message.tool_calls
+        ):
+            # `result_json` and `message_json`, inlined for a text output (the usual one),
+            # the result's JSON copied from its fields, in their order (JSON but for its
+            # status and error): the record of every call (a test pins the two equal)
+            dumped = result.__dict__.copy()
+            error = result.error
+            dumped["status"] = str(result.status)
+            if error is not None:
+                dumped["error"] = {"type": error.type, "message": error.message}
+            data = {
+                "result": dumped,
+                "message": {
+                    "role": message.role,
+                    "content": message.content,
+                    "tool_calls": [],
+                    "tool_call_id": message.tool_call_id,
+                    "name": message.name,
+                },
+            }
         else:
             data = {"result": result_json(result), "message": message_json(message)}
         self._note(RecordKind.TOOL_RESULT, data)

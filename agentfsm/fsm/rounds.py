@@ -7,9 +7,15 @@ Shared by the Agent, which holds a round open while its calls run, and by the ex
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter, itemgetter
 
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.tools.results import ToolResult
+
+_ID = attrgetter("id")
+_CALL_ID = attrgetter("call_id")
+_RESULT = itemgetter(0)
+_MESSAGE = itemgetter(1)
 
 
 def open_round(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
@@ -26,8 +32,9 @@ def round_messages(
 ) -> list[Message]:
     """The tool messages that close a round: one per answered call, in call order (I7)."""
     answers = tuple(answers)
-    if [result.call_id for result, _ in answers] == [call.id for call in calls]:
-        return [message for _, message in answers]  # answered in order: the usual case
+    # (no comprehensions: each is a call; this runs once per round)
+    if list(map(_CALL_ID, map(_RESULT, answers))) == list(map(_ID, calls)):
+        return list(map(_MESSAGE, answers))  # answered in order: the usual case
     order = {call.id: index for index, call in enumerate(calls)}
     ranked = sorted(answers, key=lambda answer: order.get(answer[0].call_id, len(order)))
     return [message for _, message in ranked]

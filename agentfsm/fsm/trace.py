@@ -166,7 +166,7 @@ def llm_call_entry(
     fields["iteration"] = iteration
     fields["duration"] = float(duration) if duration > 0 else 0.0
     fields["tool_call_count"] = len(response.tool_calls)
-    fields["finish_reason"] = response.finish_reason.value
+    fields["finish_reason"] = str(response.finish_reason)  # (its value: `.value` is a call)
     fields["usage"] = response.usage
     fields["at"] = float(at)
     return sealed(entry, _LLM_CALL_GIVEN)
@@ -191,10 +191,14 @@ def tool_entries(
         fields["call_id"] = call.id
         fields["turn"] = turn
         fields["iteration"] = iteration
-        fields["status"] = result.status
+        # (the result's own fields, read from its ``__dict__``: a pydantic model's attribute
+        # costs more than a dict's item)
+        given = result.__dict__
+        error = given["error"]
+        fields["status"] = given["status"]
         fields["result"] = result
-        fields["duration"] = float(result.duration)
-        fields["error_type"] = result.error.type if result.error else None
+        fields["duration"] = float(given["duration"])
+        fields["error_type"] = error.type if error else None
         fields["at"] = moment
         put_fields_set(entry, _TOOL_EXECUTION_GIVEN)  # (`sealed`, inlined)
         put_extra(entry, None)

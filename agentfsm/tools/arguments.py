@@ -118,18 +118,54 @@ class ArgumentParser:
         signature: The tool's schema and, for a generated one, its arguments model.
     """
 
-    __slots__ = ("_expected", "_signature", "_tool_name", "_validator")
+    __slots__ = ("_accepts", "_expected", "_signature", "_tool_name", "_validator")
 
     def __init__(self, tool_name: str, signature: Signature) -> None:
         self._tool_name = tool_name
         self._signature = signature
         self._validator = ArgumentsValidator(tool_name, signature.schema)
         self._expected = _expected_properties(signature.schema)
+        fast = self._validator._fast  # (this module's own validator: read once, here)
+        self._accepts: Callable[[object], bool] | None = None if fast is None else fast.is_valid
+        """jsonschema-rs's verdict on valid arguments, for `plain` (None: not accelerated)."""
 
     @property
     def validator(self) -> ArgumentsValidator:
         """The tool's schema validator (its ``engine`` says which validator judges)."""
         return self._validator
+
+    def plain(self, text: str, limits: ArgumentLimits) -> dict[str, object] | None:
+        """`parse`'s keyword arguments for the usual call, in one step; None for any other.
+
+        The usual call is a tool with an explicit schema (no arguments model) and a text
+        `_plain_object` takes (one object, within ``limits``) that the schema accepts. For
+        anything else (a refusal included) this says None and `parse` judges: it gives the
+        same arguments for every text this takes (a property test pins them equal).
+        """
+        if self._signature.model is not None:
+            return None
+        # `_plain_object`, inlined: this runs for every call of a run.
+        size = len(text)
+        if (
+            text[:1] != "{"
+            or text[-1:] != "}"
+            or size > limits.max_chars
+            or (
+                size > 2 * limits.max_depth + 1
+                and text.count("{") + text.count("[") > limits.max_depth
+            )
+        ):
+            return None
+        try:
+            value, end = _SCAN(text, 0)
+            accepts = self._accepts
+            if end != size or (accepts is not None and not accepts(value)):
+                return None  # (refused by jsonschema-rs: `parse` asks jsonschema)
+            if accepts is None and self._validator.error(value) is not None:  # type: ignore[arg-type]  # from "{"
+                return None
+        except Exception:  # unreadable, or a validator that raises: `parse` says why
+            return None
+        return value  # type: ignore[return-value]  # from "{"
 
     def parse(self, call_id: str, text: str, limits: ArgumentLimits) -> dict[str, object]:
         """The keyword arguments for the body (without the context), or raise.

@@ -46,5 +46,35 @@ class ToolContext:
 
     def for_call(self, call_id: str, resume: JSONObject | None = None) -> ToolContext:
         """This context, bound to the call ``call_id`` (retried with ``resume``, if given)."""
-        # The constructor, not dataclasses.replace: this runs once per call, and is 3x faster.
-        return ToolContext(self.run_id, self.turn, self.iteration, call_id, self.user_id, resume)
+        # Not dataclasses.replace: this runs once per call (with a context), and is 6x faster.
+        return context_of(self.run_id, self.turn, self.iteration, call_id, self.user_id, resume)
+
+
+_new = object.__new__
+_SETTERS = tuple(ToolContext.__dict__[name].__set__ for name in ToolContext.__slots__)
+_set_run_id, _set_turn, _set_iteration, _set_call_id, _set_user_id, _set_resume = _SETTERS
+
+
+def context_of(
+    run_id: str,
+    turn: int,
+    iteration: int,
+    call_id: str = "",
+    user_id: str | None = None,
+    resume: JSONObject | None = None,
+) -> ToolContext:
+    """``ToolContext(run_id, turn, iteration, call_id, user_id, resume)``, built directly.
+
+    A frozen dataclass's constructor sets each field through ``object.__setattr__``; this
+    sets each slot through its own descriptor, in half the time (an Agent makes one per tool
+    round). The values are the caller's, as the constructor takes them (it checks nothing
+    either); a property test pins the two equal.
+    """
+    context: ToolContext = _new(ToolContext)
+    _set_run_id(context, run_id)
+    _set_turn(context, turn)
+    _set_iteration(context, iteration)
+    _set_call_id(context, call_id)
+    _set_user_id(context, user_id)
+    _set_resume(context, resume)
+    return context

@@ -23,7 +23,7 @@ from tenacity.wait import WaitBaseT
 from agentfsm.errors import ToolTimeoutError
 from agentfsm.tools.spec import Tool
 
-_PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 """Types a body's value may have that are never awaitable (checked before the slow test)."""
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -135,12 +135,12 @@ def start(
         value = function(**kwargs)
     except Exception as exc:  # the body's failure: data for the model, not a crash
         return Attempted(None, exc, getattr(exc, TRIED_ATTRIBUTE, 1))
-    if type(value) not in _PLAIN and inspect.isawaitable(value):
-        return _settled(value)
+    if type(value) not in PLAIN_VALUES and inspect.isawaitable(value):
+        return settled(value)
     return _new_tuple(Attempted, (value, None, 1))
 
 
-async def _settled(awaitable: Awaitable[object]) -> Attempted:
+async def settled(awaitable: Awaitable[object]) -> Attempted:
     """What an awaitable a body returned came to, as `execute` takes it."""
     try:
         value = await awaitable

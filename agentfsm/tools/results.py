@@ -332,3 +332,20 @@ class RoundResult:
     def tool_messages(self) -> tuple[Message, ...]:
         """Only the tool messages, one per call, in call order."""
         return self.messages[: len(self.results)]
+
+
+_new_object = object.__new__
+_set_results = RoundResult.__dict__["results"].__set__
+_set_messages = RoundResult.__dict__["messages"].__set__
+
+
+def round_result(results: tuple[ToolResult, ...], messages: tuple[Message, ...]) -> RoundResult:
+    """``RoundResult(results, messages)``, each slot set through its descriptor.
+
+    A frozen dataclass's constructor sets each field through ``object.__setattr__``; a round
+    makes one of these, so this takes the cheaper way (a property test pins the two equal).
+    """
+    made: RoundResult = _new_object(RoundResult)
+    _set_results(made, results)
+    _set_messages(made, messages)
+    return made

@@ -71,6 +71,7 @@ class Tool(Generic[P, R]):
     __slots__ = (
         "_offered",
         "_parser",
+        "_plain_parser",
         "_schema_text",
         "_signature",
         "client_side",
@@ -134,6 +135,9 @@ class Tool(Generic[P, R]):
         """Whether the body is a coroutine function (awaited rather than called)."""
         self._signature = _signature_of(self.name, function, parameters)
         self._parser = ArgumentParser(self.name, self._signature)
+        # The parser, for the ToolSystem's straight-line call path, when the body takes no
+        # context (None: the general path binds it).
+        self._plain_parser = self._parser if self._signature.context_parameter is None else None
         self._schema_text = _json_copyable(self._signature.schema)
         self._offered: tuple[str, str, JSONObject] | None = None
 

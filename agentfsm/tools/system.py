@@ -14,42 +14,37 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from operator import attrgetter
 from types import MappingProxyType
-from typing import NamedTuple
 
 from tenacity import wait_random_exponential
 from tenacity.wait import WaitBaseT
 
 from agentfsm.errors import (
-    ToolArgumentsError,
-    ToolCallError,
-    ToolDeniedError,
-    ToolDisabledError,
-    ToolOutputError,
     ToolRoundError,
-    ToolTimeoutError,
-    UnknownToolError,
 )
-from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, tool_message
 from agentfsm.tools import checks
+from agentfsm.tools.answers import NO_DECISIONS, CallAnswers, Round, outcome
+from agentfsm.tools.answers import Delegate as Delegate  # (re-exported: the Agent's)
 from agentfsm.tools.arguments import ArgumentLimits
 from agentfsm.tools.context import ToolContext
-from agentfsm.tools.execution import Attempted, RetrySettings, Sleep, start
+from agentfsm.tools.execution import (
+    RetrySettings,
+    Sleep,
+)
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
-from agentfsm.tools.policy import Decision, ToolPolicy, refusal
+from agentfsm.tools.policy import Decision, ToolPolicy
 from agentfsm.tools.registry import AnyTool, ToolRegistry
 from agentfsm.tools.results import (
     ErrorDetails,
     ObservationType,
     RoundResult,
-    ToolErrorInfo,
     ToolObservation,
     ToolResult,
     ToolStatus,
-    failure_content,
-    json_output,
-    tool_result,
+    round_result,
 )
 from agentfsm.tools.sources import InputRequest
 
@@ -61,19 +56,9 @@ Answer = tuple[ToolResult, Message]
 Timer = Callable[[], float]
 """A monotonic clock in seconds, for durations (`time.perf_counter` by default)."""
 
-Delegate = Callable[[ToolCall, dict[str, object]], Awaitable[Attempted | None]]
-"""Runs an admitted call instead of its body (a sub-agent): given the call and its parsed
-arguments, it returns what the call produced, or None to stop the round at this call,
-unanswered (the call waits for something outside the round: it runs again on resume)."""
 Clock = Callable[[], float]
 """Wall-clock seconds since the Unix epoch, for observations (`time.time` by default)."""
 
-_REFUSALS: dict[type[ToolCallError], ToolStatus] = {
-    UnknownToolError: ToolStatus.NOT_FOUND,
-    ToolDisabledError: ToolStatus.DISABLED,
-    ToolDeniedError: ToolStatus.DENIED,
-    ToolArgumentsError: ToolStatus.INVALID_ARGUMENTS,
-}
 
 _DEFAULT_WAIT = wait_random_exponential(multiplier=0.1, max=5.0)
 """Exponential backoff with jitter between an idempotent call's tries (stateless: shared)."""
@@ -86,35 +71,18 @@ _DEFAULT_RETRY = RetrySettings(
 
 _PER_CALL_HOOKS = (HookKind.BEFORE_EACH_TOOL, HookKind.AFTER_EACH_TOOL, HookKind.ON_ERROR)
 
-_Answered = tuple[ToolResult, str] | InputRequest | None
-"""A call's answer: its result and tool-message text; or what its tool asked the user; or
-None, when its delegate stopped the round at it."""
-_Answer = _Answered | Awaitable[_Answered]
-"""A call's answer, or an awaitable of it."""
 
-_NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
+_new_tuple = tuple.__new__
+"""``_new_tuple(Round, (...))`` is ``Round(...)`` with every field given, without the
+Python-level ``__new__`` of a named tuple (a test pins the two equal)."""
+
+_ID = attrgetter("id")
+"""A call's id."""
+
 _NO_ANSWERS: Mapping[str, Answer] = MappingProxyType({})
 
 
-class _Round(NamedTuple):
-    """The inputs of one round, shared by its calls (a named tuple: cheap to build)."""
-
-    context: ToolContext
-    decisions: Mapping[str, Decision]
-    enabled: frozenset[str] | None
-    hooked: bool
-    """Whether any per-call hook has handlers (if not, the loop skips them entirely)."""
-    on_start: Callable[[ToolCall], Awaitable[None] | None] | None = None
-    """Told of each body about to run (awaited if it returns an awaitable)."""
-    resumes: Mapping[str, JSONObject] | None = None
-    """The `ToolContext.resume` of the calls retried with the user's answer, by call id."""
-    delegates: Mapping[str, Delegate] | None = None
-    """Tool name → what runs its admitted calls instead of its body."""
-    on_input: Callable[[ToolCall, InputRequest], None] | None = None
-    """Told of a call whose tool asked the user (the round stops there)."""
-
-
-class ToolSystem:
+class ToolSystem(CallAnswers):
     """Runs rounds of tool calls from a registry, with hooks, an observer and injected effects.
 
     Args:
@@ -207,8 +175,9 @@ class ToolSystem:
         if enabled is not None:  # (None, every tool, needs no check: the usual case)
             checks.enabled_names(enabled)
         pending = []
+        tools = self.registry._table.tools  # (`find`, inlined: asked of every model reply)
         for call in calls:
-            found = self.registry.find(call.name)
+            found = tools.get(call.name)
             if found is None or (enabled is not None and call.name not in enabled):
                 continue
             if found.client_side or found.policy is ToolPolicy.REQUIRE_APPROVAL:
@@ -352,30 +321,78 @@ class ToolSystem:
             HookMessageError: As `run_round`.
             HookFailedError: As `run_round`.
         """
-        round_ = self._start(
-            calls,
-            context,
-            decisions or _NO_DECISIONS,
-            enabled,
-            (on_start, resumes, delegates, on_input),
+        _check_round(calls, decisions)
+        hooks = self._hooks
+        hooked = bool(hooks._handlers)  # (no handler at all: the usual case, and no call)
+        round_: Round = _new_tuple(  # (`Round(...)` without its Python-level ``__new__``)
+            Round,
+            (
+                context,
+                decisions or NO_DECISIONS,
+                None if enabled is None else frozenset(enabled),
+                hooked and hooks.has_any(_PER_CALL_HOOKS),
+                on_start,
+                resumes,
+                delegates,
+                on_input,
+            ),
         )
-        added: tuple[Message, ...] = ()
         known = answered or _NO_ANSWERS
-        if not (known or resumed) and HookKind.BEFORE_TOOLS in self._hooks:
+        if hooked or known or self._observer is not None or not self._straight:
+            return await self._general_round(
+                round_, calls, known, messages, stop, on_answer, resumed
+            )
+        # The usual round (no hook, no observer, no call answered before): its calls in
+        # order, straight through (`_general_round` answers any round alike; the
+        # differential property test pins the two equal).
+        results: list[ToolResult] = []
+        new: list[Message] = []
+        told = _ignore if on_answer is None else on_answer
+        for index, call in enumerate(calls):
+            if results and stop is not None:
+                asked = stop()  # (awaited only if it must be: a coroutine costs)
+                if asked if isinstance(asked, bool) else await asked:
+                    break
+            answer = self._answer(index, call, round_)
+            if not isinstance(answer, tuple):  # to await, or a call that waits
+                answer = self._waits_or(call, await outcome(answer), round_.on_input)
+                if answer is None:  # its tool asked the user, or its sub-agent waits
+                    break
+            result, text = answer
+            message = tool_message(call.id, text, call.name)
+            new.append(message)
+            results.append(result)
+            told(result, message)
+        return round_result(tuple(results), tuple(new))
+
+    async def _general_round(
+        self,
+        round_: Round,
+        calls: tuple[ToolCall, ...],
+        known: Mapping[str, Answer],
+        messages: Sequence[Message],
+        stop: Callable[[], bool | Awaitable[bool]] | None,
+        on_answer: Callable[[ToolResult, Message], None] | None,
+        resumed: bool,
+    ) -> RoundResult:
+        """Any round: with its hooks, its observer, and the calls it answered before."""
+        added: tuple[Message, ...] = ()
+        hooks = self._hooks
+        if not (known or resumed) and HookKind.BEFORE_TOOLS in hooks:
             added = await self._fire(HookKind.BEFORE_TOOLS, round_, list(messages))
         results: list[ToolResult] = []
         new: list[Message] = []  # the round's tool messages so far (after ``messages``)
         ran = self._run_calls(round_, calls, known, messages, results, new, stop, on_answer)
         if not await ran:  # stopped at a call: no after_tools
-            return RoundResult(tuple(results), (*new, *added))
-        if HookKind.AFTER_TOOLS in self._hooks:
+            return round_result(tuple(results), (*new, *added))
+        if HookKind.AFTER_TOOLS in hooks:
             conversation = [*messages, *new, *added]
             added += await self._fire(HookKind.AFTER_TOOLS, round_, conversation)
-        return RoundResult(tuple(results), (*new, *added))
+        return round_result(tuple(results), (*new, *added))
 
     async def _run_calls(
         self,
-        round_: _Round,
+        round_: Round,
         calls: tuple[ToolCall, ...],
         known: Mapping[str, Answer],
         messages: Sequence[Message],
@@ -388,13 +405,15 @@ class ToolSystem:
 
         Not all are when ``stop`` stopped the round, or a call waits (see `run_round`).
         """
+        answered = _ignore if on_answer is None else on_answer
         for index, call in enumerate(calls):
-            if results and stop is not None and call.id not in known:
+            call_id = call.id
+            if results and stop is not None and call_id not in known:
                 asked = stop()  # (awaited only if it must be: a coroutine costs)
                 if asked if isinstance(asked, bool) else await asked:
                     return False
-            if call.id in known:
-                result, message = known[call.id]
+            if call_id in known:
+                result, message = known[call_id]
                 new.append(message)
                 results.append(result)
                 continue
@@ -402,65 +421,35 @@ class ToolSystem:
                 await self._fire(HookKind.BEFORE_EACH_TOOL, round_, [*messages, *new], call)
             answer = self._answer(index, call, round_)
             if not isinstance(answer, tuple):  # to await, or a call that waits
-                answer = self._waits_or(call, await _outcome(answer), round_.on_input)
+                answer = self._waits_or(call, await outcome(answer), round_.on_input)
                 if answer is None:  # its tool asked the user, or its sub-agent waits
                     return False
             result, text = answer
-            message = tool_message(call.id, text, call.name)
+            message = tool_message(call_id, text, call.name)
             new.append(message)
             results.append(result)
-            after = self._finish_call(
-                round_, index, call, (result, message), on_answer, messages, new
-            )
-            if after is not None:
-                await after
+            answered(result, message)
+            if round_.hooked or self._observer is not None:
+                await self._finish_call(round_, index, call, result, messages, new)
         return True
 
-    def _finish_call(
+    async def _finish_call(
         self,
-        round_: _Round,
+        round_: Round,
         index: int,
         call: ToolCall,
-        answer: Answer,
-        on_answer: Callable[[ToolResult, Message], None] | None,
+        result: ToolResult,
         messages: Sequence[Message],
         new: list[Message],
-    ) -> Awaitable[None] | None:
-        """A call has its answer: tell ``on_answer`` and the observer; then the per-call hooks.
-
-        Returns:
-            The per-call hooks' firing, to await; None when the round has no per-call hook
-            (no coroutine is made for nothing).
-        """
-        result, message = answer
-        if on_answer is not None:
-            on_answer(result, message)
+    ) -> None:
+        """A call has its answer (``on_answer`` told of it): tell the observer; the hooks."""
         if self._observer is not None:
             self._observe(ObservationType.FINISHED, round_, index, call, result)
         if round_.hooked:
-            return self._after_call(round_, [*messages, *new], call, result)
-        return None
-
-    def _waits_or(
-        self,
-        call: ToolCall,
-        answer: tuple[ToolResult, str] | InputRequest | None,
-        on_input: Callable[[ToolCall, InputRequest], None] | None,
-    ) -> tuple[ToolResult, str] | None:
-        """A call's answer, or None if it waits.
-
-        It waits when its tool asked the user and ``on_input`` took the question, or when its
-        delegate (a sub-agent) stopped the round.
-        """
-        if answer is None or not isinstance(answer, InputRequest):
-            return answer
-        if on_input is None:
-            return self._unanswerable(call, answer)
-        on_input(call, answer)
-        return None
+            await self._after_call(round_, [*messages, *new], call, result)
 
     async def _after_call(
-        self, round_: _Round, conversation: list[Message], call: ToolCall, result: ToolResult
+        self, round_: Round, conversation: list[Message], call: ToolCall, result: ToolResult
     ) -> None:
         # on_error first, then after_each_tool (ConnectOnion's order): both see the call's
         # tool message, already recorded.
@@ -468,215 +457,10 @@ class ToolSystem:
             await self._fire(HookKind.ON_ERROR, round_, conversation, call, result)
         await self._fire(HookKind.AFTER_EACH_TOOL, round_, conversation, call, result)
 
-    def _start(
-        self,
-        calls: tuple[ToolCall, ...],
-        context: ToolContext,
-        decisions: Mapping[str, Decision],
-        enabled: Collection[str] | None,
-        callbacks: tuple[
-            Callable[[ToolCall], Awaitable[None] | None] | None,
-            Mapping[str, JSONObject] | None,
-            Mapping[str, Delegate] | None,
-            Callable[[ToolCall, InputRequest], None] | None,
-        ] = (None, None, None, None),
-    ) -> _Round:
-        """The round's shared inputs, its rules checked.
-
-        ``callbacks`` are its ``on_start``, ``resumes``, ``delegates`` and ``on_input``.
-        """
-        ids = {call.id for call in calls}
-        if len(ids) != len(calls):
-            counts = Counter(call.id for call in calls)
-            duplicates = tuple(sorted(i for i, count in counts.items() if count > 1))
-            raise ToolRoundError("call ids must be unique within a round", duplicates)
-        if decisions and not ids.issuperset(decisions):
-            strays = tuple(sorted(set(decisions) - ids))
-            raise ToolRoundError("decisions name calls that are not in the round", strays)
-        allowed = None if enabled is None else frozenset(enabled)
-        hooked = self._hooks.has_any(_PER_CALL_HOOKS)
-        return _Round(context, decisions, allowed, hooked, *callbacks)
-
-    def _available(self, round_: _Round) -> tuple[str, ...]:
-        """The tools the round may call, by name (for the message of a refusal)."""
-        allowed = round_.enabled
-        return tuple(n for n in self.registry.names if allowed is None or n in allowed)
-
-    def _answer(self, index: int, call: ToolCall, round_: _Round) -> _Answer:
-        """A call's answer, at once when it comes at once, else an awaitable of it.
-
-        A plain body's outcome comes at once (no coroutine is made for it); a refusal too. An
-        async body's, a retried or timed body's and a delegate's are awaited by the caller.
-        """
-        started = self._timer()
-        try:
-            found, kwargs = self._admit(call, round_)
-        except ToolCallError as refused:
-            return self._failed(call, refused, _REFUSALS[type(refused)], started, 0)
-        if found.client_side:
-            decision = round_.decisions[call.id]  # an output decision: `refusal` checked it
-            return self._answered(call, Attempted(decision.value, None, 0), started)
-        delegate = None if round_.delegates is None else round_.delegates.get(call.name)
-        if delegate is not None:
-            return self._delegated(delegate, call, kwargs, started)
-        ran = self._run_body(index, call, round_, found, kwargs)
-        if type(ran) is not Attempted:
-            return self._ran(ran, call, started)  # type: ignore[arg-type]  # an awaitable
-        value = ran.value
-        if type(value) is str and ran.error is None:  # (`_answered`'s usual case, inlined)
-            duration = self._timer() - started
-            return (
-                tool_result(
-                    call.id, call.name, ToolStatus.SUCCESS, value, None, duration, ran.attempts
-                ),
-                value,
-            )
-        return self._answered(call, ran, started)
-
-    async def _delegated(
-        self, delegate: Delegate, call: ToolCall, kwargs: dict[str, object], started: float
-    ) -> _Answered:
-        """The answer of a call its delegate runs (None: the round stops at it)."""
-        delegated = await delegate(call, kwargs)
-        return None if delegated is None else self._answered(call, delegated, started)
-
-    async def _ran(
-        self, running: Awaitable[Attempted], call: ToolCall, started: float
-    ) -> _Answered:
-        """The answer of a call whose body's outcome must be awaited."""
-        return self._answered(call, await running, started)
-
-    def _answered(
-        self, call: ToolCall, attempted: Attempted, started: float
-    ) -> tuple[ToolResult, str] | InputRequest:
-        """A call's answer from what its body (or the application, or a delegate) produced."""
-        if attempted.error is not None:
-            status = _execution_status(attempted.error, call)
-            return self._failed(call, attempted.error, status, started, attempted.attempts)
-        value = attempted.value
-        output: JSONValue
-        if type(value) is str:  # (`json_output`'s first case, inlined: the usual output)
-            output = text = value
-        elif isinstance(value, InputRequest):
-            return value
-        else:
-            try:
-                output, text = json_output(value)
-            except (TypeError, ValueError, RecursionError) as exc:
-                bad = ToolOutputError(call.name, call.id, type(value).__name__, str(exc))
-                return self._failed(call, bad, ToolStatus.ERROR, started, attempted.attempts)
-        duration = self._timer() - started
-        result = tool_result(
-            call.id, call.name, ToolStatus.SUCCESS, output, None, duration, attempted.attempts
-        )
-        return result, text
-
-    def _run_body(
-        self, index: int, call: ToolCall, round_: _Round, found: AnyTool, kwargs: dict[str, object]
-    ) -> Attempted | Awaitable[Attempted]:
-        """Run an admitted call's body (its start told first), with its retries.
-
-        When ``on_start`` has nothing to await, this is `start`'s outcome itself: a plain
-        body's `Attempted` at once, or `execute`'s coroutine (no coroutine of its own wraps
-        it).
-        """
-        if found.context_parameter is not None:
-            resume = None if round_.resumes is None else round_.resumes.get(call.id)
-            kwargs[found.context_parameter] = round_.context.for_call(call.id, resume)
-        if round_.on_start is not None:
-            starting = round_.on_start(call)
-            if starting is not None:
-                return self._run_started(starting, index, call, round_, found, kwargs)
-        if self._observer is not None:
-            self._observe(ObservationType.STARTED, round_, index, call, None)
-        return start(found, kwargs, call.id, self._retry)
-
-    async def _run_started(
-        self,
-        starting: Awaitable[None],
-        index: int,
-        call: ToolCall,
-        round_: _Round,
-        found: AnyTool,
-        kwargs: dict[str, object],
-    ) -> Attempted:
-        """`_run_body` once ``on_start`` has finished (if it raises, the body does not run)."""
-        await starting
-        if self._observer is not None:
-            self._observe(ObservationType.STARTED, round_, index, call, None)
-        ran = start(found, kwargs, call.id, self._retry)
-        return ran if isinstance(ran, Attempted) else await ran
-
-    def _admit(self, call: ToolCall, round_: _Round) -> tuple[AnyTool, dict[str, object]]:
-        if round_.enabled is not None and call.name not in round_.enabled:
-            raise ToolDisabledError(call.name, call.id, self._available(round_))
-        found = self.registry.find(call.name)
-        if found is None:
-            raise UnknownToolError(call.name, self._available(round_), call_id=call.id)
-        decisions = round_.decisions
-        decision = None if decisions is _NO_DECISIONS else decisions.get(call.id)
-        # (An allowed server-side tool with no decision always passes: the usual case.)
-        if decision is not None or found.client_side or found.policy is not ToolPolicy.ALLOW:
-            reason = refusal(found.policy, found.client_side, decision)
-            if reason is not None:
-                raise ToolDeniedError(call.name, call.id, reason)
-        return found, found.arguments.parse(call.id, call.arguments, self._limits)
-
-    def _unanswerable(self, call: ToolCall, asked: InputRequest) -> tuple[ToolResult, str]:
-        """A call whose tool asked the user, in a round nobody can answer it in."""
-        info = ToolErrorInfo(
-            type="InputRequired",
-            message=f"the tool asked the user {asked.question!r}, and this round has no way "
-            "to ask: run it in an Agent (which waits in input_required) to answer it",
-        )
-        result = ToolResult.model_construct(
-            call_id=call.id,
-            tool_name=call.name,
-            status=ToolStatus.ERROR,
-            output=None,
-            error=info,
-            duration=0.0,
-            attempts=1,
-        )
-        return result, failure_content(ToolStatus.ERROR, info)
-
-    def _failed(
-        self, call: ToolCall, error: Exception, status: ToolStatus, started: float, attempts: int
-    ) -> tuple[ToolResult, str]:
-        info = ToolErrorInfo(type=type(error).__name__, message=str(error))
-        duration = self._timer() - started
-        result = tool_result(call.id, call.name, status, None, info, duration, attempts)
-        return result, failure_content(status, info)
-
-    def _observe(
-        self,
-        kind: ObservationType,
-        round_: _Round,
-        index: int,
-        call: ToolCall,
-        result: ToolResult | None,
-    ) -> None:
-        if self._observer is None:
-            return
-        context = round_.context
-        self._observer(
-            ToolObservation.model_construct(
-                type=kind,
-                run_id=context.run_id,
-                turn=context.turn,
-                iteration=context.iteration,
-                index=index,
-                call_id=call.id,
-                tool_name=call.name,
-                at=self._clock(),
-                result=result,
-            )
-        )
-
     async def _fire(
         self,
         kind: HookKind,
-        round_: _Round,
+        round_: Round,
         conversation: list[Message],
         call: ToolCall | None = None,
         result: ToolResult | None = None,
@@ -700,20 +484,21 @@ class ToolSystem:
         )
 
 
-def _outcome(answer: _Answer) -> Awaitable[_Answered]:
-    """``answer`` as an awaitable: itself when it is one, else one that gives it at once."""
-    if answer is None or isinstance(answer, (tuple, InputRequest)):
-        return _given(answer)
-    return answer
+def _check_round(calls: tuple[ToolCall, ...], decisions: Mapping[str, Decision] | None) -> None:
+    """Check a round's rules: its call ids are unique, its decisions name its calls.
+
+    Raises:
+        ToolRoundError: A rule is broken (the message names the ids that break it).
+    """
+    ids = set(map(_ID, calls))  # (no comprehension: a call less per round)
+    if len(ids) != len(calls):
+        counts = Counter(call.id for call in calls)
+        duplicates = tuple(sorted(i for i, count in counts.items() if count > 1))
+        raise ToolRoundError("call ids must be unique within a round", duplicates)
+    if decisions and not ids.issuperset(decisions):
+        strays = tuple(sorted(set(decisions) - ids))
+        raise ToolRoundError("decisions name calls that are not in the round", strays)
 
 
-async def _given(answer: _Answered) -> _Answered:
-    return answer
-
-
-def _execution_status(error: Exception, call: ToolCall) -> ToolStatus:
-    # Only the timeout the executor raised for this very call is a ``timeout``; whatever
-    # the body raised itself (even a ToolTimeoutError of its own) is an ``error``.
-    if isinstance(error, ToolTimeoutError) and error.call_id == call.id:
-        return ToolStatus.TIMEOUT
-    return ToolStatus.ERROR
+def _ignore(result: ToolResult, message: Message) -> None:
+    """An ``on_answer`` that does nothing (for a round run without one)."""

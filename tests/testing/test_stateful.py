@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-import agentfsm.tools.system
+import agentfsm.tools.answers
 from agentfsm import Agent, MemoryStore, Message, RunStore, ScriptedModel, Snapshot, tool
 from agentfsm.states import Event
 from agentfsm.testing import AgentStateMachine, InvariantError
@@ -159,7 +159,7 @@ class PolicyBlindMachine(AgentStateMachine):
 def test_the_kit_catches_a_tool_system_that_runs_denied_tools(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(agentfsm.tools.system, "refusal", lambda *args: None)
+    monkeypatch.setattr(agentfsm.tools.answers, "refusal", lambda *args: None)
     assert caught_by_kit(PolicyBlindMachine).invariant == "I9"
 
 

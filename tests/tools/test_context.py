@@ -4,11 +4,14 @@ import dataclasses
 import doctest
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import agentfsm.tools.context
 import agentfsm.tools.hooks
 import agentfsm.tools.spec
 from agentfsm.tools import ToolContext
+from agentfsm.tools.context import context_of
 
 
 def test_a_context_bound_to_a_call_keys_it_for_idempotency() -> None:
@@ -36,3 +39,35 @@ def test_docstring_examples_run(module: object) -> None:
 
     assert tried > 0
     assert failures == 0
+
+
+@given(
+    st.text(max_size=5),
+    st.integers(),
+    st.integers(),
+    st.text(max_size=5),
+    st.none() | st.text(max_size=5),
+    st.none() | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+def test_a_context_built_directly_is_the_one_the_constructor_builds(
+    run_id: str,
+    turn: int,
+    iteration: int,
+    call_id: str,
+    user_id: str | None,
+    resume: dict[str, int] | None,
+) -> None:
+    built = context_of(run_id, turn, iteration, call_id, user_id, resume)  # type: ignore[arg-type]
+    made = ToolContext(run_id, turn, iteration, call_id, user_id, resume)  # type: ignore[arg-type]
+
+    assert type(built) is ToolContext
+    assert built == made
+    assert repr(built) == repr(made)
+    assert (built.run_id, built.turn, built.iteration, built.call_id) == (
+        run_id,
+        turn,
+        iteration,
+        call_id,
+    )
+    assert (built.user_id, built.resume) == (user_id, resume)
+    assert context_of(run_id, turn, iteration) == ToolContext(run_id, turn, iteration)

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agentfsm.states.messages import Message
 from agentfsm.tools import RoundResult, ToolErrorInfo, ToolResult, ToolStatus
-from agentfsm.tools.results import json_output
+from agentfsm.tools.results import json_output, round_result
 
 FAILURE = ToolErrorInfo(type="LookupError", message="no station")
 
@@ -71,3 +73,21 @@ def test_a_round_result_separates_its_tool_messages() -> None:
     outcome = RoundResult((result,), (result.to_message(), note))
 
     assert outcome.tool_messages == (result.to_message(),)
+
+
+@given(st.lists(st.text(max_size=4), max_size=3), st.lists(st.text(max_size=4), max_size=3))
+def test_a_round_result_built_directly_is_the_one_the_constructor_builds(
+    ids: list[str], texts: list[str]
+) -> None:
+    results = tuple(
+        ToolResult(call_id=i, tool_name="t", status=ToolStatus.SUCCESS, output=i) for i in ids
+    )
+    messages = tuple(Message.tool(f"c{n}", text) for n, text in enumerate(texts))
+
+    built = round_result(results, messages)
+    made = RoundResult(results, messages)
+
+    assert type(built) is RoundResult
+    assert built == made
+    assert repr(built) == repr(made)
+    assert built.tool_messages == made.tool_messages
