@@ -31,7 +31,7 @@ from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
 from agentfsm.fsm.trace import AnyTraceEntry
-from agentfsm.states.events import EVENT_FIELDS, Event, EventTwin
+from agentfsm.states.events import Event, unchecked_event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
@@ -44,7 +44,6 @@ from agentfsm.tools.sources import ToolSource
 from agentfsm.tools.system import Answer, ToolSystem
 
 _CONVERSATION = MachineName.CONVERSATION
-_new = object.__new__
 
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
@@ -477,19 +476,9 @@ class RunRecord(WriteBehind):
         # `Emitter.number`, inlined (a record is never an error event: nothing to redact);
         # a run notes several records per tool call.
         emitter.seq = seq = emitter.seq + 1
-        event = _new(EventTwin)  # `unchecked_event`, inlined: one call less per record
-        event.seq = seq
-        event.run_id = emitter.run_id
-        event.machine = _CONVERSATION
-        event.event = kind
-        event.source = state
-        event.target = state
-        event.at = emitter.clock()
-        event.data = data
-        event.__pydantic_fields_set__ = EVENT_FIELDS
-        event.__pydantic_extra__ = None
-        event.__pydantic_private__ = None
-        event.__class__ = Event
+        event = unchecked_event(
+            seq, emitter.run_id, _CONVERSATION, kind, state, state, emitter.clock(), data
+        )
         if self.store is None and self._quiet is None and self._data.loop_state is not None:
             # `_on_event`, inlined for a run with no store (nothing to save, no batch, no
             # loop to make): the event goes to the listeners as it happens.
