@@ -409,24 +409,18 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self._restored = False
         max_iterations, max_turns, input_policy = self._config
         parent = self._parent
-        if parent is None and self._output_spec is None:  # (the usual run: no extra data)
-            self._run.send(
-                "start",
-                max_iterations=max_iterations,
-                max_turns=max_turns,
-                input_policy=str(input_policy),
-                system_prompt=self._system_prompt,
-            )
-            return self.outcome()
-        typed = {} if self._output_spec is None else {"output_retries": self._data.output_retries}
+        extra: JSONObject = {}
+        if parent is not None:
+            extra["parent_run"], extra["parent_call"] = parent
+        if self._output_spec is not None:
+            extra["output_retries"] = self._data.output_retries
         self._run.send(
             "start",
             max_iterations=max_iterations,
             max_turns=max_turns,
             input_policy=str(input_policy),
             system_prompt=self._system_prompt,
-            **({} if parent is None else {"parent_run": parent[0], "parent_call": parent[1]}),
-            **typed,
+            **extra,
         )
         return self.outcome()
 
