@@ -19,6 +19,7 @@ from agentfsm.fsm import AnyMachine
 from agentfsm.fsm.rounds import round_messages
 from agentfsm.fsm.trace import LLMRetryTrace, llm_call_entry, tool_entries, user_input_entry
 from agentfsm.llm.base import (
+    UNUSABLE_FINISH,
     Model,
     ModelDelta,
     ModelResponse,
@@ -53,6 +54,15 @@ started before a crash without its result being stored (at-most-once, I11)."""
 
 _IN_ROUND = frozenset({LoopState.ACTING, LoopState.DELEGATING})
 """The loop states in which a turn goes on with its open round."""
+
+# The members the hot path compares with or records, read once (a member read costs a lookup
+# in Python 3.11).
+_THINKING, _ACTING, _VALIDATING = LoopState.THINKING, LoopState.ACTING, LoopState.VALIDATING
+_EXHAUSTED = LoopState.EXHAUSTED
+_BUSY = RunState.BUSY
+_BEFORE_LLM, _AFTER_LLM = HookKind.BEFORE_LLM, HookKind.AFTER_LLM
+_TOOL_STARTED, _TOOL_RESULT = RecordKind.TOOL_STARTED, RecordKind.TOOL_RESULT
+_ROUND_CLOSED = RecordKind.ROUND_CLOSED
 
 
 class TurnDriver(TypedAnswers):
@@ -210,35 +220,47 @@ class TurnDriver(TypedAnswers):
     async def _drive(self) -> None:
         """Run the turn from where its loop is until it ends, waits or pauses."""
         self._driven = True
-        loop = self._loop_machine()
-        if loop.state in _IN_ROUND:
-            await self._tool_round()
-        elif loop.state == LoopState.VALIDATING:  # restored between an answer and its check
-            await self._validate()
-        while loop.state == LoopState.THINKING:
-            if self._due():
+        data = self._data  # (its ``loop_state`` is the loop's state: read without a call)
+        if self._loop_machine().state != _THINKING:
+            await self._go_on()
+        while data.loop_state == _THINKING:
+            # (`_due`, `_stop_requested` and ``in self.hooks``, inlined: once per iteration)
+            if self._undelivered or self._claim_due or self._flight is not None:
                 await self._tell()
-            if self._stop_at_boundary():
+            if (
+                self._cancel_requested or self._pause_requested or data.cancel_requested
+            ) and self._stop_at_boundary():
                 break
-            if HookKind.BEFORE_LLM in self.hooks or self._due():
+            if (self.hooks._handlers and _BEFORE_LLM in self.hooks) or (
+                self._undelivered or self._claim_due or self._flight is not None
+            ):
                 await self._before_model()
             # The model call is awaited here, not in a coroutine of its own: a run waiting on
             # its model (most of a run's life) holds one frame less.
             started = self._timer()
-            self._data.at_boundary = False
+            data.at_boundary = False
             try:
                 response = await self._call_model()
-                check_finish(response, self.model.name)  # whatever the model (length, filter)
+                if response.finish_reason in UNUSABLE_FINISH:  # whatever the model
+                    check_finish(response, self.model.name)  # (length, filter: refused)
             except ModelError as error:
                 await self._model_failed(error)
                 break
             await self._replied(response, started)
-        if self._data.state == RunState.BUSY:
-            await self._finish(loop.state)
+        if data.state == _BUSY:
+            await self._finish(data.loop_state)
         if self._due():
             await self._commit()
         self._apply_requests()
         await self._next_queued()
+
+    async def _go_on(self) -> None:
+        """Go on with a turn restored in a round, or between an answer and its check."""
+        state = self._loop_machine().state
+        if state in _IN_ROUND:
+            await self._tool_round()
+        elif state == _VALIDATING:
+            await self._validate()
 
     async def _finish(self, loop_state: str | None) -> None:
         """End a turn whose loop has ended (also one a crash left between two steps)."""
@@ -357,9 +379,8 @@ class TurnDriver(TypedAnswers):
             )
         )
         reply = response.to_message()
-        added = (
-            await self._fire(HookKind.AFTER_LLM, reply) if HookKind.AFTER_LLM in self.hooks else ()
-        )
+        hooked = self.hooks._handlers and _AFTER_LLM in self.hooks  # (no handler: no call)
+        added = await self._fire(_AFTER_LLM, reply) if hooked else ()
         reply = self._edited(reply)
         if self._cancel_requested or self._data.cancel_requested:
             # The boundary after the model call: the reply is kept, its calls are answered
@@ -374,10 +395,10 @@ class TurnDriver(TypedAnswers):
             self._defer(added)
         else:
             self._append(added)
-        loop = self._loop_machine()
-        if loop.state == LoopState.ACTING:
+        state = self._data.loop_state  # (the loop's state, read without a call)
+        if state == _ACTING:
             await self._tool_round()
-        elif loop.state == LoopState.VALIDATING:  # (only a typed run's answer)
+        elif state == _VALIDATING:  # (only a typed run's answer)
             await self._validate()
 
     def _call_model(self) -> Awaitable[ModelResponse]:
@@ -436,9 +457,10 @@ class TurnDriver(TypedAnswers):
             asking_user=len(asking),
             message=self._dump(reply),
         )
-        if loop.state == LoopState.AWAITING_ACTION:
+        state = self._data.loop_state  # (the loop's state, read without a call)
+        if state == LoopState.AWAITING_ACTION:
             self._run.send("need_action", calls=list(waiting), deadline=self._deadline(True))
-        elif loop.state == LoopState.AWAITING_INPUT:
+        elif state == LoopState.AWAITING_INPUT:
             self._run.send(
                 "need_input",
                 question=question_of(asking[0]),
@@ -494,10 +516,9 @@ class TurnDriver(TypedAnswers):
         if self._deferred:  # (messages held back while the round was open)
             self._flush_deferred()
         self._trace_round(calls, results)
-        loop = self._loop_machine()
-        loop.send("tools_finished")
-        if loop.state == LoopState.EXHAUSTED:
-            await self._finish(loop.state)
+        self._loop_machine().send("tools_finished")
+        if data.loop_state == _EXHAUSTED:
+            await self._finish(_EXHAUSTED)
         elif self._sources:
             await self._relist_changed()
 
@@ -585,7 +606,7 @@ class TurnDriver(TypedAnswers):
     def _on_start(self, call: ToolCall) -> Awaitable[None] | None:
         self._data.at_boundary = False  # a body runs
         self._started = (*self._started, call.id)
-        self._note(RecordKind.TOOL_STARTED, {"call_id": call.id, "name": call.name})
+        self._note(_TOOL_STARTED, {"call_id": call.id, "name": call.name})
         if not (self._undelivered or self._claim_due or self._flight is not None):
             return None  # (`_due`, inlined: nothing to store or tell before the body)
         if self._grouping and self._may_start_unsaved(call):
@@ -657,7 +678,7 @@ class TurnDriver(TypedAnswers):
             }
         else:
             data = {"result": result_json(result), "message": message_json(message)}
-        self._note(RecordKind.TOOL_RESULT, data)
+        self._note(_TOOL_RESULT, data)
 
     def _close_round(self) -> None:
         """The open round's tool messages join the conversation, in call order."""
@@ -666,7 +687,7 @@ class TurnDriver(TypedAnswers):
         self._answers, self._started, self._decisions = (), (), NO_DECISIONS
         self._inputs = NO_INPUTS
         self._round = ()
-        self._note(RecordKind.ROUND_CLOSED, {})
+        self._note(_ROUND_CLOSED, {})
 
     async def _complete(self) -> None:
         self._run.send("complete")

@@ -10,12 +10,12 @@ differential test in ``tests/properties`` proves it agrees with python-statemach
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentfsm.errors import GuardFailedError, IllegalTransitionError, MachineDefinitionError
 from agentfsm.fsm.emitter import Emitter
-from agentfsm.fsm.guards import Args, Check, check_of
+from agentfsm.fsm.guards import Args, Check, Selector, check_of, selector_of
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONValue
 from agentfsm.states.names import MachineName
@@ -49,6 +49,10 @@ class CompiledTransition:
     enters: tuple[Callback, ...]
     """The target's enter actions; empty for an internal transition."""
     internal: bool
+    select: Selector | None = None
+    """On the first transition of a group whose checks a selector asks at once (see
+    `agentfsm.fsm.guards.selector_of`): that selector, which `send` asks instead of the
+    group's checks one by one. None on every other transition."""
 
     def row(self) -> TransitionRow:
         """This edge as a row of `agentfsm.states.tables` (at most one guard per row)."""
@@ -177,6 +181,16 @@ def _compile_transition(chart: type[Any], transition: Any) -> list[CompiledTrans
     ]
 
 
+def _selecting(group: tuple[CompiledTransition, ...]) -> tuple[CompiledTransition, ...]:
+    """``group``, its first transition given the selector of its checks, if there is one."""
+    if len(group) < 2 or any(len(transition.checks) != 1 for transition in group):
+        return group
+    select = selector_of(tuple(transition.checks[0] for transition in group))
+    if select is None:
+        return group
+    return (replace(group[0], select=select), *group[1:])
+
+
 def _compile(chart: type[Any], name: MachineName, state_field: str) -> CompiledMachine:
     _unsupported(chart)
     dispatch: dict[str, dict[str, tuple[CompiledTransition, ...]]] = {}
@@ -185,7 +199,7 @@ def _compile(chart: type[Any], name: MachineName, state_field: str) -> CompiledM
         for transition in state.transitions:
             for compiled in _compile_transition(chart, transition):
                 by_event.setdefault(compiled.event, []).append(compiled)
-        dispatch[state.value] = {event: tuple(ts) for event, ts in by_event.items()}
+        dispatch[state.value] = {event: _selecting(tuple(ts)) for event, ts in by_event.items()}
     initial = chart.initial_state
     return CompiledMachine(
         name=name,
@@ -343,6 +357,19 @@ def refusal(
     )
 
 
+def _first_holding(
+    candidates: tuple[CompiledTransition, ...], model: Any, args: Args
+) -> CompiledTransition | None:
+    """The first of ``candidates`` whose checks all hold; None if none does."""
+    for transition in candidates:
+        for check in transition.checks:
+            if not check(model, args):
+                break
+        else:
+            return transition
+    return None
+
+
 class MachineView:
     """What both engines share: a machine's state, read from the run's data."""
 
@@ -421,27 +448,33 @@ class Machine(MachineView):
             raise TypeError(
                 f"event arguments may not be named {sorted(RESERVED_ARGS & args.keys())!r}"
             )
-        # The selection, inlined: this is the hot path of every transition. The guards are
-        # called as checks, with the arguments as one mapping (a keyword call would copy them
-        # into a new dict per guard); effects spell out the no-argument case because
-        # f(x, **{}) costs twice what f(x) does.
+        # The hot path of every transition. The guards are called as checks, with the
+        # arguments as one mapping (a keyword call would copy them into a new dict per
+        # guard), or all at once by the group's selector; effects and enters spell out the
+        # no-argument case because f(x, **{}) costs twice what f(x) does.
         compiled, model = self.compiled, self.model
         state = getattr(model, compiled.state_field)
         candidates = compiled.dispatch.get(state, _NOTHING).get(event)
+        chosen = None
         if candidates is not None:
-            for transition in candidates:
-                for check in transition.checks:
-                    if not check(model, args):
-                        break
-                else:
-                    for effect in transition.effects:
-                        if args:
-                            effect(model, state, **args)
-                        else:
-                            effect(model, state)
-                    target = transition.target
-                    setattr(model, compiled.state_field, target)
-                    for enter in transition.enters:
-                        enter(model, **args)
-                    return self.emitter.emit(compiled.name, event, state, target, args)
-        raise refusal(compiled, self.emitter.run_id, state, event)
+            select = candidates[0].select
+            if select is not None:  # the group's checks, asked at once
+                index = select(model, args)
+                chosen = candidates[index] if index >= 0 else None
+            else:
+                chosen = _first_holding(candidates, model, args)
+        if chosen is None:
+            raise refusal(compiled, self.emitter.run_id, state, event)
+        for effect in chosen.effects:
+            if args:
+                effect(model, state, **args)
+            else:
+                effect(model, state)
+        target = chosen.target
+        setattr(model, compiled.state_field, target)
+        for enter in chosen.enters:
+            if args:
+                enter(model, **args)
+            else:
+                enter(model)
+        return self.emitter.emit(compiled.name, event, state, target, args)

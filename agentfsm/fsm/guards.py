@@ -26,7 +26,12 @@ Args = Mapping[str, object]
 Check = Callable[[RunData, Args], bool]
 """A guard as the compiled machine calls it: ``check(model, event_args) -> bool``."""
 
+Selector = Callable[[RunData, Args], int]
+"""A chain of checks asked at once: ``select(model, event_args)`` is the index of the first
+transition of a group whose check holds (-1 if none does)."""
+
 _CHECKS: dict[Guard, Check] = {}
+_SELECTORS: dict[tuple[Check, ...], Selector] = {}
 
 
 def guard(check: Check) -> Guard:
@@ -44,6 +49,15 @@ def guard(check: Check) -> Guard:
 def check_of(declared: Guard) -> Check | None:
     """The check a guard of this module was made from; None for any other callable."""
     return _CHECKS.get(declared)
+
+
+def selector_of(checks: tuple[Check, ...]) -> Selector | None:
+    """The selector that asks a group's ``checks`` (one per transition, in order) at once.
+
+    None for any group but those this module writes a selector for (a differential property
+    test pins each selector to its chain of checks).
+    """
+    return _SELECTORS.get(checks)
 
 
 def _is_message(text: object) -> bool:
@@ -210,6 +224,29 @@ def may_run_now(model: RunData, args: Args) -> bool:
     return calls > 0 and needing <= 0 and asking <= 0
 
 
+def _replied(model: RunData, args: Args) -> int:
+    """``model_replied``'s five checks asked at once: the index of the one that holds.
+
+    In the declared order: ``no_tool_calls``, ``answer_to_validate``, ``needs_action``,
+    ``asks_user_only``, ``may_run_now`` (mutually exclusive, and one always holds). Asked
+    once per model reply instead of up to five checks each reading the counts again.
+    """
+    calls = args.get("tool_calls", 0)
+    needing = args.get("needing_action", 0)
+    asking = args.get("asking_user", 0)
+    if not (type(calls) is int and type(needing) is int and type(asking) is int):
+        calls, needing, asking = _count(calls), _count(needing), _count(asking)
+    if calls <= 0:
+        return 0 if model.output_retries is None else 1
+    if needing > 0:
+        return 2
+    return 3 if asking > 0 else 4
+
+
+_REPLIED = (no_tool_calls, answer_to_validate, needs_action, asks_user_only, may_run_now)
+_SELECTORS[tuple(_CHECKS[declared] for declared in _REPLIED)] = _replied
+
+
 @guard
 def below_max_iterations(model: RunData, args: Args) -> bool:
     """Another iteration fits under the cap."""
@@ -220,6 +257,14 @@ def below_max_iterations(model: RunData, args: Args) -> bool:
 def at_max_iterations(model: RunData, args: Args) -> bool:
     """The turn has used all its iterations."""
     return model.iteration >= model.max_iterations
+
+
+def _finished(model: RunData, args: Args) -> int:
+    """``tools_finished``'s two checks asked at once: 0 below the cap, else 1 (at it)."""
+    return 0 if model.iteration < model.max_iterations else 1
+
+
+_SELECTORS[(_CHECKS[below_max_iterations], _CHECKS[at_max_iterations])] = _finished
 
 
 @guard
