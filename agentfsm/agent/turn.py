@@ -7,7 +7,7 @@ on top of `RunRecord`, which holds and saves what the turn changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import cast
 
 from agentfsm.agent.deltas import Delta, StreamListener, takes_deltas
@@ -381,7 +381,8 @@ class TurnDriver(TypedAnswers):
         reply = response.to_message()
         hooked = self.hooks._handlers and _AFTER_LLM in self.hooks  # (no handler: no call)
         added = await self._fire(_AFTER_LLM, reply) if hooked else ()
-        reply = self._edited(reply)
+        if self._edit is not None:  # (only an after_llm handler sets it)
+            reply = self._edited(reply)
         if self._cancel_requested or self._data.cancel_requested:
             # The boundary after the model call: the reply is kept, its calls are answered
             # "cancelled" and none runs, and the turn is cancelled even if it was the answer.
@@ -390,11 +391,13 @@ class TurnDriver(TypedAnswers):
             self._defer(added)
             self._stop_at_boundary()
             return
-        self._classify(reply)
-        if reply.tool_calls:
-            self._defer(added)
-        else:
-            self._append(added)
+        calls = reply.tool_calls  # (read once: a pydantic model's attributes cost more)
+        self._classify(reply, calls)
+        if added:  # (what after_llm handlers added: held back while a round is open)
+            if calls:
+                self._defer(added)
+            else:
+                self._append(added)
         state = self._data.loop_state  # (the loop's state, read without a call)
         if state == _ACTING:
             await self._tool_round()
@@ -436,11 +439,13 @@ class TurnDriver(TypedAnswers):
         for listener in self._delta_listeners:  # (replaced, never changed in place)
             listener(item)
 
-    def _classify(self, reply: Message) -> None:
-        """Append the reply and send model_replied with the round's shape (and the reply)."""
-        calls = reply.tool_calls
-        waiting = self.tools.awaiting_decision(calls, self.enabled_tools)
-        asking: list[ToolCall] = []
+    def _classify(self, reply: Message, calls: tuple[ToolCall, ...]) -> None:
+        """Append the reply and send model_replied with the round's shape (and the reply).
+
+        ``calls`` are the reply's tool calls.
+        """
+        waiting = self.tools.awaiting_decision(calls, self.enabled_tools) if calls else ()
+        asking: Sequence[ToolCall] = ()
         if waiting and any(c.name == ASK_USER for c in calls):
             # An ask_user call without a usable question is left to the round, which
             # answers it with an error tool message the model can correct itself from.
@@ -449,13 +454,13 @@ class TurnDriver(TypedAnswers):
             asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
         self._round = calls
         self._messages.append(reply)
-        loop = self._loop_machine()
-        loop.send(
+        self._loop_machine().send(
             "model_replied",
             tool_calls=self._answer_calls(calls) if self._answer_by_tool else len(calls),
             needing_action=len(waiting) - len(asking),
             asking_user=len(asking),
-            message=self._dump(reply),
+            # (`_dump`, inlined: once per model reply)
+            message=message_json(reply) if self.store is not None or self._listeners else {},
         )
         state = self._data.loop_state  # (the loop's state, read without a call)
         if state == LoopState.AWAITING_ACTION:

@@ -67,6 +67,10 @@ _REFUSALS: dict[type[ToolCallError], ToolStatus] = {
     ToolArgumentsError: ToolStatus.INVALID_ARGUMENTS,
 }
 
+_ALLOW, _SUCCESS = ToolPolicy.ALLOW, ToolStatus.SUCCESS
+"""The members the usual call compares with and records, read once (a member read costs a
+lookup in Python 3.11)."""
+
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """A round's decisions when it has none (shared: compared by identity)."""
 
@@ -129,7 +133,7 @@ class CallAnswers:
             or found.function is None
             or found.timeout is not None
             or found.client_side
-            or found.policy is not ToolPolicy.ALLOW
+            or found.policy is not _ALLOW
             or (found.idempotent and found.retry_on)
             or (round_.enabled is not None and name not in round_.enabled)
             or (round_.decisions is not NO_DECISIONS and call.id in round_.decisions)
@@ -156,7 +160,7 @@ class CallAnswers:
             return self._answered(call, ran, started)
         if type(value) is str:  # (`_answered`'s usual case, inlined)
             duration = self._timer() - started
-            result = tool_result(call.id, name, ToolStatus.SUCCESS, value, None, duration, 1)
+            result = tool_result(call.id, name, _SUCCESS, value, None, duration, 1)
             return result, value
         if type(value) not in PLAIN_VALUES and inspect.isawaitable(value):
             return self._ran(settled(value), call, started)
