@@ -610,8 +610,10 @@ class TurnDriver(TypedAnswers):
 
     def _on_start(self, call: ToolCall) -> Awaitable[None] | None:
         self._data.at_boundary = False  # a body runs
-        self._started = (*self._started, call.id)
-        self._note(_TOOL_STARTED, {"call_id": call.id, "name": call.name})
+        fields = call.__dict__  # (a dict item costs less than a pydantic attribute)
+        call_id = fields["id"]
+        self._started = (*self._started, call_id)
+        self._note(_TOOL_STARTED, {"call_id": call_id, "name": fields["name"]})
         if not (self._undelivered or self._claim_due or self._flight is not None):
             return None  # (`_due`, inlined: nothing to store or tell before the body)
         if self._grouping and self._may_start_unsaved(call):
@@ -643,7 +645,8 @@ class TurnDriver(TypedAnswers):
 
     def _on_answer(self, result: ToolResult, message: Message) -> None:
         started = self._started
-        call_id = result.call_id  # (read once: a pydantic model's attributes cost more)
+        given = result.__dict__  # (a dict item costs less than a pydantic attribute)
+        call_id = given["call_id"]
         if self._behind and call_id in started:
             self._answered_once(result.tool_name)
         if started == (call_id,):  # (calls run one at a time: the usual case)
@@ -660,15 +663,15 @@ class TurnDriver(TypedAnswers):
         elif (
             type(result) is ToolResult
             and type(message) is Message
-            and type(result.output) is str
+            and type(given["output"]) is str
             and not message.tool_calls
         ):
             # `result_json` and `message_json`, inlined for a text output (the usual one),
             # the result's JSON copied from its fields, in their order (JSON but for its
             # status and error): the record of every call (a test pins the two equal)
-            dumped = result.__dict__.copy()
-            error = result.error
-            dumped["status"] = str(result.status)
+            dumped = given.copy()
+            error = given["error"]
+            dumped["status"] = str(given["status"])
             if error is not None:
                 dumped["error"] = {"type": error.type, "message": error.message}
             data = {

@@ -186,9 +186,10 @@ def tool_entries(
         entry: ToolExecutionTrace = new(ToolExecutionTrace)  # (`blank`, inlined)
         fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
         fields["kind"] = "tool_execution"
-        fields["name"] = call.name
-        fields["arguments"] = call.arguments
-        fields["call_id"] = call.id
+        asked = call.__dict__  # (a dict item costs less than a pydantic attribute)
+        fields["name"] = asked["name"]
+        fields["arguments"] = asked["arguments"]
+        fields["call_id"] = asked["id"]
         fields["turn"] = turn
         fields["iteration"] = iteration
         # (the result's own fields, read from its ``__dict__``: a pydantic model's attribute

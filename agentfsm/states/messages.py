@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agentfsm.states.json import JSONObject
+from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.unchecked import (
     inline_fields,
     new,
@@ -196,15 +196,18 @@ def message_json(message: Message) -> JSONObject:
     """
     if type(message) is not Message:  # a subclass may serialise differently
         return message.model_dump(mode="json")
+    calls: list[JSONValue] = []
+    # (a loop, not a comprehension: that costs a call; a `ToolCall`'s fields are its
+    # ``__dict__``, all text, in field order: copied at once)
+    for call in message.tool_calls:
+        if type(call) is ToolCall:
+            calls.append(call.__dict__.copy())
+        else:  # a subclass: only the declared fields, as pydantic dumps it
+            calls.append({"id": call.id, "name": call.name, "arguments": call.arguments})
     return {
         "role": message.role,
         "content": message.content,
-        "tool_calls": [
-            {"id": call.id, "name": call.name, "arguments": call.arguments}
-            for call in message.tool_calls
-        ]
-        if message.tool_calls
-        else [],  # (no comprehension to run for the usual message: it costs a call)
+        "tool_calls": calls,
         "tool_call_id": message.tool_call_id,
         "name": message.name,
     }

@@ -124,7 +124,10 @@ class CallAnswers:
         property test pins them equal).
         """
         started = self._timer()
-        name = call.name  # (read once: a pydantic model's attributes cost more than locals)
+        # The call's fields, read from its ``__dict__`` (a pydantic model's attribute costs
+        # several dict items: its class has a ``__getattr__``).
+        fields = call.__dict__
+        name = fields["name"]
         found = self.registry._table.tools.get(name)  # (`find`, inlined)
         if (
             found is None
@@ -136,13 +139,13 @@ class CallAnswers:
             or found.policy is not _ALLOW
             or (found.idempotent and found.retry_on)
             or (round_.enabled is not None and name not in round_.enabled)
-            or (round_.decisions is not NO_DECISIONS and call.id in round_.decisions)
+            or (round_.decisions is not NO_DECISIONS and fields["id"] in round_.decisions)
             or (round_.delegates is not None and name in round_.delegates)
             or self._observer is not None
             or not self._straight
         ):
             return self._checked(index, call, round_, started)
-        kwargs = found._plain_parser.plain(call.arguments, self._limits)
+        kwargs = found._plain_parser.plain(fields["arguments"], self._limits)
         if kwargs is None:
             try:
                 kwargs = found._plain_parser.parse(call.id, call.arguments, self._limits)
@@ -160,7 +163,7 @@ class CallAnswers:
             return self._answered(call, ran, started)
         if type(value) is str:  # (`_answered`'s usual case, inlined)
             duration = self._timer() - started
-            result = tool_result(call.id, name, _SUCCESS, value, None, duration, 1)
+            result = tool_result(fields["id"], name, _SUCCESS, value, None, duration, 1)
             return result, value
         if type(value) not in PLAIN_VALUES and inspect.isawaitable(value):
             return self._ran(settled(value), call, started)

@@ -359,7 +359,8 @@ class ToolSystem(CallAnswers):
                 if answer is None:  # its tool asked the user, or its sub-agent waits
                     break
             result, text = answer
-            message = tool_message(call.id, text, call.name)
+            fields = call.__dict__  # (a dict item costs less than a pydantic attribute)
+            message = tool_message(fields["id"], text, fields["name"])
             new.append(message)
             results.append(result)
             told(result, message)

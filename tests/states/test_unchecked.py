@@ -9,6 +9,7 @@ each fast dump (`message_json`, `result_json`) with pydantic's ``model_dump(mode
 from __future__ import annotations
 
 import gc
+import warnings
 from typing import Any
 
 import pydantic
@@ -235,6 +236,41 @@ messages = st.one_of(
 def test_message_json_is_the_model_dump(message: Message) -> None:
     assert message_json(message) == message.model_dump(mode="json")
     assert list(message_json(message)) == list(message.model_dump(mode="json"))
+
+
+class _TaggedCall(ToolCall):
+    """A subclass with a field of its own: pydantic dumps a message's calls as `ToolCall`s."""
+
+    tag: str = "extra"
+
+
+@given(
+    st.lists(
+        st.tuples(ids, texts, texts, st.integers(0, 2)),
+        min_size=1,
+        max_size=3,
+        unique_by=lambda c: c[0],
+    ),
+    st.none() | texts,
+)
+def test_message_json_dumps_each_kind_of_call_as_pydantic_does(
+    specs: list[tuple[str, str, str, int]], content: str | None
+) -> None:
+    # A validated call, one built by model_construct, and a subclass's (whose own field
+    # pydantic leaves out): the fast dump copies only an exact ToolCall's fields.
+    makers = (ToolCall, ToolCall.model_construct, _TaggedCall)
+    made = tuple(
+        makers[kind](id=call_id, name=name, arguments=arguments)
+        for call_id, name, arguments, kind in specs
+    )
+    message = Message.assistant(content, made)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (pydantic warns of the subclass's extra field)
+        dumped = message.model_dump(mode="json")
+    assert message_json(message) == dumped
+    assert [list(call) for call in message_json(message)["tool_calls"]] == [  # type: ignore[union-attr]
+        list(call) for call in dumped["tool_calls"]
+    ]
 
 
 @given(results())
