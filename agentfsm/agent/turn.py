@@ -515,7 +515,9 @@ class TurnDriver(TypedAnswers):
         if self._asking is not None or len(results) < len(calls):
             self._round_stopped(calls, round_)
             return
-        self._close_round()
+        # The round's tool messages, in call order, are the first of its messages (those it
+        # had answered before included): no need to order the answers again.
+        self._close_round(round_.messages[: len(calls)])
         if len(round_.messages) > len(calls):  # (what after_tools handlers added)
             self._append(round_.messages[len(calls) :])
         if self._deferred:  # (messages held back while the round was open)
@@ -688,10 +690,16 @@ class TurnDriver(TypedAnswers):
             data = {"result": result_json(result), "message": message_json(message)}
         self._note(_TOOL_RESULT, data)
 
-    def _close_round(self) -> None:
-        """The open round's tool messages join the conversation, in call order."""
+    def _close_round(self, messages: tuple[Message, ...] | None = None) -> None:
+        """The open round's tool messages join the conversation, in call order.
+
+        Args:
+            messages: Those messages, if the caller has them in call order already.
+        """
         self._data.at_boundary = True
-        self._messages.extend(round_messages(self._round, self._answers))
+        self._messages.extend(
+            round_messages(self._round, self._answers) if messages is None else messages
+        )
         self._answers, self._started, self._decisions = (), (), NO_DECISIONS
         self._inputs = NO_INPUTS
         self._round = ()

@@ -160,14 +160,15 @@ def llm_call_entry(
     """
     entry = blank(LLMCallTrace)
     fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+    given = response.__dict__  # (a dict item costs less than a pydantic attribute)
     fields["kind"] = "llm_call"
-    fields["model"] = response.model or model
+    fields["model"] = given["model"] or model
     fields["turn"] = turn
     fields["iteration"] = iteration
     fields["duration"] = float(duration) if duration > 0 else 0.0
-    fields["tool_call_count"] = len(response.tool_calls)
-    fields["finish_reason"] = str(response.finish_reason)  # (its value: `.value` is a call)
-    fields["usage"] = response.usage
+    fields["tool_call_count"] = len(given["tool_calls"])
+    fields["finish_reason"] = str(given["finish_reason"])  # (its value: `.value` is a call)
+    fields["usage"] = given["usage"]
     fields["at"] = float(at)
     return sealed(entry, _LLM_CALL_GIVEN)
 

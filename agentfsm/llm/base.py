@@ -60,8 +60,9 @@ class ModelResponse(BaseModel):
 
     def to_message(self) -> Message:
         """The assistant message that records this response in the conversation."""
-        content = self.content if self.content is not None or self.tool_calls else ""
-        return assistant_message(content, self.tool_calls)
+        given = self.__dict__  # (a dict item costs less than a pydantic attribute)
+        content, calls = given["content"], given["tool_calls"]
+        return assistant_message(content if content is not None or calls else "", calls)
 
 
 UNUSABLE_FINISH: dict[FinishReason, str] = {
