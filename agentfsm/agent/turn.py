@@ -370,7 +370,8 @@ class TurnDriver(TypedAnswers):
         self._data.at_boundary = True
         self._record(
             llm_call_entry(
-                self.model.name,
+                # (the model's name is asked only if the response does not say it)
+                response.__dict__["model"] or self.model.name,
                 response,
                 self._data.turn,
                 self._data.iteration,
@@ -666,7 +667,7 @@ class TurnDriver(TypedAnswers):
             type(result) is ToolResult
             and type(message) is Message
             and type(given["output"]) is str
-            and not message.tool_calls
+            and message.role == "tool"  # (so its tool_calls are empty: one read less)
         ):
             # `result_json` and `message_json`, inlined for a text output (the usual one),
             # the result's JSON copied from its fields, in their order (JSON but for its
@@ -679,7 +680,7 @@ class TurnDriver(TypedAnswers):
             data = {
                 "result": dumped,
                 "message": {
-                    "role": message.role,
+                    "role": "tool",
                     "content": message.content,
                     "tool_calls": [],
                     "tool_call_id": message.tool_call_id,

@@ -334,18 +334,24 @@ class RoundResult:
         return self.messages[: len(self.results)]
 
 
-_new_object = object.__new__
-_set_results = RoundResult.__dict__["results"].__set__
-_set_messages = RoundResult.__dict__["messages"].__set__
+class _Unfrozen:
+    """`RoundResult`'s layout without its frozen ``__setattr__`` (see `round_result`)."""
+
+    __slots__ = RoundResult.__slots__
+    results: tuple[ToolResult, ...]
+    messages: tuple[Message, ...]
 
 
 def round_result(results: tuple[ToolResult, ...], messages: tuple[Message, ...]) -> RoundResult:
-    """``RoundResult(results, messages)``, each slot set through its descriptor.
+    """``RoundResult(results, messages)``, built directly.
 
     A frozen dataclass's constructor sets each field through ``object.__setattr__``; a round
-    makes one of these, so this takes the cheaper way (a property test pins the two equal).
+    makes one of these, so this stores each slot of an unfrozen twin and then gives it
+    `RoundResult`'s class (allowed between classes with the same slots); a property test
+    pins the two equal.
     """
-    made: RoundResult = _new_object(RoundResult)
-    _set_results(made, results)
-    _set_messages(made, messages)
-    return made
+    made = _Unfrozen()
+    made.results = results
+    made.messages = messages
+    made.__class__ = RoundResult  # type: ignore[assignment]  # the same slots
+    return made  # type: ignore[return-value]  # now a RoundResult

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import doctest
+import pickle
 
 import pytest
 from hypothesis import given
@@ -71,3 +72,9 @@ def test_a_context_built_directly_is_the_one_the_constructor_builds(
     )
     assert (built.user_id, built.resume) == (user_id, resume)
     assert context_of(run_id, turn, iteration) == ToolContext(run_id, turn, iteration)
+    # Built as an unfrozen twin and then given the class: as frozen as the constructor's.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.turn = turn + 1  # type: ignore[misc]
+    assert built.turn == turn
+    assert pickle.loads(pickle.dumps(built)) == made
+    assert dataclasses.replace(built, call_id="x") == dataclasses.replace(made, call_id="x")

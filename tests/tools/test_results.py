@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -91,3 +93,7 @@ def test_a_round_result_built_directly_is_the_one_the_constructor_builds(
     assert built == made
     assert repr(built) == repr(made)
     assert built.tool_messages == made.tool_messages
+    # Built as an unfrozen twin and then given the class: as frozen as the constructor's.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.results = ()  # type: ignore[misc]
+    assert built.results == results
