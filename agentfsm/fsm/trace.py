@@ -14,16 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentfsm.llm.base import ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
-from agentfsm.states.unchecked import (
-    blank,
-    inline_fields,
-    new,
-    put,
-    put_extra,
-    put_fields_set,
-    put_private,
-    sealed,
-)
+from agentfsm.states.unchecked import inline_fields, new, put, sealed, twin
 from agentfsm.tools.results import ToolResult, ToolStatus
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -138,6 +129,11 @@ _TOOL_EXECUTION_GIVEN = {
     "at",
 }
 """The fields `tool_entries` gives each entry."""
+_new = object.__new__
+_LLMCallTwin = twin(LLMCallTrace)
+"""`LLMCallTrace`'s layout with plain attribute stores (see `agentfsm.states.unchecked.twin`)."""
+_ToolExecutionTwin = twin(ToolExecutionTrace)
+"""The same, for `ToolExecutionTrace`."""
 
 
 def user_input_entry(turn: int, text: str, at: float) -> UserInputTrace:
@@ -158,19 +154,23 @@ def llm_call_entry(
     Built without validation (one per iteration): every value comes from the validated
     ``response`` or is made a float here; a test pins it equal to the validated entry.
     """
-    entry = blank(LLMCallTrace)
-    fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
+    entry = _new(_LLMCallTwin)  # (see `tool_entries`)
     given = response.__dict__  # (a dict item costs less than a pydantic attribute)
-    fields["kind"] = "llm_call"
-    fields["model"] = given["model"] or model
-    fields["turn"] = turn
-    fields["iteration"] = iteration
-    fields["duration"] = float(duration) if duration > 0 else 0.0
-    fields["tool_call_count"] = len(given["tool_calls"])
-    fields["finish_reason"] = str(given["finish_reason"])  # (its value: `.value` is a call)
-    fields["usage"] = given["usage"]
-    fields["at"] = float(at)
-    return sealed(entry, _LLM_CALL_GIVEN)
+    entry.kind = "llm_call"
+    entry.model = given["model"] or model
+    entry.turn = turn
+    entry.iteration = iteration
+    entry.duration = float(duration) if duration > 0 else 0.0
+    entry.tool_call_count = len(given["tool_calls"])
+    entry.finish_reason = str(given["finish_reason"])  # (its value: `.value` is a call)
+    entry.usage = given["usage"]
+    entry.at = float(at)
+    entry.__pydantic_fields_set__ = _LLM_CALL_GIVEN
+    entry.__pydantic_extra__ = None
+    entry.__pydantic_private__ = None
+    entry.__class__ = LLMCallTrace
+    made: LLMCallTrace = entry
+    return made
 
 
 def tool_entries(
@@ -184,26 +184,27 @@ def tool_entries(
     moment = float(at)
     entries = []
     for call, result in zip(calls, results, strict=True):
-        entry: ToolExecutionTrace = new(ToolExecutionTrace)  # (`blank`, inlined)
-        fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
-        fields["kind"] = "tool_execution"
+        # An instance of the twin, each field and slot a plain store (in the class's field
+        # order: see agentfsm.states.unchecked), made a `ToolExecutionTrace` (which gives it
+        # a ``__dict__`` object, as pydantic's own entries have).
+        entry = _new(_ToolExecutionTwin)
+        entry.kind = "tool_execution"
         asked = call.__dict__  # (a dict item costs less than a pydantic attribute)
-        fields["name"] = asked["name"]
-        fields["arguments"] = asked["arguments"]
-        fields["call_id"] = asked["id"]
-        fields["turn"] = turn
-        fields["iteration"] = iteration
-        # (the result's own fields, read from its ``__dict__``: a pydantic model's attribute
-        # costs more than a dict's item)
-        given = result.__dict__
+        entry.name = asked["name"]
+        entry.arguments = asked["arguments"]
+        entry.call_id = asked["id"]
+        entry.turn = turn
+        entry.iteration = iteration
+        given = result.__dict__  # (the same, for the result)
         error = given["error"]
-        fields["status"] = given["status"]
-        fields["result"] = result
-        fields["duration"] = float(given["duration"])
-        fields["error_type"] = error.type if error else None
-        fields["at"] = moment
-        put_fields_set(entry, _TOOL_EXECUTION_GIVEN)  # (`sealed`, inlined)
-        put_extra(entry, None)
-        put_private(entry, None)
+        entry.status = given["status"]
+        entry.result = result
+        entry.duration = float(given["duration"])
+        entry.error_type = error.type if error else None
+        entry.at = moment
+        entry.__pydantic_fields_set__ = _TOOL_EXECUTION_GIVEN
+        entry.__pydantic_extra__ = None
+        entry.__pydantic_private__ = None
+        entry.__class__ = ToolExecutionTrace
         entries.append(entry)
     return entries

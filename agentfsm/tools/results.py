@@ -12,7 +12,7 @@ from agentfsm._compat import StrEnum
 from agentfsm._redact import redact
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
-from agentfsm.states.unchecked import new, put_extra, put_fields_set, put_private
+from agentfsm.states.unchecked import twin
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -193,6 +193,9 @@ class ToolResult(BaseModel):
 
 _RESULT_GIVEN = set(ToolResult.model_fields)
 """Every field of a `ToolResult`: `tool_result` gives them all."""
+_ResultTwin = twin(ToolResult)
+"""`ToolResult`'s layout with plain attribute stores (see `agentfsm.states.unchecked.twin`)."""
+_new = object.__new__
 
 
 def tool_result(
@@ -210,21 +213,23 @@ def tool_result(
     ``status`` is ``success``, ``output`` is JSON (from `json_output`) and ``attempts`` is
     not negative. A ``duration`` below zero (a timer that went backwards) is taken as 0.
     """
-    result: ToolResult = new(ToolResult)  # (`blank`, inlined: one call less)
-    # Into its ``__dict__`` (in the class's field order: see agentfsm.states.unchecked): a
-    # dict store is a fraction of a `put`, and a run builds one result per call.
-    fields = result.__dict__
-    fields["call_id"] = call_id
-    fields["tool_name"] = tool_name
-    fields["status"] = status
-    fields["output"] = output
-    fields["error"] = error
-    fields["duration"] = float(duration) if duration > 0 else 0.0
-    fields["attempts"] = attempts
-    put_fields_set(result, _RESULT_GIVEN)  # (`sealed`, inlined)
-    put_extra(result, None)
-    put_private(result, None)
-    return result
+    # An instance of the twin, each field and slot a plain store (in the class's field order:
+    # see agentfsm.states.unchecked), made a `ToolResult`: a run builds one result per call,
+    # and keeps it (with a ``__dict__`` object, as pydantic's own results have).
+    result = _new(_ResultTwin)
+    result.call_id = call_id
+    result.tool_name = tool_name
+    result.status = status
+    result.output = output
+    result.error = error
+    result.duration = float(duration) if duration > 0 else 0.0
+    result.attempts = attempts
+    result.__pydantic_fields_set__ = _RESULT_GIVEN
+    result.__pydantic_extra__ = None
+    result.__pydantic_private__ = None
+    result.__class__ = ToolResult
+    made: ToolResult = result
+    return made
 
 
 _SCALARS = (int, float, bool)
