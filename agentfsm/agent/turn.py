@@ -640,11 +640,17 @@ class TurnDriver(TypedAnswers):
             # `result_json` and `message_json`, inlined for a text output (the usual one),
             # the result's JSON copied from its fields, in their order (JSON but for its
             # status and error): the record of every call (a test pins the two equal)
-            dumped = result.__dict__.copy()
+            # (read field by field: ``__dict__`` would give the record a dict object to keep)
             error = result.error
-            dumped["status"] = str(result.status)
-            if error is not None:
-                dumped["error"] = {"type": error.type, "message": error.message}
+            dumped: JSONObject = {
+                "call_id": call_id,
+                "tool_name": result.tool_name,
+                "status": str(result.status),
+                "output": result.output,
+                "error": None if error is None else {"type": error.type, "message": error.message},
+                "duration": result.duration,
+                "attempts": result.attempts,
+            }
             data = {
                 "result": dumped,
                 "message": {

@@ -12,10 +12,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentfsm.llm.base import ModelResponse, Usage
+from agentfsm.llm.base import FinishReason, ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
 from agentfsm.states.unchecked import (
-    blank,
     inline_fields,
     new,
     put,
@@ -43,6 +42,7 @@ class UserInputTrace(BaseModel):
     """When, in seconds since the epoch."""
 
 
+@inline_fields
 class LLMCallTrace(BaseModel):
     """One model call that returned a response."""
 
@@ -82,6 +82,7 @@ class LLMRetryTrace(BaseModel):
     at: float
 
 
+@inline_fields
 class ToolExecutionTrace(BaseModel):
     """One tool call answered (run, refused or failed)."""
 
@@ -140,6 +141,11 @@ _TOOL_EXECUTION_GIVEN = {
 """The fields `tool_entries` gives each entry."""
 
 
+_FINISH_TEXT: dict[object, str] = {reason: reason.value for reason in FinishReason}
+"""Each finish reason's text, one str shared by every entry (``str()`` of a member makes a
+new one: about 60 bytes more per model call a run keeps in its trace)."""
+
+
 def user_input_entry(turn: int, text: str, at: float) -> UserInputTrace:
     """The trace entry of a user input (``text`` already checked to be a str), unvalidated."""
     entry: UserInputTrace = new(UserInputTrace)
@@ -158,17 +164,17 @@ def llm_call_entry(
     Built without validation (one per iteration): every value comes from the validated
     ``response`` or is made a float here; a test pins it equal to the validated entry.
     """
-    entry = blank(LLMCallTrace)
-    fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
-    fields["kind"] = "llm_call"
-    fields["model"] = response.model or model
-    fields["turn"] = turn
-    fields["iteration"] = iteration
-    fields["duration"] = float(duration) if duration > 0 else 0.0
-    fields["tool_call_count"] = len(response.tool_calls)
-    fields["finish_reason"] = str(response.finish_reason)  # (its value: `.value` is a call)
-    fields["usage"] = response.usage
-    fields["at"] = float(at)
+    entry: LLMCallTrace = new(LLMCallTrace)  # inline: see `tool_entries`
+    put(entry, "kind", "llm_call")  # (in the class's field order: see agentfsm.states.unchecked)
+    put(entry, "model", response.model or model)
+    put(entry, "turn", turn)
+    put(entry, "iteration", iteration)
+    put(entry, "duration", float(duration) if duration > 0 else 0.0)
+    put(entry, "tool_call_count", len(response.tool_calls))
+    reason = response.finish_reason
+    put(entry, "finish_reason", _FINISH_TEXT.get(reason) or str(reason))  # (shared text)
+    put(entry, "usage", response.usage)
+    put(entry, "at", float(at))
     return sealed(entry, _LLM_CALL_GIVEN)
 
 
@@ -183,23 +189,21 @@ def tool_entries(
     moment = float(at)
     entries = []
     for call, result in zip(calls, results, strict=True):
-        entry: ToolExecutionTrace = new(ToolExecutionTrace)  # (`blank`, inlined)
-        fields = entry.__dict__  # (in the class's field order: see agentfsm.states.unchecked)
-        fields["kind"] = "tool_execution"
-        fields["name"] = call.name
-        fields["arguments"] = call.arguments
-        fields["call_id"] = call.id
-        fields["turn"] = turn
-        fields["iteration"] = iteration
-        # (the result's own fields, read from its ``__dict__``: a pydantic model's attribute
-        # costs more than a dict's item)
-        given = result.__dict__
-        error = given["error"]
-        fields["status"] = given["status"]
-        fields["result"] = result
-        fields["duration"] = float(given["duration"])
-        fields["error_type"] = error.type if error else None
-        fields["at"] = moment
+        # Into its inline values, not a ``__dict__`` (64 bytes more per entry: a run keeps
+        # its trace), each field `put` in the class's field order.
+        entry: ToolExecutionTrace = new(ToolExecutionTrace)
+        error = result.error
+        put(entry, "kind", "tool_execution")
+        put(entry, "name", call.name)
+        put(entry, "arguments", call.arguments)
+        put(entry, "call_id", call.id)
+        put(entry, "turn", turn)
+        put(entry, "iteration", iteration)
+        put(entry, "status", result.status)
+        put(entry, "result", result)
+        put(entry, "duration", float(result.duration))
+        put(entry, "error_type", error.type if error else None)
+        put(entry, "at", moment)
         put_fields_set(entry, _TOOL_EXECUTION_GIVEN)  # (`sealed`, inlined)
         put_extra(entry, None)
         put_private(entry, None)

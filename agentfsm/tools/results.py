@@ -12,7 +12,14 @@ from agentfsm._compat import StrEnum
 from agentfsm._redact import redact
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
-from agentfsm.states.unchecked import new, put_extra, put_fields_set, put_private
+from agentfsm.states.unchecked import (
+    inline_fields,
+    new,
+    put,
+    put_extra,
+    put_fields_set,
+    put_private,
+)
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -142,6 +149,7 @@ def _seconds(value: object) -> float | None:
     return None
 
 
+@inline_fields
 class ToolResult(BaseModel):
     """The outcome of one tool call; its tool message answers exactly that call."""
 
@@ -210,17 +218,17 @@ def tool_result(
     ``status`` is ``success``, ``output`` is JSON (from `json_output`) and ``attempts`` is
     not negative. A ``duration`` below zero (a timer that went backwards) is taken as 0.
     """
-    result: ToolResult = new(ToolResult)  # (`blank`, inlined: one call less)
-    # Into its ``__dict__`` (in the class's field order: see agentfsm.states.unchecked): a
-    # dict store is a fraction of a `put`, and a run builds one result per call.
-    fields = result.__dict__
-    fields["call_id"] = call_id
-    fields["tool_name"] = tool_name
-    fields["status"] = status
-    fields["output"] = output
-    fields["error"] = error
-    fields["duration"] = float(duration) if duration > 0 else 0.0
-    fields["attempts"] = attempts
+    result: ToolResult = new(ToolResult)
+    # Into its inline values (in the class's field order: see agentfsm.states.unchecked),
+    # not a ``__dict__``: a run keeps every result of its rounds (in its trace), and the
+    # dict object would be 64 bytes more each while it waits on its model.
+    put(result, "call_id", call_id)
+    put(result, "tool_name", tool_name)
+    put(result, "status", status)
+    put(result, "output", output)
+    put(result, "error", error)
+    put(result, "duration", float(duration) if duration > 0 else 0.0)
+    put(result, "attempts", attempts)
     put_fields_set(result, _RESULT_GIVEN)  # (`sealed`, inlined)
     put_extra(result, None)
     put_private(result, None)

@@ -185,7 +185,10 @@ def test_llm_call_entry_is_the_validated_entry(
         at=at,
     )
 
-    same(llm_call_entry(model, response, turn, iteration, duration, at), checked)
+    entry = llm_call_entry(model, response, turn, iteration, duration, at)
+    same(entry, checked)
+    # one text per reason, shared by every entry (not a new str per model call)
+    assert entry.finish_reason is response.finish_reason.value
 
 
 @given(st.lists(st.tuples(calls, results()), max_size=4), st.integers(0, 9), clock_values)
@@ -254,15 +257,25 @@ def _holds_a_dict(record: pydantic.BaseModel) -> bool:
     return any(type(referent) is dict for referent in gc.get_referents(record))
 
 
-def test_the_messages_a_run_keeps_hold_no_dict_object() -> None:
-    for index in range(100):  # many validated messages first (an application's)
+def test_the_records_a_run_keeps_hold_no_dict_object() -> None:
+    for index in range(100):  # many validated records first (an application's)
         Message.tool(str(index), "ok")
+        ToolResult(call_id=str(index), tool_name="f", status=ToolStatus.SUCCESS, output="ok")
     call = ToolCall(id="c", name="f", arguments="{}")
+    result = tool_result("c", "f", ToolStatus.SUCCESS, "ok", None, 0.5, 1)
+    failed = tool_result(
+        "d", "f", ToolStatus.ERROR, None, ToolErrorInfo(type="E", message="m"), 0, 1
+    )
+    response = ModelResponse(tool_calls=(call,), finish_reason=FinishReason.TOOL_CALLS)
     records: list[pydantic.BaseModel] = [
         tool_message("c", "ok", "f"),
         user_message("hi"),
         assistant_message(None, (call,)),
         user_input_entry(1, "hi", 0.0),
+        llm_call_entry("m", response, 1, 1, 0.25, 2.0),
+        *tool_entries([call, call], [result, failed], 1, 1, 3.0),
+        result,
+        failed,
     ]
 
     for record in records:
