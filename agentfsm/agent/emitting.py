@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import os
 import weakref
+from typing import TYPE_CHECKING, cast
 
 from agentfsm.agent.record import RunRecord
 from agentfsm.fsm import Clock, Emitter, Listener
 from agentfsm.fsm.emitter import ERROR_EVENTS, redacted
+from agentfsm.llm.base import RetryNotice
 from agentfsm.states.events import Event, unchecked_event
 from agentfsm.states.json import JSONObject
 from agentfsm.states.names import MachineName
+
+if TYPE_CHECKING:
+    from agentfsm.agent.turn import TurnDriver
 
 _CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
 """The bits of 16 random bytes that `uuid.uuid4` overwrites: its version and variant."""
@@ -66,3 +71,13 @@ class RunEmitter(Emitter):
         if agent is not None:
             agent._on_event(made)
         return made
+
+    def __call__(self, notice: RetryNotice) -> None:
+        """Tell the Agent (if it lives) of a retry of its model call: the model's listener.
+
+        The Agent passes its emitter as ``on_retry`` rather than a bound method of its own:
+        no new object per model call, and none held while a run waits on its model.
+        """
+        agent = self._agent()
+        if agent is not None:
+            cast("TurnDriver", agent)._on_retry(notice)  # (the Agent is one; retries are rare)

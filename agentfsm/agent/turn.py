@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from agentfsm.agent.deltas import Delta, StreamListener, takes_deltas
 from agentfsm.agent.record import NO_DECISIONS, NO_INPUTS
@@ -46,6 +46,9 @@ from agentfsm.tools.results import (
 )
 from agentfsm.tools.sources import InputRequest, ToolSource
 from agentfsm.tools.system import Delegate
+
+if TYPE_CHECKING:
+    from agentfsm.agent.emitting import RunEmitter
 
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
 """The error type of the tool message a resumed run gives a non-idempotent call that had
@@ -92,6 +95,8 @@ class TurnDriver(TypedAnswers):
     input_timeout: float | None
     _clock: Callable[[], float]
     _timer: Callable[[], float]
+    _emitter: RunEmitter
+    """(Also the model's retry listener: see `RunEmitter.__call__`.)"""
     _delta_listeners: tuple[StreamListener, ...]
     """The listeners that asked for deltas (each is among the listeners too)."""
     _error: ErrorDetails | None
@@ -413,8 +418,8 @@ class TurnDriver(TypedAnswers):
         if self._delta_listeners and takes_deltas(self.model):
             model = cast("StreamingModel", self.model)
             on_delta = self._on_delta
-            return model.complete(messages, tools, on_retry=self._on_retry, on_delta=on_delta)
-        return self.model.complete(messages, tools, on_retry=self._on_retry)
+            return model.complete(messages, tools, on_retry=self._emitter, on_delta=on_delta)
+        return self.model.complete(messages, tools, on_retry=self._emitter)
 
     def _call_structured(
         self, messages: tuple[Message, ...], tools: tuple[JSONObject, ...]
@@ -423,12 +428,12 @@ class TurnDriver(TypedAnswers):
         on_delta = self._on_delta if self._delta_listeners and takes_deltas(model) else None
         if on_delta is None:
             return model.complete(
-                messages, tools, on_retry=self._on_retry, response_format=self._response_format
+                messages, tools, on_retry=self._emitter, response_format=self._response_format
             )
         return model.complete(
             messages,
             tools,
-            on_retry=self._on_retry,
+            on_retry=self._emitter,
             on_delta=on_delta,
             response_format=self._response_format,
         )

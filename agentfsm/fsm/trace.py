@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentfsm.llm.base import ModelResponse, Usage
+from agentfsm.llm.base import FinishReason, ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
 from agentfsm.states.unchecked import inline_fields, new, put, sealed, twin
 from agentfsm.tools.results import ToolResult, ToolStatus
@@ -136,6 +136,11 @@ _ToolExecutionTwin = twin(ToolExecutionTrace)
 """The same, for `ToolExecutionTrace`."""
 
 
+_FINISH_TEXT: dict[object, str] = {reason: reason.value for reason in FinishReason}
+"""Each finish reason's text, one str shared by every entry (``str()`` of a member makes a
+new one: about 60 bytes more per model call a run keeps in its trace)."""
+
+
 def user_input_entry(turn: int, text: str, at: float) -> UserInputTrace:
     """The trace entry of a user input (``text`` already checked to be a str), unvalidated."""
     entry: UserInputTrace = new(UserInputTrace)
@@ -162,7 +167,8 @@ def llm_call_entry(
     entry.iteration = iteration
     entry.duration = float(duration) if duration > 0 else 0.0
     entry.tool_call_count = len(given["tool_calls"])
-    entry.finish_reason = str(given["finish_reason"])  # (its value: `.value` is a call)
+    reason = given["finish_reason"]
+    entry.finish_reason = _FINISH_TEXT.get(reason) or str(reason)  # (one shared text)
     entry.usage = given["usage"]
     entry.at = float(at)
     entry.__pydantic_fields_set__ = _LLM_CALL_GIVEN

@@ -6,6 +6,7 @@ cheap first look (`checks.usual`) that never accepts what the full checks would 
 
 from __future__ import annotations
 
+import gc
 import inspect
 import time
 import uuid
@@ -20,6 +21,8 @@ from agentfsm.agent import Agent, checks
 from agentfsm.agent.emitting import RunEmitter, new_run_id, run_id_of
 from agentfsm.agent.record import NO_BATCH, RunRecord
 from agentfsm.fsm.emitter import ERROR_EVENTS
+from agentfsm.fsm.trace import LLMRetryTrace
+from agentfsm.llm.base import RetryNotice
 from agentfsm.states.events import Event
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind
 from agentfsm.stores.memory import MemoryStore
@@ -190,3 +193,44 @@ def test_the_agents_emitter_makes_the_event_the_plain_emitter_makes(event: Event
     assert (taker.told, emitter.seq) == ([fast], event.seq)
     del taker
     assert emitter.emit(event.machine, "e", "a", "b", {}).seq == event.seq + 1  # (told nobody)
+
+
+class _RetriesOnce:
+    """A model that reports one transient failure to ``on_retry``, then answers."""
+
+    name = "retrying"
+
+    def __init__(self) -> None:
+        self.listeners: list[object] = []
+
+    async def complete(
+        self, messages: object, tools: object, *, on_retry: object = None
+    ) -> object:
+        self.listeners.append(on_retry)
+        assert callable(on_retry)
+        on_retry(
+            RetryNotice(attempt=1, error_type="RateLimitError", message="slow down", wait=0.5)
+        )
+        return answer("A")
+
+
+def test_the_emitter_is_the_models_retry_listener_while_the_agent_lives() -> None:
+    model = _RetriesOnce()
+    agent = Agent(model, ask_user=False)  # type: ignore[arg-type]
+    agent.start()
+    listeners: list[object] = []
+    agent.add_listener(listeners.append)
+
+    assert agent.submit("hi").reply == "A"
+
+    assert model.listeners == [agent._emitter]  # no new object per model call
+    retries = [entry for entry in agent.trace if isinstance(entry, LLMRetryTrace)]
+    assert [(r.attempt, r.error_type, r.wait, r.model, r.turn) for r in retries] == [
+        (1, "RateLimitError", 0.5, "retrying", 1)
+    ]
+    assert retries[0] in listeners  # recorded and told, as before
+    emitter = agent._emitter
+    agent.close()
+    del agent
+    gc.collect()
+    emitter(RetryNotice(attempt=2, error_type="E", message="late", wait=0))  # nobody: ignored

@@ -12,6 +12,7 @@ import gc
 import weakref
 from collections.abc import Sequence
 
+import pytest
 from pydantic import BaseModel
 
 from agentfsm import ScriptedModel
@@ -156,3 +157,55 @@ def test_a_runs_messages_keep_their_fields_inline_with_no_dict_each() -> None:
         # Each keeps its fields in its inline values: the garbage collector sees them one by
         # one, and no dict object (64 bytes) per message.
         assert not any(type(part) is dict for part in gc.get_referents(record)), record
+
+
+class _Waiting:
+    """A model that answers once ``go`` is set: a run waiting on it stays at its peak."""
+
+    name = "waiting"
+
+    def __init__(self) -> None:
+        self.go = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def complete(
+        self, messages: Sequence[object], tools: Sequence[JSONObject], *, on_retry: object = None
+    ) -> object:
+        self.waiting.set()
+        await self.go.wait()
+        return answer("A")
+
+
+def test_a_run_waiting_on_its_model_keeps_no_copy_of_its_call_arguments() -> None:
+    async def run() -> tuple[set[str], str | None]:
+        model = _Waiting()
+        agent = Agent(model, TOOLS, ask_user=False)  # type: ignore[arg-type]
+        await agent.astart()
+        task = asyncio.ensure_future(agent.asubmit("first"))
+        await model.waiting.wait()
+        step = task.get_coro()  # the step's own coroutine, awaiting the turn
+        held = set(step.cr_frame.f_locals)  # type: ignore[union-attr]
+        model.go.set()
+        return held, (await task).reply
+
+    held, reply = asyncio.run(run())
+
+    assert reply == "A"
+    assert "self" in held
+    # the positional tuple and the keyword dict of the call were handed to the method's
+    # coroutine and freed (112 bytes per waiting run), as was that finished coroutine
+    assert not held & {"args", "kwargs", "call"}
+
+
+def test_a_step_given_bad_arguments_refuses_them_and_changes_nothing() -> None:
+    agent = Agent(ScriptedModel([answer("A")]), TOOLS, ask_user=False)
+    agent.start()
+    before = (agent.state, agent.turn, agent.messages, agent.trace)
+
+    async def bad() -> None:
+        await agent.asubmit()  # type: ignore[call-arg]
+
+    with pytest.raises(TypeError, match="text"):
+        asyncio.run(bad())
+    assert (agent.state, agent.turn, agent.messages, agent.trace) == before
+    assert agent.submit("hi").reply == "A"

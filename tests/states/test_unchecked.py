@@ -186,7 +186,10 @@ def test_llm_call_entry_is_the_validated_entry(
         at=at,
     )
 
-    same(llm_call_entry(model, response, turn, iteration, duration, at), checked)
+    entry = llm_call_entry(model, response, turn, iteration, duration, at)
+    same(entry, checked)
+    # one text per reason, shared by every entry (not a new str per model call)
+    assert entry.finish_reason is response.finish_reason.value
 
 
 @given(st.lists(st.tuples(calls, results()), max_size=4), st.integers(0, 9), clock_values)
