@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -33,16 +34,29 @@ class _Table:
         """What the table was built from, in order (kept alive: `_TABLES` keys on their ids)."""
         self.tools = tools
         self.values = tuple(tools.values())
-        self.offered: dict[frozenset[str] | None, tuple[tuple[AnyTool, ...], Offered]] = {}
-        """The offered tools and their schemas, by the names enabled (None for all)."""
+        self.offered: dict[frozenset[str] | None, tuple[tuple[AnyTool, ...], Offered, Named]] = {}
+        """The offered tools, their schemas, and the (name, description) each schema was
+        built for, by the names enabled (None for all)."""
 
     def refresh(self) -> None:
-        """Forget the schemas offered of a tool whose name or description changed since."""
-        for key, (tools, schemas) in tuple(self.offered.items()):
-            if any(
-                found.offered() is not schema for found, schema in zip(tools, schemas, strict=True)
-            ):
-                del self.offered[key]
+        """Forget the schemas offered of a tool whose name or description changed since.
+
+        (What `Tool.offered` rebuilds a schema for, compared for all the tools at once.)
+        """
+        offered = self.offered
+        for tools, _schemas, named in tuple(offered.values()):  # (copied: threads add)
+            if tuple(map(_NAMED, tools)) != named:
+                break
+        else:
+            return  # (every time but after a change: nothing to forget, nothing copied)
+        for key, (tools, _schemas, named) in tuple(offered.items()):
+            if tuple(map(_NAMED, tools)) != named:
+                offered.pop(key, None)  # (another thread may have just forgotten it)
+
+
+Named = tuple[tuple[str, str], ...]
+"""The (name, description) of each offered tool, when its schema was built."""
+_NAMED = operator.attrgetter("name", "description")
 
 
 _TABLES: weakref.WeakValueDictionary[tuple[int, ...], _Table] = weakref.WeakValueDictionary()
@@ -225,7 +239,7 @@ class ToolRegistry:
             return cached[1]
         tools = self.enabled(enabled)
         offered = tuple(found.offered() for found in tools)
-        cache[key] = (tools, offered)
+        cache[key] = (tools, offered, tuple(map(_NAMED, tools)))
         return offered
 
     def __contains__(self, name: object) -> bool:
