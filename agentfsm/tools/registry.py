@@ -6,6 +6,7 @@ import operator
 import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import TypeVar, cast
 
 from agentfsm import _checks as checks
 from agentfsm.errors import DuplicateToolError, UnknownToolError
@@ -15,6 +16,8 @@ from agentfsm.tools.spec import Tool
 
 AnyTool = Tool[..., object]
 """A tool of any signature."""
+
+K = TypeVar("K")
 
 Offered = tuple[JSONObject, ...]
 """The schemas of the tools offered to a model, in the ``tools=[...]`` form."""
@@ -27,7 +30,7 @@ class _Table:
     a registry that registers a tool moves to another table.
     """
 
-    __slots__ = ("__weakref__", "items", "offered", "tools", "values")
+    __slots__ = ("__weakref__", "items", "kinds", "offered", "tools", "values")
 
     def __init__(self, items: tuple[object, ...], tools: dict[str, AnyTool]) -> None:
         self.items = items
@@ -37,6 +40,8 @@ class _Table:
         self.offered: dict[frozenset[str] | None, tuple[tuple[AnyTool, ...], Offered, Named]] = {}
         """The offered tools, their schemas, and the (name, description) each schema was
         built for, by the names enabled (None for all)."""
+        self.kinds: dict[type, tuple[AnyTool, ...]] = {}
+        """The tools that are instances of a class, by class (found once per table)."""
 
     def refresh(self) -> None:
         """Forget the schemas offered of a tool whose name or description changed since.
@@ -241,6 +246,15 @@ class ToolRegistry:
         offered = tuple(found.offered() for found in tools)
         cache[key] = (tools, offered, tuple(map(_NAMED, tools)))
         return offered
+
+    def _of_kind(self, kind: type[K]) -> tuple[K, ...]:
+        """The registered tools that are ``kind`` instances, in order (found once per table)."""
+        table = self._table
+        found = table.kinds.get(kind)
+        if found is None:
+            found = tuple(item for item in table.values if isinstance(item, kind))
+            table.kinds[kind] = found
+        return cast("tuple[K, ...]", found)
 
     def __contains__(self, name: object) -> bool:
         return name in self._table.tools

@@ -244,3 +244,21 @@ def test_registries_built_in_several_threads_while_a_tool_changes_offer_it_as_it
 
     assert errors == []
     assert ToolRegistry(tools).offered_tools()[0] == shared.to_openai()
+
+
+class _Special(Tool[..., object]):
+    """A subclass of Tool, as `AgentTool` is."""
+
+
+def test_the_tools_of_a_class_are_found_once_per_table_and_again_after_a_registration() -> None:
+    plain, special = Tool(echo), _Special(clock)
+    first, second = ToolRegistry([plain, special]), ToolRegistry([plain, special])
+
+    found = first._of_kind(_Special)
+    assert found == (special,)
+    assert second._of_kind(_Special) is found  # (registries alike: found once)
+    assert first._of_kind(Tool) == (plain, special)
+
+    added = first.register(_Special(echo, name="shout"))
+    assert first._of_kind(_Special) == (special, added)
+    assert second._of_kind(_Special) == (special,)  # (what one registers, only it has)
