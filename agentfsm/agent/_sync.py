@@ -132,7 +132,7 @@ class SyncRunner:
         if self._loop is None or self._loop.is_closed():
             _held.discard(self._loop)  # (closed by someone else: let it go)
             self._loop = _take_loop()
-        return self._loop.run_until_complete(coroutine)
+        return run_once(self._loop, coroutine)
 
     def close(self) -> None:
         """Release the loop: kept idle for another facade if clean, else closed.
@@ -151,6 +151,32 @@ class SyncRunner:
             return
         if not loop.is_closed() and not loop.is_running():
             loop.close()
+
+
+def run_once(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[object, object, T]) -> T:
+    """``loop.run_until_complete(coroutine)``, in one pass of ``loop`` when that is enough.
+
+    `run_until_complete` makes the coroutine a task with a done callback that stops the loop,
+    so a coroutine that ends in its first step still takes two passes of the loop (two polls
+    of its selector: two system calls) and the callback. Here the loop is stopped before it
+    runs: `run_forever` makes one pass (one poll, the task's first step) and returns. A task
+    that is not done then (it awaits something), or whose step left callbacks ready (which
+    `run_until_complete` would run before returning), goes on in `run_until_complete`.
+    The coroutine runs in a task on the running ``loop`` either way.
+    """
+    if loop.is_running():  # (in another thread: refused as run_until_complete refuses it)
+        return loop.run_until_complete(coroutine)
+    task = loop.create_task(coroutine)
+    try:
+        loop.stop()
+        loop.run_forever()
+        if not task.done() or getattr(loop, "_ready", True):
+            return loop.run_until_complete(task)
+    except BaseException:
+        if task.done() and not task.cancelled():
+            task.exception()  # (retrieved here: it propagates, so it is never logged)
+        raise
+    return task.result()
 
 
 def run_inline(coroutine: Coroutine[object, object, T]) -> T:

@@ -168,7 +168,8 @@ class ChildRuns(TurnDriver):
     """This run's parent run and the parent's call id, for a child run."""
 
     def _init_children(self, registry: ToolRegistry) -> None:
-        agents = {tool.name: tool for tool in registry if isinstance(tool, AgentTool)}
+        found = registry._of_kind(AgentTool)  # (the same for every registry alike)
+        agents = {tool.name: tool for tool in found} if found else None
         # Most runs have no sub-agent tool: they share empty, immutable containers.
         self._agent_tools = agents or _NO_AGENT_TOOLS
         self._delegates = None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import TypeVar, cast
 
 from agentfsm import _checks as checks
 from agentfsm.errors import DuplicateToolError, UnknownToolError
@@ -14,6 +16,8 @@ from agentfsm.tools.spec import Tool
 
 AnyTool = Tool[..., object]
 """A tool of any signature."""
+
+K = TypeVar("K")
 
 Offered = tuple[JSONObject, ...]
 """The schemas of the tools offered to a model, in the ``tools=[...]`` form."""
@@ -26,23 +30,38 @@ class _Table:
     a registry that registers a tool moves to another table.
     """
 
-    __slots__ = ("__weakref__", "items", "offered", "tools", "values")
+    __slots__ = ("__weakref__", "items", "kinds", "offered", "tools", "values")
 
     def __init__(self, items: tuple[object, ...], tools: dict[str, AnyTool]) -> None:
         self.items = items
         """What the table was built from, in order (kept alive: `_TABLES` keys on their ids)."""
         self.tools = tools
         self.values = tuple(tools.values())
-        self.offered: dict[frozenset[str] | None, tuple[tuple[AnyTool, ...], Offered]] = {}
-        """The offered tools and their schemas, by the names enabled (None for all)."""
+        self.offered: dict[frozenset[str] | None, tuple[tuple[AnyTool, ...], Offered, Named]] = {}
+        """The offered tools, their schemas, and the (name, description) each schema was
+        built for, by the names enabled (None for all)."""
+        self.kinds: dict[type, tuple[AnyTool, ...]] = {}
+        """The tools that are instances of a class, by class (found once per table)."""
 
     def refresh(self) -> None:
-        """Forget the schemas offered of a tool whose name or description changed since."""
-        for key, (tools, schemas) in tuple(self.offered.items()):
-            if any(
-                found.offered() is not schema for found, schema in zip(tools, schemas, strict=True)
-            ):
-                del self.offered[key]
+        """Forget the schemas offered of a tool whose name or description changed since.
+
+        (What `Tool.offered` rebuilds a schema for, compared for all the tools at once.)
+        """
+        offered = self.offered
+        for tools, _schemas, named in tuple(offered.values()):  # (copied: threads add)
+            if tuple(map(_NAMED, tools)) != named:
+                break
+        else:
+            return  # (every time but after a change: nothing to forget, nothing copied)
+        for key, (tools, _schemas, named) in tuple(offered.items()):
+            if tuple(map(_NAMED, tools)) != named:
+                offered.pop(key, None)  # (another thread may have just forgotten it)
+
+
+Named = tuple[tuple[str, str], ...]
+"""The (name, description) of each offered tool, when its schema was built."""
+_NAMED = operator.attrgetter("name", "description")
 
 
 _TABLES: weakref.WeakValueDictionary[tuple[int, ...], _Table] = weakref.WeakValueDictionary()
@@ -225,8 +244,17 @@ class ToolRegistry:
             return cached[1]
         tools = self.enabled(enabled)
         offered = tuple(found.offered() for found in tools)
-        cache[key] = (tools, offered)
+        cache[key] = (tools, offered, tuple(map(_NAMED, tools)))
         return offered
+
+    def _of_kind(self, kind: type[K]) -> tuple[K, ...]:
+        """The registered tools that are ``kind`` instances, in order (found once per table)."""
+        table = self._table
+        found = table.kinds.get(kind)
+        if found is None:
+            found = tuple(item for item in table.values if isinstance(item, kind))
+            table.kinds[kind] = found
+        return cast("tuple[K, ...]", found)
 
     def __contains__(self, name: object) -> bool:
         return name in self._table.tools

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import selectors
 import threading
 from collections.abc import AsyncIterator, Iterator
 
@@ -228,3 +229,126 @@ def test_a_sync_start_runs_in_a_task_on_the_facade_s_loop(store: MemoryStore | N
     assert seen[0] is not None  # (listeners of a start may use what asks for a task)
     assert asyncio.events._get_running_loop() is None
     agent.close()
+
+
+class _CountingSelector(selectors.DefaultSelector):
+    """The default selector, counting its polls (one per pass of the loop)."""
+
+    polls = 0
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        self.polls += 1
+        return super().select(timeout)
+
+
+@pytest.fixture
+def counted() -> Iterator[tuple[asyncio.AbstractEventLoop, _CountingSelector]]:
+    selector = _CountingSelector()
+    loop = asyncio.SelectorEventLoop(selector)
+    yield loop, selector
+    loop.close()
+
+
+def test_run_once_finishes_a_coroutine_that_never_waits_in_one_pass(
+    counted: tuple[asyncio.AbstractEventLoop, _CountingSelector],
+) -> None:
+    loop, selector = counted
+    seen: list[asyncio.Task[object] | None] = []
+
+    async def work() -> int:
+        seen.append(asyncio.current_task())
+        return 7
+
+    assert _sync.run_once(loop, work()) == 7
+    assert selector.polls == 1  # (run_until_complete polls twice)
+    assert seen[0] is not None
+    assert seen[0].get_loop() is loop
+    assert not loop.is_running()
+    assert _sync._is_clean(loop)
+
+    assert loop.run_until_complete(work()) == 7
+    assert selector.polls == 3  # the pass saved
+
+
+def test_run_once_goes_on_for_a_coroutine_that_waits(
+    counted: tuple[asyncio.AbstractEventLoop, _CountingSelector],
+) -> None:
+    loop, _selector = counted
+
+    async def work() -> str:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0.001)
+        return "slept"
+
+    assert _sync.run_once(loop, work()) == "slept"
+    assert _sync._is_clean(loop)
+
+
+def test_run_once_runs_the_callbacks_a_finished_step_left_as_run_until_complete_does(
+    counted: tuple[asyncio.AbstractEventLoop, _CountingSelector],
+) -> None:
+    loop, _selector = counted
+    ran: list[str] = []
+
+    async def spawn() -> None:
+        loop.call_soon(ran.append, "callback")
+        loop.create_task(_note(ran))
+
+    _sync.run_once(loop, spawn())
+    ran_once = list(ran)
+    ran.clear()
+    loop.run_until_complete(spawn())
+
+    assert ran_once == ran == ["callback", "task"]
+    assert _sync._is_clean(loop)
+
+
+async def _note(ran: list[str]) -> None:
+    ran.append("task")
+
+
+@pytest.mark.parametrize("error", [ValueError("bad"), KeyboardInterrupt()])
+def test_run_once_raises_what_the_coroutine_raises_and_leaves_nothing_unretrieved(
+    counted: tuple[asyncio.AbstractEventLoop, _CountingSelector], error: BaseException
+) -> None:
+    loop, _selector = counted
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+
+    async def fail() -> None:
+        raise error
+
+    with pytest.raises(type(error)):
+        _sync.run_once(loop, fail())
+    gc.collect()  # (a task whose exception nobody retrieved reports it when freed)
+
+    assert reported == []
+    assert not loop.is_running()
+
+
+def test_run_once_on_a_loop_running_elsewhere_is_refused_as_run_until_complete_does(
+    counted: tuple[asyncio.AbstractEventLoop, _CountingSelector],
+) -> None:
+    loop, _selector = counted
+    started, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        loop.call_soon(started.set)
+        loop.run_until_complete(loop.run_in_executor(None, release.wait))
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    started.wait()
+
+    async def work() -> int:
+        return 1
+
+    coroutine = work()
+    try:
+        with pytest.raises(RuntimeError, match="already running"):
+            _sync.run_once(loop, coroutine)
+    finally:
+        coroutine.close()
+        release.set()
+        holder.join()
+    loop.run_until_complete(loop.shutdown_default_executor())

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -199,3 +200,65 @@ def test_the_unchecked_registry_of_checked_tools_is_the_checked_one() -> None:
     assert ToolRegistry._of(tools)._table is ToolRegistry(tools)._table
     with pytest.raises(DuplicateToolError):
         ToolRegistry._of([Tool(clock), Tool(clock)])
+
+
+def test_a_renamed_tool_is_offered_under_its_new_name_and_an_unchanged_one_is_shared() -> None:
+    shared, other = Tool(echo), Tool(clock)
+    tools: list[Tool[..., object]] = [shared, other]
+    offered = ToolRegistry(tools).offered_tools()
+    assert ToolRegistry(tools).offered_tools() is offered  # nothing changed: shared
+    assert ToolRegistry(tools).offered_tools(enabled={"clock"})[0] is offered[1]
+
+    shared.name = "shout"
+    renamed = ToolRegistry(tools).offered_tools()
+
+    assert [t["function"]["name"] for t in renamed] == ["shout", "clock"]  # type: ignore[index, call-overload]
+    assert renamed[1] is offered[1]  # (the unchanged tool's schema is still its one copy)
+    assert ToolRegistry(tools).offered_tools() is renamed
+    shared.name = "echo"
+    assert [t["function"]["name"] for t in ToolRegistry(tools).offered_tools()] == [  # type: ignore[index, call-overload]
+        "echo",
+        "clock",
+    ]
+
+
+def test_registries_built_in_several_threads_while_a_tool_changes_offer_it_as_it_is() -> None:
+    shared = Tool(echo)
+    tools: list[Tool[..., object]] = [shared, Tool(clock)]
+    errors: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            for _ in range(200):
+                ToolRegistry(tools).offered_tools()
+        except BaseException as error:  # (reported by the test's own thread)
+            errors.append(error)
+
+    threads = [threading.Thread(target=build) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for text in ("Louder.", "Softer.", "Repeat the text."):
+        shared.description = text
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert ToolRegistry(tools).offered_tools()[0] == shared.to_openai()
+
+
+class _Special(Tool[..., object]):
+    """A subclass of Tool, as `AgentTool` is."""
+
+
+def test_the_tools_of_a_class_are_found_once_per_table_and_again_after_a_registration() -> None:
+    plain, special = Tool(echo), _Special(clock)
+    first, second = ToolRegistry([plain, special]), ToolRegistry([plain, special])
+
+    found = first._of_kind(_Special)
+    assert found == (special,)
+    assert second._of_kind(_Special) is found  # (registries alike: found once)
+    assert first._of_kind(Tool) == (plain, special)
+
+    added = first.register(_Special(echo, name="shout"))
+    assert first._of_kind(_Special) == (special, added)
+    assert second._of_kind(_Special) == (special,)  # (what one registers, only it has)
