@@ -136,6 +136,11 @@ class Hop:
 
 _STOP = None
 _LANES: weakref.WeakSet[Lane] = weakref.WeakSet()
+_PROCESS = [1]
+"""Which process this is, counted by forks: a lane's thread runs in the process it began in."""
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(after_in_child=lambda: _PROCESS.__setitem__(0, _PROCESS[0] + 1))
 
 
 class Lane:
@@ -146,42 +151,38 @@ class Lane:
     `ThreadPoolExecutor`'s are).
     """
 
-    __slots__ = ("__weakref__", "_lock", "_pid", "_queue", "_thread")
+    __slots__ = ("__weakref__", "_lock", "_process", "_queue", "_thread")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._queue: SimpleQueue[tuple[Hop, Callable[[], object]] | None] = SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._pid = 0
+        self._process = 0
 
     def submit(self, hop: Hop, saves: Callable[[], object]) -> Hop:
         """Make ``saves`` in the lane's thread (after those given before), for ``hop``."""
-        if self._pid != os.getpid():
-            self._begin()
-        self._queue.put((hop, saves))
+        with self._lock:
+            if self._process != _PROCESS[0]:
+                # First use, or a forked child (its parent's thread is not here): its own.
+                self._queue = SimpleQueue()
+                thread = threading.Thread(
+                    target=_work, args=(self._queue,), name="agentfsm-store-lane", daemon=True
+                )
+                thread.start()
+                self._thread, self._process = thread, _PROCESS[0]
+                _LANES.add(self)
+            self._queue.put((hop, saves))
         return hop
 
-    def _begin(self) -> None:
-        with self._lock:
-            if self._pid == os.getpid():
-                return
-            self._queue = SimpleQueue()  # (a forked child's: the parent's thread is not here)
-            thread = threading.Thread(
-                target=_work, args=(self._queue,), name="agentfsm-store-lane", daemon=True
-            )
-            thread.start()
-            self._thread, self._pid = thread, os.getpid()
-            _LANES.add(self)
-
-    def close(self, *, wait: bool = True) -> None:
+    def close(self) -> None:
         """End the thread once the hops given before are made (closing twice is harmless)."""
         with self._lock:
             thread, self._thread = self._thread, None
-            if thread is None or self._pid != os.getpid():
+            if thread is None or self._process != _PROCESS[0]:
                 return
-            self._pid = 0
+            self._process = 0
             self._queue.put(_STOP)
-        if wait and thread is not threading.current_thread():
+        if thread is not threading.current_thread():
             thread.join()
 
 
