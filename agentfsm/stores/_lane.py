@@ -146,9 +146,9 @@ if hasattr(os, "register_at_fork"):  # (POSIX)
 class Lane:
     """One worker thread that makes the hops given to it, in order (started on first use).
 
-    A forked child starts its own thread. Closed, it ends once the hops given before have
-    been made; at the interpreter's exit every lane's given hops are made first (as a
-    `ThreadPoolExecutor`'s are).
+    A forked child starts its own thread. Closed (or collected), it ends once the hops given
+    before have been made; at the interpreter's exit every lane's given hops are made first
+    (as a `ThreadPoolExecutor`'s are).
     """
 
     __slots__ = ("__weakref__", "_lock", "_process", "_queue", "_thread")
@@ -171,6 +171,8 @@ class Lane:
                 thread.start()
                 self._thread, self._process = thread, _PROCESS[0]
                 _LANES.add(self)
+                # A lane dropped unclosed (its store collected) ends its thread too.
+                weakref.finalize(self, self._queue.put, _STOP)
             self._queue.put((hop, saves))
         return hop
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
 from collections.abc import Iterator
@@ -164,6 +165,18 @@ def test_a_closed_lane_makes_what_it_was_given_first_and_closing_twice_is_harmle
     lane.close()
     assert lane.submit(Hop(), lambda: made.append(2)).result(WAIT) == (None, None)  # (again)
     lane.close()
+
+
+def test_a_lane_dropped_unclosed_ends_its_thread() -> None:
+    lane = Lane()
+    assert lane.submit(Hop(), lambda: None).result(WAIT) == (None, None)
+    thread = lane._thread
+    assert thread is not None
+    assert thread.is_alive()
+    del lane
+    gc.collect()
+    thread.join(WAIT)
+    assert not thread.is_alive()
 
 
 def test_a_lane_closed_from_its_own_thread_does_not_wait_for_itself() -> None:
