@@ -184,7 +184,8 @@ def test_a_lane_closed_from_its_own_thread_does_not_wait_for_itself() -> None:
     assert lane.submit(Hop(), lane.close).result(WAIT) == (None, None)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (3.12+: fork with threads)
 def test_a_forked_child_makes_its_hops_in_a_thread_of_its_own(lane: Lane) -> None:
     assert lane.submit(Hop(), lambda: None).result(WAIT) == (None, None)  # (the parent's)
     pid = os.fork()
