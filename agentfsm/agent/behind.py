@@ -16,13 +16,13 @@ caller. A failed save surfaces at the next point, and nothing after it is stored
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
 from typing import NamedTuple
 
 from agentfsm.agent.vocabulary import AgentEvent
 from agentfsm.fsm import Emitter
 from agentfsm.states.events import Event
-from agentfsm.stores.base import RunStore, SaveOutcome, start_saves
+from agentfsm.stores._lane import Hop
+from agentfsm.stores.base import RunStore, start_saves
 from agentfsm.stores.snapshot import Snapshot
 
 Save = tuple[Snapshot, tuple[Event, ...], int | None]
@@ -72,7 +72,7 @@ class Pending:
 class InFlight(NamedTuple):
     """Saves started by `RunRecord._write_behind`, running in a worker thread."""
 
-    future: Future[SaveOutcome]
+    future: Hop
     pending: Pending
     """Where its worker takes its saves from (replaceable until it begins)."""
     saves: tuple[Save, ...]

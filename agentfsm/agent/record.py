@@ -20,7 +20,6 @@ the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -292,7 +291,7 @@ class RunRecord(WriteBehind):
                 # Not begun: it and the rest, in its hop (each its own transaction).
                 if more and store is not None and self._launch(store, flight.saves, into=flight):
                     continue
-                await asyncio.wrap_future(flight.future)
+                await flight.future
                 self._take_in(flight, tell=False)  # told once all is stored
             elif self._queued is not None and store is not None:
                 queued, self._queued = self._queued, None

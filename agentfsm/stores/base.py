@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, TypeVar, runtime_checkable
 
 from agentfsm.errors import InvalidSaveError
 from agentfsm.states.events import Event
+from agentfsm.stores._lane import Hop, Lane
 from agentfsm.stores.snapshot import Snapshot
 
 
@@ -309,10 +310,6 @@ class DelegatingStore(ClosesOnExit):
         self.inner.close()
 
 
-SaveOutcome = tuple[None, BaseException | None]
-"""What saves started by `start_saves` give: ``(None, None)``, or what it raised."""
-
-
 def writes_behind(store: RunStore) -> bool:
     """Whether ``store``'s saves may run in a worker thread while the run goes on.
 
@@ -329,14 +326,16 @@ def start_saves(
     store: RunStore,
     saves: Sequence[tuple[Snapshot, Sequence[Event], int | None]]
     | Callable[[], Sequence[tuple[Snapshot, Sequence[Event], int | None]]],
-) -> Future[SaveOutcome]:
+) -> Hop:
     """Start ``store.save`` of each ``(snapshot, events, expected_version)`` in a worker thread.
 
     The saves begin at once (not when the event loop next runs), so a run that goes on
     computing overlaps them; each is its own transaction, in order, and the first that
-    raises ends them. What it raises is the future's value, not raised (see `off_loop`). A
+    raises ends them. What it raises is the hop's outcome, not raised (see `off_loop`). A
     store with a ``save_many`` (`SQLiteStore.save_many`) is given them all at once: on
-    ``synchronous="FULL"`` one fsync makes them durable together.
+    ``synchronous="FULL"`` one fsync makes them durable together; a store with a ``lane``
+    of its own (`SQLiteStore`, whose saves are serialised anyway) makes them in its thread,
+    a cheaper hop than the shared workers'.
     ``saves`` may be a callable: the worker calls it when it begins, and saves what it gives
     (so saves not begun yet can be replaced without starting another hop).
     """
@@ -350,4 +349,9 @@ def start_saves(
         for snapshot, events, expected_version in group:
             store.save(snapshot, events, expected_version=expected_version)
 
-    return _workers().submit(_outcome, save_all)
+    hop = Hop()
+    lane = getattr(store, "lane", None)
+    if isinstance(lane, Lane):
+        return lane.submit(hop, save_all)
+    _workers().submit(hop.run, save_all)
+    return hop

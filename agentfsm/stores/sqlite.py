@@ -56,6 +56,7 @@ from agentfsm.stores._items import (
     event_json,
     new_items,
 )
+from agentfsm.stores._lane import Lane
 from agentfsm.stores._sqlite_layout import (
     FILE_FORMAT,
     MIGRATED_FORMATS,
@@ -150,6 +151,8 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         self._synchronous = synchronous
         self._lock = threading.RLock()  # (held by save_many around its saves)
         self._written = RecentWrites()
+        self.lane = Lane()
+        """The thread write-behind makes this store's saves in (`start_saves`)."""
         opener = connect or (connect_read_only if read_only else connect_writing)
         try:
             self._conn = opener(self.path)
@@ -497,7 +500,11 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 raise self._failure(exc, run_id, writing=False) from exc
 
     def close(self) -> None:
-        """Close the connection (WAL is checkpointed by SQLite); closing twice is harmless."""
+        """Close the connection (WAL is checkpointed by SQLite); closing twice is harmless.
+
+        Saves started behind a run before are made first.
+        """
+        self.lane.close()
         with self._lock:
             if not self._closed:
                 self._closed = True
