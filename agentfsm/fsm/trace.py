@@ -129,7 +129,6 @@ _TOOL_EXECUTION_GIVEN = {
     "at",
 }
 """The fields `tool_entries` gives each entry."""
-_new = object.__new__
 _LLMCallTwin = twin(LLMCallTrace)
 """`LLMCallTrace`'s layout with plain attribute stores (see `agentfsm.states.unchecked.twin`)."""
 _ToolExecutionTwin = twin(ToolExecutionTrace)
@@ -159,7 +158,7 @@ def llm_call_entry(
     Built without validation (one per iteration): every value comes from the validated
     ``response`` or is made a float here; a test pins it equal to the validated entry.
     """
-    entry = _new(_LLMCallTwin)  # (see `tool_entries`)
+    entry = _LLMCallTwin()  # (see `tool_entries`)
     given = response.__dict__  # (a dict item costs less than a pydantic attribute)
     entry.kind = "llm_call"
     entry.model = given["model"] or model
@@ -193,7 +192,7 @@ def tool_entries(
         # An instance of the twin, each field and slot a plain store (in the class's field
         # order: see agentfsm.states.unchecked), made a `ToolExecutionTrace` (which gives it
         # a ``__dict__`` object, as pydantic's own entries have).
-        entry = _new(_ToolExecutionTwin)
+        entry = _ToolExecutionTwin()
         entry.kind = "tool_execution"
         asked = call.__dict__  # (a dict item costs less than a pydantic attribute)
         entry.name = asked["name"]

@@ -40,7 +40,6 @@ class Event(BaseModel):
 # change (model_copy), so sharing it is safe; it must be a set, not a frozenset.
 EVENT_FIELDS = set(Event.model_fields)
 """The ``__pydantic_fields_set__`` of every unchecked event (all fields are given)."""
-_new = object.__new__
 EventTwin = twin(Event)
 """`Event`'s layout, with plain attribute stores: see `agentfsm.states.unchecked.twin`.
 
@@ -68,7 +67,7 @@ def unchecked_event(
     pydantic change that broke this would fail the suite. The caller guarantees the values
     are valid.
     """
-    record = _new(EventTwin)
+    record = EventTwin()
     record.seq = seq  # (in the class's field order: the keys are shared, see `twin`)
     record.run_id = run_id
     record.machine = machine

@@ -115,13 +115,14 @@ def twin(cls: type[BaseModel]) -> type[Any]:
     """A class with ``cls``'s memory layout whose instances take plain attribute stores.
 
     For a record that lives only briefly (an `agentfsm.states.events.Event`: built, told,
-    freed), the fastest construction of all: make an instance of the twin with
-    ``object.__new__``, store each field as an attribute (``record.seq = seq``, in the
-    class's field order) and the three slots pydantic sets (``__pydantic_fields_set__``,
-    ``__pydantic_extra__``, ``__pydantic_private__``), then make it a ``cls`` by storing
-    ``record.__class__ = cls``. Each store is a plain one (the twin has no ``__setattr__`` of
-    its own), a fraction of a `put` or of a slot setter's call; the class change is allowed
-    because the two classes lay their instances out alike, which is checked here once.
+    freed), the fastest construction of all: make a blank instance of the twin by calling it
+    (``record = Twin()``: nothing validated), store each field as an attribute
+    (``record.seq = seq``, in the class's field order) and the three slots pydantic sets
+    (``__pydantic_fields_set__``, ``__pydantic_extra__``, ``__pydantic_private__``), then
+    make it a ``cls`` by storing ``record.__class__ = cls``. Each store is a plain one (the
+    twin has no ``__setattr__`` of its own), a fraction of a `put` or of a slot setter's
+    call; the class change is allowed because the two classes lay their instances out
+    alike, which is checked here once.
 
     The class change gives the record a ``__dict__`` object (sharing its keys with the
     twin's other instances): 64 bytes more than `new` and `put` leave. A record a run keeps
@@ -137,6 +138,10 @@ def twin(cls: type[BaseModel]) -> type[Any]:
     # Plain stores: object's own attribute access (both, or the type keeps a slow wrapper).
     type.__setattr__(raw, "__setattr__", object.__setattr__)
     type.__setattr__(raw, "__delattr__", object.__delattr__)
+    # ``raw()`` makes a blank instance: ``object.__init__``, not the model's validating one
+    # (a call of the class costs about 400 instructions less than ``object.__new__(raw)``,
+    # a method whose wrapper checks its argument's type on every call).
+    type.__setattr__(raw, "__init__", object.__init__)
     # Every field name in the twin's shared key table, in field order (see `inline_fields`),
     # and the layout checked: a class change CPython refuses raises TypeError here, once.
     probe = _new(raw)

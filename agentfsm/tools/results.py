@@ -195,7 +195,6 @@ _RESULT_GIVEN = set(ToolResult.model_fields)
 """Every field of a `ToolResult`: `tool_result` gives them all."""
 _ResultTwin = twin(ToolResult)
 """`ToolResult`'s layout with plain attribute stores (see `agentfsm.states.unchecked.twin`)."""
-_new = object.__new__
 
 
 def tool_result(
@@ -216,7 +215,7 @@ def tool_result(
     # An instance of the twin, each field and slot a plain store (in the class's field order:
     # see agentfsm.states.unchecked), made a `ToolResult`: a run builds one result per call,
     # and keeps it (with a ``__dict__`` object, as pydantic's own results have).
-    result = _new(_ResultTwin)
+    result = _ResultTwin()
     result.call_id = call_id
     result.tool_name = tool_name
     result.status = status

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import pydantic
@@ -367,9 +368,20 @@ def test_twin_refuses_a_class_whose_layout_it_cannot_share() -> None:
         twin(Slotted)
 
 
-def test_a_twin_record_becomes_its_class() -> None:
+def test_calling_a_twin_makes_a_blank_record_without_validating() -> None:
     raw = twin(ToolErrorInfo)
-    record = object.__new__(raw)
+    record = raw()  # (the hot path's way: no pydantic __init__, nothing checked)
+
+    assert type(record) is raw
+    assert not any(hasattr(record, name) for name in ToolErrorInfo.model_fields)
+    with pytest.raises(TypeError):
+        raw(type="ValueError", message="bad")  # a twin takes no fields: it is not the model
+
+
+@pytest.mark.parametrize("make", [object.__new__, lambda raw: raw()], ids=["new", "call"])
+def test_a_twin_record_becomes_its_class(make: Callable[[type[Any]], Any]) -> None:
+    raw = twin(ToolErrorInfo)
+    record = make(raw)
     record.type = "ValueError"
     record.message = "bad"
     record.__pydantic_fields_set__ = {"type", "message"}
