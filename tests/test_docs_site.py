@@ -131,3 +131,30 @@ def test_the_errors_page_puts_the_roots_first(site: Path) -> None:
 
     assert sorted(order)[: len(roots)] == sorted(roots)
     assert page.index('id="agentfsm.errors.AgentFSMError"') == min(order)
+
+
+_MARKERS = ("<<<<<<< ", "=======", ">>>>>>> ")
+
+
+def _marker_lines(text: str) -> list[int]:
+    """The (1-based) numbers of the lines of ``text`` that are merge-conflict markers."""
+    return [
+        number
+        for number, line in enumerate(text.splitlines(), 1)
+        if line.startswith(_MARKERS[::2]) or line.rstrip() == _MARKERS[1]
+    ]
+
+
+def test_no_page_or_readme_holds_a_merge_conflict_marker() -> None:
+    pages = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md", ROOT / "benchmarks" / "RESULTS.md"]
+    found = {
+        str(page.relative_to(ROOT)): lines
+        for page in pages
+        if (lines := _marker_lines(page.read_text(encoding="utf-8")))
+    }
+    assert not found, f"merge-conflict markers left at these lines: {found}"
+
+
+def test_the_marker_check_finds_each_kind_of_marker_and_nothing_else() -> None:
+    text = "a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> memory\n======= table rule? no\n== x\n"
+    assert _marker_lines(text) == [2, 4, 6]
