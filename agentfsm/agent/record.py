@@ -30,7 +30,7 @@ from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
 from agentfsm.fsm.trace import AnyTraceEntry
-from agentfsm.states.events import Event, unchecked_event
+from agentfsm.states.events import EVENT_FIELDS, Event, EventTwin
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
@@ -43,6 +43,7 @@ from agentfsm.tools.sources import ToolSource
 from agentfsm.tools.system import Answer, ToolSystem
 
 _CONVERSATION = MachineName.CONVERSATION
+_BUSY = RunState.BUSY  # (read once: a member read costs a lookup in Python 3.11)
 
 NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 """The decisions of a run with no round open: empty, immutable and shared."""
@@ -246,7 +247,7 @@ class RunRecord(WriteBehind):
         self._cancel_requested = self._pause_requested = False
 
     def _on_event(self, event: Event) -> None:
-        if self._data.loop_state is None and self._data.state == RunState.BUSY:
+        if self._data.loop_state is None and self._data.state == _BUSY:
             # A turn's loop enters thinking as part of the transition that starts the turn,
             # so the transition's snapshot has it (replay does the same).
             self._loop = loop_machine(self._data, self._emitter, self._engine)
@@ -472,12 +473,22 @@ class RunRecord(WriteBehind):
         directly, as `RunEmitter.emit` gives the Agent its machines' events.
         """
         state, emitter = self._data.state, self._emitter
-        # `Emitter.number`, inlined (a record is never an error event: nothing to redact);
-        # a run notes several records per tool call.
+        # `Emitter.number` and `unchecked_event`, inlined (a record is never an error event:
+        # nothing to redact); a run notes several records per tool call. The event is built
+        # exactly as `unchecked_event` builds it (tests pin every event of a run to it).
         emitter.seq = seq = emitter.seq + 1
-        event = unchecked_event(
-            seq, emitter.run_id, _CONVERSATION, kind, state, state, emitter.clock(), data
-        )
+        event = EventTwin()
+        event.seq = seq  # (in `Event`'s field order: the keys are shared, see `twin`)
+        event.run_id = emitter.run_id
+        event.machine = _CONVERSATION
+        event.event = kind
+        event.source = event.target = state
+        event.at = emitter.clock()
+        event.data = data
+        event.__pydantic_fields_set__ = EVENT_FIELDS
+        event.__pydantic_extra__ = None
+        event.__pydantic_private__ = None
+        event.__class__ = Event
         if self.store is None and self._quiet is None and self._data.loop_state is not None:
             # `_on_event`, inlined for a run with no store (nothing to save, no batch, no
             # loop to make): the event goes to the listeners as it happens.

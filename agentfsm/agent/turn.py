@@ -29,7 +29,13 @@ from agentfsm.llm.base import (
     check_finish,
 )
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.states.messages import Message, ToolCall, message_json, user_message
+from agentfsm.states.messages import (
+    Message,
+    ToolCall,
+    assistant_message,
+    message_json,
+    user_message,
+)
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import context_of
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
@@ -66,6 +72,38 @@ _BUSY = RunState.BUSY
 _BEFORE_LLM, _AFTER_LLM = HookKind.BEFORE_LLM, HookKind.AFTER_LLM
 _TOOL_STARTED, _TOOL_RESULT = RecordKind.TOOL_STARTED, RecordKind.TOOL_RESULT
 _ROUND_CLOSED = RecordKind.ROUND_CLOSED
+_AWAITING_ACTION, _AWAITING_INPUT = LoopState.AWAITING_ACTION, LoopState.AWAITING_INPUT
+
+
+_UNKNOWN = object()
+"""What a reply was made of, when it is not known (see `_reply_json`)."""
+
+
+def _reply_json(reply: Message, content: object, calls: tuple[ToolCall, ...]) -> JSONObject:
+    """``message_json(reply)``, without reading ``reply`` when what it was made of is known.
+
+    A ``reply`` made by ``assistant_message(content, calls)`` on that function's fast path
+    is dumped from ``content`` and ``calls`` (pydantic attributes cost several dict items).
+    That path keeps its arguments as they are, and it is the one taken for a tuple of exact
+    `ToolCall`s and a text or None content (anything else is validated, and may be changed:
+    then ``reply`` is dumped). A property test pins the two equal.
+    """
+    if content is _UNKNOWN or type(calls) is not tuple:
+        return message_json(reply)
+    if content is not None and type(content) is not str:
+        return message_json(reply)
+    dumped: list[JSONValue] = []
+    for call in calls:  # (a loop: a comprehension costs a call)
+        if type(call) is not ToolCall:
+            return message_json(reply)
+        dumped.append(call.__dict__.copy())  # (all text, in field order: see `message_json`)
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": dumped,
+        "tool_call_id": None,
+        "name": None,
+    }
 
 
 class TurnDriver(TypedAnswers):
@@ -373,10 +411,11 @@ class TurnDriver(TypedAnswers):
     async def _replied(self, response: ModelResponse, started: float) -> None:
         """Take the model's reply (asked for at ``started``), then the round or check it asks."""
         self._data.at_boundary = True
+        given = response.__dict__  # (a dict item costs less than a pydantic attribute)
         self._record(
             llm_call_entry(
                 # (the model's name is asked only if the response does not say it)
-                response.__dict__["model"] or self.model.name,
+                given["model"] or self.model.name,
                 response,
                 self._data.turn,
                 self._data.iteration,
@@ -384,11 +423,17 @@ class TurnDriver(TypedAnswers):
                 self._clock(),
             )
         )
-        reply = response.to_message()
+        content: object = _UNKNOWN  # (what the reply is made of, when that is known)
+        if type(response) is ModelResponse:  # (`to_message`, inlined: a subclass may differ)
+            text, calls = given["content"], given["tool_calls"]
+            content = text if text is not None or calls else ""
+            reply = assistant_message(content, calls)
+        else:
+            reply = response.to_message()
         hooked = self.hooks._handlers and _AFTER_LLM in self.hooks  # (no handler: no call)
         added = await self._fire(_AFTER_LLM, reply) if hooked else ()
         if self._edit is not None:  # (only an after_llm handler sets it)
-            reply = self._edited(reply)
+            reply, content = self._edited(reply), _UNKNOWN
         if self._cancel_requested or self._data.cancel_requested:
             # The boundary after the model call: the reply is kept, its calls are answered
             # "cancelled" and none runs, and the turn is cancelled even if it was the answer.
@@ -398,7 +443,7 @@ class TurnDriver(TypedAnswers):
             self._stop_at_boundary()
             return
         calls = reply.tool_calls  # (read once: a pydantic model's attributes cost more)
-        self._classify(reply, calls)
+        self._classify(reply, calls, content)
         if added:  # (what after_llm handlers added: held back while a round is open)
             if calls:
                 self._defer(added)
@@ -445,10 +490,13 @@ class TurnDriver(TypedAnswers):
         for listener in self._delta_listeners:  # (replaced, never changed in place)
             listener(item)
 
-    def _classify(self, reply: Message, calls: tuple[ToolCall, ...]) -> None:
+    def _classify(
+        self, reply: Message, calls: tuple[ToolCall, ...], content: object = _UNKNOWN
+    ) -> None:
         """Append the reply and send model_replied with the round's shape (and the reply).
 
-        ``calls`` are the reply's tool calls.
+        ``calls`` are the reply's tool calls; ``content`` the content ``reply`` was made
+        from by ``assistant_message(content, calls)``, or `_UNKNOWN`.
         """
         waiting = self.tools.awaiting_decision(calls, self.enabled_tools) if calls else ()
         asking: Sequence[ToolCall] = ()
@@ -460,18 +508,21 @@ class TurnDriver(TypedAnswers):
             asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
         self._round = calls
         self._messages.append(reply)
-        self._loop_machine().send(
+        loop = self._loop if self._loop is not None else self._loop_machine()  # (no call)
+        loop.send(
             "model_replied",
             tool_calls=self._answer_calls(calls) if self._answer_by_tool else len(calls),
             needing_action=len(waiting) - len(asking),
             asking_user=len(asking),
             # (`_dump`, inlined: once per model reply)
-            message=message_json(reply) if self.store is not None or self._listeners else {},
+            message=_reply_json(reply, content, calls)
+            if self.store is not None or self._listeners
+            else {},
         )
         state = self._data.loop_state  # (the loop's state, read without a call)
-        if state == LoopState.AWAITING_ACTION:
+        if state == _AWAITING_ACTION:
             self._run.send("need_action", calls=list(waiting), deadline=self._deadline(True))
-        elif state == LoopState.AWAITING_INPUT:
+        elif state == _AWAITING_INPUT:
             self._run.send(
                 "need_input",
                 question=question_of(asking[0]),
@@ -529,7 +580,8 @@ class TurnDriver(TypedAnswers):
         if self._deferred:  # (messages held back while the round was open)
             self._flush_deferred()
         self._trace_round(calls, results)
-        self._loop_machine().send("tools_finished")
+        loop = self._loop if self._loop is not None else self._loop_machine()  # (no call)
+        loop.send("tools_finished")
         if data.loop_state == _EXHAUSTED:
             await self._finish(_EXHAUSTED)
         elif self._sources:
@@ -671,25 +723,27 @@ class TurnDriver(TypedAnswers):
         elif (
             type(result) is ToolResult
             and type(message) is Message
-            and type(given["output"]) is str
-            and message.role == "tool"  # (so its tool_calls are empty: one read less)
+            and type(output := given["output"]) is str
+            and given["error"] is None
         ):
             # `result_json` and `message_json`, inlined for a text output (the usual one),
             # the result's JSON copied from its fields, in their order (JSON but for its
-            # status and error): the record of every call (a test pins the two equal)
+            # status and error): the record of every call (a test pins the two equal). The
+            # tool message of such a result (a text output, no error) is
+            # ``tool_message(call_id, output, tool_name)``: the `ToolSystem` makes every
+            # message it answers with from its result, a text output being the message's
+            # text (a test pins it). So its JSON is made from the result's fields, without
+            # reading the message's (a pydantic attribute costs several dict items).
             dumped = given.copy()
-            error = given["error"]
             dumped["status"] = str(given["status"])
-            if error is not None:
-                dumped["error"] = {"type": error.type, "message": error.message}
             data = {
                 "result": dumped,
                 "message": {
                     "role": "tool",
-                    "content": message.content,
+                    "content": output,
                     "tool_calls": [],
-                    "tool_call_id": message.tool_call_id,
-                    "name": message.name,
+                    "tool_call_id": call_id,
+                    "name": given["tool_name"],
                 },
             }
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from agentfsm.errors import (
     ToolArgumentsError,
@@ -114,8 +114,13 @@ class CallAnswers:
         allowed = round_.enabled
         return tuple(n for n in self.registry.names if allowed is None or n in allowed)
 
-    def _answer(self, index: int, call: ToolCall, round_: Round) -> _Answer:
+    def _answer(
+        self, index: int, call: ToolCall, fields: dict[str, Any], round_: Round
+    ) -> _Answer:
         """A call's answer, at once when it comes at once, else an awaitable of it.
+
+        ``fields`` is the call's ``__dict__`` (its fields, read by the caller, which needs
+        them too: a pydantic model's attribute costs several dict items).
 
         The usual call (a registered, enabled, allowed server-side tool with a plain sync or
         async body and no context, no decision, no delegate, no observer; arguments `plain`
@@ -124,9 +129,6 @@ class CallAnswers:
         property test pins them equal).
         """
         started = self._timer()
-        # The call's fields, read from its ``__dict__`` (a pydantic model's attribute costs
-        # several dict items: its class has a ``__getattr__``).
-        fields = call.__dict__
         name = fields["name"]
         found = self.registry._table.tools.get(name)  # (`find`, inlined)
         if (

@@ -77,6 +77,7 @@ _new_tuple = tuple.__new__
 Python-level ``__new__`` of a named tuple (a test pins the two equal)."""
 
 _ID = attrgetter("id")
+_REQUIRE_APPROVAL = ToolPolicy.REQUIRE_APPROVAL  # (read once: a member read costs a lookup)
 """A call's id."""
 
 _NO_ANSWERS: Mapping[str, Answer] = MappingProxyType({})
@@ -180,7 +181,7 @@ class ToolSystem(CallAnswers):
             found = tools.get(call.name)
             if found is None or (enabled is not None and call.name not in enabled):
                 continue
-            if found.client_side or found.policy is ToolPolicy.REQUIRE_APPROVAL:
+            if found.client_side or found.policy is _REQUIRE_APPROVAL:
                 pending.append(call.id)
         return tuple(pending)
 
@@ -353,13 +354,13 @@ class ToolSystem(CallAnswers):
                 asked = stop()  # (awaited only if it must be: a coroutine costs)
                 if asked if isinstance(asked, bool) else await asked:
                     break
-            answer = self._answer(index, call, round_)
+            fields = call.__dict__  # (a dict item costs less than a pydantic attribute)
+            answer = self._answer(index, call, fields, round_)
             if not isinstance(answer, tuple):  # to await, or a call that waits
                 answer = self._waits_or(call, await outcome(answer), round_.on_input)
                 if answer is None:  # its tool asked the user, or its sub-agent waits
                     break
             result, text = answer
-            fields = call.__dict__  # (a dict item costs less than a pydantic attribute)
             message = tool_message(fields["id"], text, fields["name"])
             new.append(message)
             results.append(result)
@@ -420,7 +421,7 @@ class ToolSystem(CallAnswers):
                 continue
             if round_.hooked:
                 await self._fire(HookKind.BEFORE_EACH_TOOL, round_, [*messages, *new], call)
-            answer = self._answer(index, call, round_)
+            answer = self._answer(index, call, call.__dict__, round_)
             if not isinstance(answer, tuple):  # to await, or a call that waits
                 answer = self._waits_or(call, await outcome(answer), round_.on_input)
                 if answer is None:  # its tool asked the user, or its sub-agent waits
