@@ -77,8 +77,8 @@ _new_tuple = tuple.__new__
 Python-level ``__new__`` of a named tuple (a test pins the two equal)."""
 
 _ID = attrgetter("id")
-_REQUIRE_APPROVAL = ToolPolicy.REQUIRE_APPROVAL  # (read once: a member read costs a lookup)
 """A call's id."""
+_REQUIRE_APPROVAL = ToolPolicy.REQUIRE_APPROVAL  # (read once: a member read costs a lookup)
 
 _NO_ANSWERS: Mapping[str, Answer] = MappingProxyType({})
 
