@@ -109,9 +109,11 @@ async def _waiting_runs(
     for agent in agents:
         await agent.astart()
     tasks = [asyncio.ensure_future(agent.asubmit("go")) for agent in agents]
-    while any(agent.iteration < len(SCRIPT) for agent in agents):
+    for _ in range(100):  # (a few loop passes: every call before the third is immediate)
+        if all(agent.iteration == len(SCRIPT) for agent in agents):
+            return agents, gate, tasks
         await asyncio.sleep(0)
-    return agents, gate, tasks
+    raise AssertionError("the runs did not all reach their third model call")
 
 
 BUDGET = 48
