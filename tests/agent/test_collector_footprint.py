@@ -122,9 +122,9 @@ BUDGET = 48
 """Tracked objects a waiting run (its Agent and what only it holds) may hold: its 24 records
 and the 12 ``__dict__`` objects of its results and tool entries, the Agent and its parts
 (RunData, two machines, emitter and its weak reference, ToolSystem, ToolRegistry, Hooks, the
-message and trace lists), and its model. Lower it when a
-change frees one; raise it only deliberately (6 to 12 more per run added a full collection to
-the 10,000-run row, 0.25 to 0.3 s)."""
+message and trace lists), and its model. Lower it when a change frees one; raise it only
+deliberately (6 to 12 more per run added a full collection to the 10,000-run row, 0.25 to
+0.3 s)."""
 
 
 def test_a_run_waiting_on_its_third_model_call_holds_a_known_set_of_tracked_objects() -> None:
