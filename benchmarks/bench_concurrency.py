@@ -8,6 +8,9 @@ memory (the growth of the process's maximum resident set over its resident set b
 runs) is its own. The hand-written loop and the Agent rows (each a few seconds) are
 repeated `REPEATS` times, interleaved, and report their medians: one run each swings by a
 fifth with the machine's load, and the ratio between them is a target. The peers run once.
+Each row also says how long the cyclic garbage collector ran during the runs and how many
+full (generation 2) collections it made, observed with `gc.callbacks` (the collector itself
+is left as it is): at this scale most of what separates the Agent from the hand-written loop.
 
 Run: ``.venv/bin/python benchmarks/bench_concurrency.py [--json PATH] [--runs N]``.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import resource
 import statistics
@@ -84,16 +88,51 @@ def _resident_kib() -> int:
     return pages * resource.getpagesize() // 1024
 
 
+_OLDEST = len(gc.get_threshold()) - 1
+"""The collector's oldest generation (2 in CPython)."""
+
+
+class CollectorWatch:
+    """How long the cyclic garbage collector runs, and how often in full, while it watches.
+
+    Observes only (`gc.callbacks`): the collector's thresholds and state are left alone.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        """Time spent in collections of any generation."""
+        self.full = 0
+        """Collections of the oldest generation (each walks every tracked object)."""
+        self._started = 0.0
+
+    def __enter__(self) -> CollectorWatch:
+        gc.callbacks.append(self._told)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._told)
+
+    def _told(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        self.seconds += time.perf_counter() - self._started
+        if info["generation"] == _OLDEST:
+            self.full += 1
+
+
 def measure(name: str, runs: int) -> dict[str, float]:
     """Run ``runs`` concurrent runs of candidate ``name`` in this process."""
     listener = Listener()
     runner = _factories()[name](listener, LATENCY)
+    watch = CollectorWatch()
 
     async def everything() -> float:
         await runner(ITERATIONS)  # warm up (imports, caches) before the clock starts
-        start = time.perf_counter()
-        answers = await asyncio.gather(*(runner(ITERATIONS) for _ in range(runs)))
-        wall = time.perf_counter() - start
+        with watch:
+            start = time.perf_counter()
+            answers = await asyncio.gather(*(runner(ITERATIONS) for _ in range(runs)))
+            wall = time.perf_counter() - start
         if any(answer != FINAL for answer in answers):
             raise AssertionError(f"{name}: a run did not end with the final text")
         return wall
@@ -109,6 +148,8 @@ def measure(name: str, runs: int) -> dict[str, float]:
         "ratio_to_bound": wall / bound,
         "peak_mib": max(peak - before, 0) / 1024,
         "peak_kib_per_run": max(peak - before, 0) / runs,
+        "gc_s": watch.seconds,
+        "full_collections": watch.full,
     }
 
 
@@ -155,11 +196,15 @@ def main() -> None:
         f"{options.runs:,} concurrent runs x {ITERATIONS} iterations, model latency "
         f"{LATENCY * 1000:.0f} ms (bound {ITERATIONS * LATENCY:.2f} s)"
     )
-    print(f"{'candidate':<34} {'wall s':>7} {'x bound':>8} {'peak MiB':>9} {'KiB/run':>8}")
+    print(
+        f"{'candidate':<34} {'wall s':>7} {'x bound':>8} {'peak MiB':>9} {'KiB/run':>8} "
+        f"{'gc s':>6} {'full gc':>7}"
+    )
     for name, row in results.items():
         print(
             f"{name:<34} {row['wall_s']:>7.2f} {row['ratio_to_bound']:>8.2f} "
-            f"{row['peak_mib']:>9.1f} {row['peak_kib_per_run']:>8.1f}"
+            f"{row['peak_mib']:>9.1f} {row['peak_kib_per_run']:>8.1f} "
+            f"{row['gc_s']:>6.2f} {row['full_collections']:>7.0f}"
         )
     if options.json:
         options.json.write_text(

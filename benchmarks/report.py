@@ -141,15 +141,18 @@ def concurrency_table(concurrency: dict[str, Any]) -> list[str]:
     """The Markdown table of the concurrent runs."""
     lines = [
         "| implementation | wall s | x hand-written async | x latency bound | peak MiB "
-        "| peak KiB / run |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| peak KiB / run | of which gc s (full collections) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     hand = concurrency["candidates"]["hand-written loop, async"]["wall_s"]
     for name, row in concurrency["candidates"].items():
+        collector = (
+            f"{row['gc_s']:.2f} ({row['full_collections']:.0f})" if "gc_s" in row else "n/a"
+        )
         lines.append(
             f"| {name} | {row['wall_s']:.2f} | {row['wall_s'] / hand:.2f} | "
             f"{row['ratio_to_bound']:.1f} | {row['peak_mib']:.1f} | "
-            f"{row['peak_kib_per_run']:.1f} |"
+            f"{row['peak_kib_per_run']:.1f} | {collector} |"
         )
     return lines
 
