@@ -121,7 +121,7 @@ class TurnDriver(TypedAnswers):
         # Listed before the turn starts: a source that cannot be listed, or whose tools
         # clash, refuses the submit, and nothing changes.
         listings = await self._list_sources() if self._sources else None
-        self._messages.append(user_message(text))  # in the transition's snapshot
+        self._messages += (user_message(text),)  # in the transition's snapshot
         # Requests of an earlier turn are forgotten; those made from now on (a listener of
         # this very submit) are this turn's.
         self._cancel_requested = self._pause_requested = False
@@ -129,7 +129,7 @@ class TurnDriver(TypedAnswers):
             self._run.send("submit", **args)
         except BaseException:
             if self._data.state != RunState.BUSY:  # refused (not a listener of the submit)
-                self._messages.pop()
+                self._messages = self._messages[:-1]
             raise
         self._round = ()
         if listings is not None:
@@ -217,7 +217,7 @@ class TurnDriver(TypedAnswers):
     def _compact(self, summary: Message, end: int) -> None:
         """Replace the messages after the system prompt, up to ``end``, with ``summary``."""
         start = len(self._system)
-        self._messages[start:end] = [summary]
+        self._messages = (*self._messages[:start], summary, *self._messages[end:])
         self._note(
             RecordKind.COMPACTED, {"start": start, "end": end, "summary": self._dump(summary)}
         )
@@ -411,7 +411,7 @@ class TurnDriver(TypedAnswers):
             await self._validate()
 
     def _call_model(self) -> Awaitable[ModelResponse]:
-        messages = tuple(self._messages)  # a view: the model cannot change the history (I10)
+        messages = self._messages  # a tuple: the model cannot change the history (I10)
         tools = self.tools.registry.offered_tools(self.enabled_tools)  # shared, not copied
         if self._response_format is not None:  # a typed run, on a model with structured output
             return self._call_structured(messages, tools)
@@ -459,7 +459,7 @@ class TurnDriver(TypedAnswers):
             waiting = tuple(call_id for call_id in waiting if call_id not in malformed)
             asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
         self._round = calls
-        self._messages.append(reply)
+        self._messages += (reply,)
         self._loop_machine().send(
             "model_replied",
             tool_calls=self._answer_calls(calls) if self._answer_by_tool else len(calls),
@@ -703,8 +703,8 @@ class TurnDriver(TypedAnswers):
             messages: Those messages, if the caller has them in call order already.
         """
         self._data.at_boundary = True
-        self._messages.extend(
-            round_messages(self._round, self._answers) if messages is None else messages
+        self._messages += (
+            tuple(round_messages(self._round, self._answers)) if messages is None else messages
         )
         self._answers, self._started, self._decisions = (), (), NO_DECISIONS
         self._inputs = NO_INPUTS
