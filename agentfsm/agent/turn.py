@@ -252,6 +252,9 @@ class TurnDriver(TypedAnswers):
                 await self._model_failed(error)
                 break
             await self._replied(response, started)
+            # (not held while the next call is awaited: a response a model builds, with its
+            # dict and its fields-set set, is some 500 bytes the run would keep for nothing)
+            del response
         if data.state == _BUSY:
             await self._finish(data.loop_state)
         if self._due():
