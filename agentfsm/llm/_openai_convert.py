@@ -21,8 +21,9 @@ from agentfsm.llm.base import (
     ModelDelta,
     ModelResponse,
     Usage,
+    usage_counts,
 )
-from agentfsm.states.messages import ToolCall
+from agentfsm.states.messages import ToolCall, tool_call
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only when a call is made
     from openai.types import CompletionUsage
@@ -81,10 +82,10 @@ def usage_of(usage: CompletionUsage | None) -> Usage | None:
     """The token counts, or None when the provider sent none."""
     if usage is None:
         return None
-    return Usage(
-        prompt_tokens=usage.prompt_tokens or 0,
-        completion_tokens=usage.completion_tokens or 0,
-        total_tokens=usage.total_tokens or 0,
+    return usage_counts(
+        usage.prompt_tokens or 0,
+        usage.completion_tokens or 0,
+        usage.total_tokens or 0,
     )
 
 
@@ -94,7 +95,7 @@ def _tool_call(index: int, call: ChatCompletionMessageToolCallUnion) -> ToolCall
     else:
         name, arguments = call.function.name, call.function.arguments
     # Some compatible servers omit ids; a stable one keeps the tool message answerable.
-    return ToolCall(id=call.id or f"call_{index + 1}", name=name, arguments=arguments or "")
+    return tool_call(call.id or f"call_{index + 1}", name, arguments or "")
 
 
 def finish(
@@ -219,11 +220,7 @@ class StreamAssembly:
                 "so the response may be cut off",
             )
         tool_calls = tuple(
-            ToolCall(
-                id=call.id or f"call_{index + 1}",
-                name="".join(call.name),
-                arguments="".join(call.arguments),
-            )
+            tool_call(call.id or f"call_{index + 1}", "".join(call.name), "".join(call.arguments))
             for index, call in sorted(self.calls.items())
         )
         content = "".join(self.content) or None
