@@ -9,6 +9,7 @@ results the model can read.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -95,7 +96,18 @@ def _tool_call(index: int, call: ChatCompletionMessageToolCallUnion) -> ToolCall
     else:
         name, arguments = call.function.name, call.function.arguments
     # Some compatible servers omit ids; a stable one keeps the tool message answerable.
-    return tool_call(call.id or f"call_{index + 1}", name, arguments or "")
+    return tool_call(call.id or f"call_{index + 1}", shared(name), arguments or "")
+
+
+def shared(text: str) -> str:
+    """``text`` as the one string of its value that every run shares (interned).
+
+    For a tool's or a model's name, which a run keeps in each of its calls, results and
+    trace entries: the client parses each response's JSON into new strings, and interned a
+    name is not one string (some 60 bytes) per call a run keeps. Anything but a str is
+    returned as it is.
+    """
+    return sys.intern(text) if type(text) is str else text
 
 
 def finish(
@@ -125,7 +137,7 @@ def finish(
         tool_calls=tool_calls,
         finish_reason=reason,
         usage=usage,
-        model=model,
+        model=shared(model),
     )
 
 
@@ -220,7 +232,9 @@ class StreamAssembly:
                 "so the response may be cut off",
             )
         tool_calls = tuple(
-            tool_call(call.id or f"call_{index + 1}", "".join(call.name), "".join(call.arguments))
+            tool_call(
+                call.id or f"call_{index + 1}", shared("".join(call.name)), "".join(call.arguments)
+            )
             for index, call in sorted(self.calls.items())
         )
         content = "".join(self.content) or None
