@@ -560,7 +560,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             IllegalTransitionError: The run is not ready, completed or failed.
         """
         self._at_rest("reset")
-        self._messages = list(self._system)
+        self._messages = self._system
         self._round, self._deferred = (), ()
         self._store_failed = False
         self._depth = 1  # its listeners run inside this step

@@ -111,7 +111,9 @@ class RunRecord(WriteBehind):
     _listeners: tuple[AgentListener, ...]
     """Told of every event and trace entry (replaced, never changed in place: a listener
     added or removed during a delivery takes effect at the next)."""
-    _messages: list[Message]
+    _messages: tuple[Message, ...]
+    """The conversation: a tuple, replaced on change (never changed in place), so that it
+    is the model's view as it is (I10) and a snapshot's without a copy."""
     _trace: list[AnyTraceEntry]
     _round: tuple[ToolCall, ...]
     _deferred: tuple[Message, ...]
@@ -191,7 +193,7 @@ class RunRecord(WriteBehind):
         )
         self._run: AnyMachine = run_machine(self._data, self._emitter, self._engine)
         self._loop: AnyMachine | None = None
-        self._messages: list[Message] = list(self._system)
+        self._messages: tuple[Message, ...] = self._system
         self._trace: list[AnyTraceEntry] = []
         self._round: tuple[ToolCall, ...] = ()
         # Empty between rounds, so immutable (and shared) until a round fills them: an idle
@@ -218,7 +220,7 @@ class RunRecord(WriteBehind):
             if self._data.loop_state is None
             else loop_machine(self._data, self._emitter, self._engine)
         )
-        self._messages = list(snapshot.messages)
+        self._messages = tuple(snapshot.messages)
         self._trace = list(snapshot.trace)
         self._deferred = tuple(snapshot.deferred)
         self._decisions = dict(snapshot.decisions)
@@ -499,7 +501,7 @@ class RunRecord(WriteBehind):
 
     def _append(self, messages: Iterable[Message]) -> None:
         for message in messages:
-            self._messages.append(message)
+            self._messages += (message,)
             self._note(RecordKind.MESSAGE, {"message": self._dump(message)})
 
     def _defer(self, messages: Iterable[Message]) -> None:
@@ -509,7 +511,7 @@ class RunRecord(WriteBehind):
 
     def _flush_deferred(self) -> None:
         if self._deferred:
-            self._messages.extend(self._deferred)
+            self._messages += self._deferred
             self._deferred = ()
             self._note(RecordKind.FLUSH_DEFERRED, {})
 

@@ -159,7 +159,7 @@ class TurnDriver(TypedAnswers):
         # Listed before the turn starts: a source that cannot be listed, or whose tools
         # clash, refuses the submit, and nothing changes.
         listings = await self._list_sources() if self._sources else None
-        self._messages.append(user_message(text))  # in the transition's snapshot
+        self._messages += (user_message(text),)  # in the transition's snapshot
         # Requests of an earlier turn are forgotten; those made from now on (a listener of
         # this very submit) are this turn's.
         self._cancel_requested = self._pause_requested = False
@@ -167,7 +167,7 @@ class TurnDriver(TypedAnswers):
             self._run.send("submit", **args)
         except BaseException:
             if self._data.state != RunState.BUSY:  # refused (not a listener of the submit)
-                self._messages.pop()
+                self._messages = self._messages[:-1]
             raise
         self._round = ()
         if listings is not None:
@@ -255,7 +255,7 @@ class TurnDriver(TypedAnswers):
     def _compact(self, summary: Message, end: int) -> None:
         """Replace the messages after the system prompt, up to ``end``, with ``summary``."""
         start = len(self._system)
-        self._messages[start:end] = [summary]
+        self._messages = (*self._messages[:start], summary, *self._messages[end:])
         self._note(
             RecordKind.COMPACTED, {"start": start, "end": end, "summary": self._dump(summary)}
         )
@@ -290,6 +290,9 @@ class TurnDriver(TypedAnswers):
                 await self._model_failed(error)
                 break
             await self._replied(response, started)
+            # (not held while the next call is awaited: a response a model builds, with its
+            # dict and its fields-set set, is some 500 bytes the run would keep for nothing)
+            del response
         if data.state == _BUSY:
             await self._finish(data.loop_state)
         if self._due():
@@ -456,7 +459,7 @@ class TurnDriver(TypedAnswers):
             await self._validate()
 
     def _call_model(self) -> Awaitable[ModelResponse]:
-        messages = tuple(self._messages)  # a view: the model cannot change the history (I10)
+        messages = self._messages  # a tuple: the model cannot change the history (I10)
         tools = self.tools.registry.offered_tools(self.enabled_tools)  # shared, not copied
         if self._response_format is not None:  # a typed run, on a model with structured output
             return self._call_structured(messages, tools)
@@ -507,7 +510,7 @@ class TurnDriver(TypedAnswers):
             waiting = tuple(call_id for call_id in waiting if call_id not in malformed)
             asking = [c for c in calls if c.name == ASK_USER and c.id in waiting]
         self._round = calls
-        self._messages.append(reply)
+        self._messages += (reply,)
         loop = self._loop if self._loop is not None else self._loop_machine()  # (no call)
         loop.send(
             "model_replied",
@@ -765,8 +768,8 @@ class TurnDriver(TypedAnswers):
             messages: Those messages, if the caller has them in call order already.
         """
         self._data.at_boundary = True
-        self._messages.extend(
-            round_messages(self._round, self._answers) if messages is None else messages
+        self._messages += (
+            tuple(round_messages(self._round, self._answers)) if messages is None else messages
         )
         self._answers, self._started, self._decisions = (), (), NO_DECISIONS
         self._inputs = NO_INPUTS

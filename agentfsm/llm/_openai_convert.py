@@ -9,6 +9,7 @@ results the model can read.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,8 +22,9 @@ from agentfsm.llm.base import (
     ModelDelta,
     ModelResponse,
     Usage,
+    usage_counts,
 )
-from agentfsm.states.messages import ToolCall
+from agentfsm.states.messages import ToolCall, tool_call
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only when a call is made
     from openai.types import CompletionUsage
@@ -81,10 +83,10 @@ def usage_of(usage: CompletionUsage | None) -> Usage | None:
     """The token counts, or None when the provider sent none."""
     if usage is None:
         return None
-    return Usage(
-        prompt_tokens=usage.prompt_tokens or 0,
-        completion_tokens=usage.completion_tokens or 0,
-        total_tokens=usage.total_tokens or 0,
+    return usage_counts(
+        usage.prompt_tokens or 0,
+        usage.completion_tokens or 0,
+        usage.total_tokens or 0,
     )
 
 
@@ -94,7 +96,18 @@ def _tool_call(index: int, call: ChatCompletionMessageToolCallUnion) -> ToolCall
     else:
         name, arguments = call.function.name, call.function.arguments
     # Some compatible servers omit ids; a stable one keeps the tool message answerable.
-    return ToolCall(id=call.id or f"call_{index + 1}", name=name, arguments=arguments or "")
+    return tool_call(call.id or f"call_{index + 1}", shared(name), arguments or "")
+
+
+def shared(text: str) -> str:
+    """``text`` as the one string of its value that every run shares (interned).
+
+    For a tool's or a model's name, which a run keeps in each of its calls, results and
+    trace entries: the client parses each response's JSON into new strings, and interned a
+    name is not one string (some 60 bytes) per call a run keeps. Anything but a str is
+    returned as it is.
+    """
+    return sys.intern(text) if type(text) is str else text
 
 
 def finish(
@@ -124,7 +137,7 @@ def finish(
         tool_calls=tool_calls,
         finish_reason=reason,
         usage=usage,
-        model=model,
+        model=shared(model),
     )
 
 
@@ -219,10 +232,8 @@ class StreamAssembly:
                 "so the response may be cut off",
             )
         tool_calls = tuple(
-            ToolCall(
-                id=call.id or f"call_{index + 1}",
-                name="".join(call.name),
-                arguments="".join(call.arguments),
+            tool_call(
+                call.id or f"call_{index + 1}", shared("".join(call.name)), "".join(call.arguments)
             )
             for index, call in sorted(self.calls.items())
         )

@@ -12,6 +12,7 @@ from agentfsm._compat import StrEnum
 from agentfsm.errors import ModelResponseError
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, assistant_message
+from agentfsm.states.unchecked import twin
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -40,6 +41,48 @@ class Usage(BaseModel):
     """Tokens produced."""
     total_tokens: int = Field(default=0, ge=0)
     """Both together."""
+
+
+_USAGE_GIVEN = {"prompt_tokens", "completion_tokens", "total_tokens"}
+"""The fields `usage_counts` gives (shared: see `agentfsm.states.unchecked.sealed`)."""
+_UsageTwin = twin(Usage)
+"""`Usage`'s layout with plain attribute stores (see `agentfsm.states.unchecked.twin`)."""
+
+
+def usage_counts(prompt_tokens: int, completion_tokens: int, total_tokens: int) -> Usage:
+    """``Usage(prompt_tokens=..., ...)`` with these counts, unvalidated when it may be.
+
+    A model's client makes one per call, and a run keeps each in the call's trace entry:
+    pydantic's validated one is about 480 bytes, this one about 190. Counts that are not
+    plain ints of 0 or more go through the validated constructor: the same counts, or the
+    same refusal.
+
+    Raises:
+        pydantic.ValidationError: As ``Usage(...)`` would.
+    """
+    if (
+        type(prompt_tokens) is not int
+        or type(completion_tokens) is not int
+        or type(total_tokens) is not int
+        or prompt_tokens < 0
+        or completion_tokens < 0
+        or total_tokens < 0
+    ):
+        return Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=total_tokens,
+        )
+    counts = _UsageTwin()  # (see `agentfsm.states.messages.tool_call`)
+    counts.prompt_tokens = prompt_tokens
+    counts.completion_tokens = completion_tokens
+    counts.total_tokens = total_tokens
+    counts.__pydantic_fields_set__ = _USAGE_GIVEN
+    counts.__pydantic_extra__ = None
+    counts.__pydantic_private__ = None
+    counts.__class__ = Usage
+    made: Usage = counts
+    return made
 
 
 class ModelResponse(BaseModel):

@@ -15,6 +15,7 @@ from agentfsm.states.unchecked import (
     put_fields_set,
     put_private,
     sealed,
+    twin,
 )
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -42,6 +43,41 @@ class ToolCall(BaseModel):
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
+
+
+_CALL_GIVEN = {"id", "name", "arguments"}
+"""The fields `tool_call` gives (shared: see `agentfsm.states.unchecked.sealed`)."""
+_ToolCallTwin = twin(ToolCall)
+"""`ToolCall`'s layout with plain attribute stores (see `agentfsm.states.unchecked.twin`)."""
+
+
+def tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
+    """``ToolCall(id=call_id, name=name, arguments=arguments)``, unvalidated when it may be.
+
+    A model's client makes one per call it is asked for, and a run keeps each in its
+    assistant message: pydantic's validated call (its dict, and a set of the fields given of
+    its own) is about 480 bytes, this one about 190. Values that are not plain text (or an
+    empty id) go through the validated constructor: the same call, or the same refusal.
+
+    Raises:
+        pydantic.ValidationError: As ``ToolCall(...)`` would.
+    """
+    if type(call_id) is not str or not call_id or type(name) is not str:
+        return ToolCall(id=call_id, name=name, arguments=arguments)
+    if type(arguments) is not str:
+        return ToolCall(id=call_id, name=name, arguments=arguments)
+    # An instance of the twin, each field and slot a plain store, in field order (see
+    # agentfsm.states.unchecked), made a `ToolCall` (which gives it a ``__dict__``).
+    call = _ToolCallTwin()
+    call.id = call_id
+    call.name = name
+    call.arguments = arguments
+    call.__pydantic_fields_set__ = _CALL_GIVEN
+    call.__pydantic_extra__ = None
+    call.__pydantic_private__ = None
+    call.__class__ = ToolCall
+    made: ToolCall = call
+    return made
 
 
 @inline_fields

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pytest
 from pydantic import BaseModel
 
-from agentfsm import ScriptedModel
+from agentfsm import Message, ModelResponse, ScriptedModel
 from agentfsm.agent import Agent
 from agentfsm.fsm import Emitter
 from agentfsm.states.json import JSONObject
@@ -195,6 +195,66 @@ def test_a_run_waiting_on_its_model_keeps_no_copy_of_its_call_arguments() -> Non
     # the positional tuple and the keyword dict of the call were handed to the method's
     # coroutine and freed (112 bytes per waiting run), as was that finished coroutine
     assert not held & {"args", "kwargs", "call"}
+
+
+class _Fresh:
+    """A model that builds each response anew (as a real one does), keeping what it was given.
+
+    It asks for one round of ``lookup``, then waits for ``go`` before answering.
+    """
+
+    name = "fresh"
+
+    def __init__(self) -> None:
+        self.go = asyncio.Event()
+        self.waiting = asyncio.Event()
+        self.given: list[Sequence[object]] = []
+        self.replies: list[weakref.ref[ModelResponse]] = []
+
+    async def complete(
+        self, messages: Sequence[object], tools: Sequence[JSONObject], *, on_retry: object = None
+    ) -> ModelResponse:
+        self.given.append(messages)
+        if len(self.given) == 1:
+            reply = calls(("c1", "lookup", {"query": "a"}))
+        else:
+            self.waiting.set()
+            await self.go.wait()
+            reply = answer("A")
+        self.replies.append(weakref.ref(reply))
+        return reply
+
+
+def test_a_waiting_run_holds_neither_its_last_response_nor_a_copy_of_its_messages() -> None:
+    async def run() -> tuple[bool, tuple[object, ...], str | None, tuple[Message, ...]]:
+        model = _Fresh()
+        agent = Agent(model, TOOLS, ask_user=False)  # type: ignore[arg-type]
+        await agent.astart()
+        task = asyncio.ensure_future(agent.asubmit("first"))
+        await model.waiting.wait()
+        gc.disable()  # (freed by reference counting alone)
+        try:
+            first_freed = model.replies[0]() is None
+        finally:
+            gc.enable()
+        # what the model was given is the run's conversation itself, not a copy of it
+        given = model.given[-1]
+        assert given is agent._messages
+        view = tuple(given)
+        model.go.set()
+        reply = (await task).reply
+        assert model.given[-1] is given  # what the model holds did not change meanwhile
+        return first_freed, view, reply, agent.messages
+
+    first_freed, view, reply, messages = asyncio.run(run())
+
+    assert reply == "A"
+    # the first response is not kept while the second call waits (a response a model
+    # builds, with its fields-set set and its dict, is some 500 bytes)
+    assert first_freed
+    assert [message.role for message in view] == ["user", "assistant", "tool"]
+    assert messages[:3] == view
+    assert [message.role for message in messages] == ["user", "assistant", "tool", "assistant"]
 
 
 def test_a_step_given_bad_arguments_refuses_them_and_changes_nothing() -> None:

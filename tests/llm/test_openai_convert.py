@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from agentfsm.errors import ModelResponseError
 from agentfsm.llm import FinishReason
 from agentfsm.llm._openai_convert import Origin, StreamAssembly, from_completion
+from agentfsm.llm.base import Usage
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import ToolCall
 
@@ -61,6 +64,51 @@ def test_the_response_names_the_model_that_answered() -> None:
     response = from_completion(ORIGIN, completion({"role": "assistant", "content": "hi"}))
 
     assert (response.model, response.usage) == ("gpt-test-2024", None)
+
+
+def test_responses_read_apart_share_their_tool_and_model_names() -> None:
+    body = json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-test-2024",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "tool_calls": [function_call("a", "lookup_weather", "{}")],
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6},
+        }
+    )
+    # each read as the client reads a body: its own new strings
+    first, second = (
+        from_completion(ORIGIN, ChatCompletion.construct(**json.loads(body))) for _ in range(2)
+    )
+    streamed = StreamAssembly(ORIGIN)
+    opening = {"index": 0, "id": "a", "function": {"name": "lookup_weather", "arguments": "{}"}}
+    for piece in (
+        chunk(delta(tool_calls=[opening])),
+        chunk(delta(finish="tool_calls")),
+    ):
+        streamed.add(piece)
+    third = streamed.response()
+
+    assert first == second
+    assert first.usage == Usage(prompt_tokens=4, completion_tokens=2, total_tokens=6)
+    assert (
+        first.tool_calls
+        == (ToolCall(id="a", name="lookup_weather", arguments="{}"),)
+        == third.tool_calls
+    )
+    # a run keeps these names in each call, result and trace entry: one string each, shared
+    assert first.model is second.model is third.model
+    assert first.tool_calls[0].name is second.tool_calls[0].name is third.tool_calls[0].name
 
 
 def test_calls_without_ids_get_stable_ones_and_missing_arguments_are_empty() -> None:

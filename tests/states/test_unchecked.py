@@ -1,9 +1,10 @@
 """The hot path's unvalidated records equal the validated ones, field set and JSON included.
 
 Each fast constructor (`tool_message`, `assistant_message`, `tool_result`, `llm_call_entry`,
-`tool_entries`) is compared with pydantic's validated construction of the same record on
-generated values: equal, with the same fields marked as given, the same JSON, and frozen;
-each fast dump (`message_json`, `result_json`) with pydantic's ``model_dump(mode="json")``.
+`tool_entries`, `tool_call`, `usage_counts`) is compared with pydantic's validated
+construction of the same record on generated values: equal, with the same fields marked as
+given, the same JSON, and frozen (or refused alike); each fast dump (`message_json`,
+`result_json`) with pydantic's ``model_dump(mode="json")``.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from agentfsm.fsm.trace import (
     tool_entries,
     user_input_entry,
 )
-from agentfsm.llm.base import FinishReason, ModelResponse, Usage
+from agentfsm.llm.base import FinishReason, ModelResponse, Usage, usage_counts
 from agentfsm.states.messages import (
     Message,
     ToolCall,
     assistant_message,
     message_json,
+    tool_call,
     tool_message,
     user_message,
 )
@@ -124,6 +126,59 @@ def test_assistant_message_is_message_assistant(
     with pytest.raises(pydantic.ValidationError) as also:
         assistant_message(content, tool_calls)
     assert also.value.errors()[0]["msg"] == message
+
+
+def same_or_refused_alike(fast: Callable[[], Any], checked: Callable[[], Any]) -> None:
+    """``fast()`` is ``checked()``, or both refuse with the same errors."""
+    refusal = None
+    try:
+        expected = checked()
+    except pydantic.ValidationError as refused:
+        refusal = refused.errors()
+    if refusal is None:
+        same(fast(), expected)
+        return
+    with pytest.raises(pydantic.ValidationError) as also:
+        fast()
+    assert also.value.errors() == refusal
+
+
+# Besides plain text: what a compatible server's client may hand over instead.
+call_parts = (
+    texts | st.none() | st.integers() | st.builds(lambda text: type("S", (str,), {})(text), texts)
+)
+
+
+@given(ids | call_parts, call_parts, call_parts)
+def test_tool_call_is_the_validated_call(call_id: Any, name: Any, arguments: Any) -> None:
+    same_or_refused_alike(
+        lambda: tool_call(call_id, name, arguments),
+        lambda: ToolCall(id=call_id, name=name, arguments=arguments),
+    )
+
+
+counts = st.integers(-3, 2**70) | st.booleans() | st.floats(-2, 1e6) | st.none() | st.just("7")
+
+
+@given(counts, counts, counts)
+def test_usage_counts_are_the_validated_usage(prompt: Any, completion: Any, total: Any) -> None:
+    same_or_refused_alike(
+        lambda: usage_counts(prompt, completion, total),
+        lambda: Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total),
+    )
+
+
+def test_tool_call_and_usage_counts_build_plain_values_unvalidated() -> None:
+    call = tool_call("c1", "lookup", '{"q": 1}')
+    counts = usage_counts(10, 5, 15)
+
+    # made as twins (no validation: no fields-set set of their own, which a validated
+    # record has), so each a few hundred bytes smaller than pydantic's
+    assert call.__pydantic_fields_set__ is tool_call("c2", "f", "").__pydantic_fields_set__
+    assert counts.__pydantic_fields_set__ is usage_counts(0, 0, 0).__pydantic_fields_set__
+    assert ToolCall(id="c1", name="f").__pydantic_fields_set__ is not (
+        ToolCall(id="c2", name="f").__pydantic_fields_set__
+    )
 
 
 def test_assistant_message_refuses_what_message_assistant_refuses() -> None:

@@ -167,7 +167,7 @@ class EagerAgent(Agent):
     """Records the user's input before the machine has accepted it."""
 
     async def asubmit(self, text: str) -> object:  # type: ignore[override]
-        self._messages.append(Message.user(text))
+        self._messages += (Message.user(text),)
         return await super().asubmit(text)
 
 
