@@ -339,7 +339,9 @@ class RunRecord(WriteBehind):
         """
         if self._listeners:
             if self._behind:
-                self._write_behind()
+                flight = self._flight
+                if flight is None or flight.pending.begun:  # (else: nothing it could do)
+                    self._write_behind()
             else:
                 await self._commit()
 

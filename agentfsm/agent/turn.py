@@ -349,7 +349,10 @@ class TurnDriver(TypedAnswers):
         # (`_due` and `_stop_requested`, inlined: asked between every two calls of a round)
         if (self._undelivered or self._claim_due or self._flight is not None) and self._listeners:
             self._before_call()
-            return self._told_then_stop()
+            flight = self._flight
+            if not (self._behind and flight is not None and not flight.pending.begun):
+                return self._told_then_stop()
+            # (writing behind a save not begun yet, `_tell` has nothing to do: no coroutine)
         return self._cancel_requested or self._pause_requested or self._data.cancel_requested
 
     def _before_call(self) -> None:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from agentfsm import Event
 from agentfsm.fsm.data import RunData
+from agentfsm.fsm.trace import UserInputTrace
 from agentfsm.states.events import unchecked_event
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import Message
@@ -101,6 +102,45 @@ def test_a_save_of_81_events_is_three_statements(tmp_path: Path) -> None:
     assert [s.count("),(") + 1 for s in inserts] == [64, 16, 1]
     with sqlite3.connect(tmp_path / "r.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 81
+
+
+def _chunks(rows: int) -> int:
+    """The INSERT statements ``rows`` rows take: chunks of 64, 16, 4 and 1, largest first."""
+    return rows // 64 + rows % 64 // 16 + rows % 16 // 4 + rows % 4
+
+
+@given(st.integers(1, 90), st.integers(0, 90), st.integers(0, 20), st.integers(0, 20))
+def test_a_saves_new_messages_and_trace_entries_share_their_insert_statements(
+    messages: int, entries: int, more_messages: int, more_entries: int
+) -> None:
+    def busy(version: int, conversation: int, trace: int) -> Snapshot:
+        data = RunData(run_id="r1", state=RunState.BUSY, loop_state="thinking", turn=1)
+        said = [Message.user(f"question {n}") for n in range(conversation)]
+        heard = [UserInputTrace(turn=1, text=f"q {n}", at=1.0 + n) for n in range(trace)]
+        return Snapshot.from_data(data, said, heard, seq=version, version=version)
+
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        SQLiteStore(Path(directory) / "r.db") as store,
+    ):
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)
+        first = busy(1, messages, entries)
+        store.save(first, make_events("r1", 1, 1), expected_version=None)
+        # A later save writes only what is new of either kind (the same objects kept).
+        second = Snapshot._trusted(
+            {
+                **busy(2, messages + more_messages, entries + more_entries).__dict__,
+                "messages": first.messages + busy(2, more_messages, 0).messages,
+                "trace": first.trace + busy(2, 0, more_entries).trace,
+            }
+        )
+        store.save(second, make_events("r1", 2, 1), expected_version=1)
+        inserts = [s for s in statements if s.startswith("INSERT INTO items")]
+        assert store.load("r1") == second
+    # Both kinds in the same statements: one INSERT per chunk of the save's new rows.
+    assert len(inserts) == _chunks(messages + entries) + _chunks(more_messages + more_entries)
+    assert not [s for s in statements if s.startswith("DELETE")]
 
 
 def test_the_first_save_of_a_run_only_inserts_and_a_save_after_a_reopen_rewrites(

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentfsm import Event, Message, SQLiteStore, replay
+from agentfsm import Event, Message, SQLiteStore, ToolCall, replay
 from agentfsm.errors import StoreWriteError
-from agentfsm.llm.base import ModelResponse, RetryListener
+from agentfsm.llm.base import FinishReason, ModelResponse, RetryListener
 from agentfsm.states import RunState
 from agentfsm.states.json import JSONObject
 from agentfsm.stores import RunStore, Snapshot
@@ -239,3 +239,71 @@ def test_a_run_killed_at_any_save_behind_resumes_as_the_contract_says(
     if final != expected:  # only when book had started and its answer was lost
         booked = next(m for m in final if m.role == "tool" and m.name == "book")
         assert "ToolOutcomeUnknown" in str(booked.content)
+
+
+def test_boundaries_add_nothing_while_the_save_behind_waits_to_begin(tmp_path: Path) -> None:
+    """While the save behind has not begun, a boundary neither saves nor tells anything more.
+
+    The store's lane is held from the first model call to the last, so the saves behind
+    wait unbegun meanwhile (each replaced by the next model call's point); every boundary
+    with a listener finds nothing to do. Then all is stored and told, once each, in order.
+    """
+    from agentfsm import Agent, Tool
+    from agentfsm.stores._lane import Hop
+
+    with SQLiteStore(tmp_path / "runs.db") as sqlite:
+        held = threading.Event()
+        told: list[int] = []
+        late: list[int] = []
+        while_held: list[int] = []
+
+        def listener(item: object) -> None:
+            if isinstance(item, Event):
+                told.append(item.seq)
+                if stored_seq(sqlite) < item.seq:
+                    late.append(item.seq)
+
+        class Model:
+            name = "scripted"
+            calls = 0
+
+            async def complete(
+                self,
+                messages: Sequence[Message],
+                tools: Sequence[JSONObject],
+                *,
+                on_retry: RetryListener | None = None,
+            ) -> ModelResponse:
+                self.calls += 1
+                if self.calls == 1:  # the input is stored: hold the lane from now on
+                    sqlite.lane.submit(Hop(), lambda: held.wait(10))
+                    while_held.append(len(told))
+                elif self.calls < 4:
+                    while_held.append(len(told))
+                else:
+                    held.set()
+                    return ModelResponse(content="done")
+                calls = tuple(
+                    ToolCall(id=f"c{self.calls}-{n}", name=name, arguments='{"n": 1}')
+                    for n, name in enumerate(("one", "two", "three"))
+                )
+                return ModelResponse(tool_calls=calls, finish_reason=FinishReason.TOOL_CALLS)
+
+        def body(n: int) -> int:
+            return n
+
+        tools = [Tool(body, name=name, idempotent=True) for name in ("one", "two", "three")]
+        the_agent = Agent(
+            Model(), tools, run_id=RUN_ID, store=sqlite, listeners=[listener], ask_user=False
+        )
+        the_agent.start()
+        outcome = the_agent.submit("go")
+
+        assert outcome.state == RunState.COMPLETED
+        # Nothing more was told while the lane was held: only the start and the input.
+        assert while_held == [2, 2, 2]
+        stored = sqlite.load(RUN_ID)
+        assert stored == the_agent.snapshot()
+        assert told == list(range(1, stored.seq + 1))
+        assert late == []
+        replay(sqlite.events(RUN_ID), stored)  # (I10: raises if the log is not the run)
