@@ -207,7 +207,7 @@ class _AsyncCore(Protocol):
     """Made by the first synchronous call (an Agent used from async code needs none)."""
     _depth: int
 
-    async def astart(self) -> TurnOutcome: ...
+    async def astart(self, text: str | None = None) -> TurnOutcome: ...
     async def asubmit(self, text: str) -> TurnOutcome: ...
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome: ...
     async def aprovide_input(self, text: str) -> TurnOutcome: ...
@@ -223,9 +223,9 @@ class SyncFacade:
 
     __slots__ = ()
 
-    def start(self: _AsyncCore) -> TurnOutcome:
-        """`astart`, for synchronous code."""
-        return _run(self, self.astart())
+    def start(self: _AsyncCore, text: str | None = None) -> TurnOutcome:
+        """`astart`, for synchronous code: with ``text``, start and submit it in one step."""
+        return _run(self, self.astart(text))
 
     def submit(self: _AsyncCore, text: str) -> TurnOutcome:
         """`asubmit`, for synchronous code."""

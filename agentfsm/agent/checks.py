@@ -16,6 +16,7 @@ from agentfsm import _checks as checks
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec
 from agentfsm.agent.vocabulary import ASK_USER, AgentListener
 from agentfsm.errors import GuardFailedError, IllegalTransitionError
+from agentfsm.fsm.compiled import describe_guard
 from agentfsm.states.names import InputPolicy, RunState
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.snapshot import Snapshot
@@ -327,6 +328,40 @@ def startable(agent: Agent, restored: bool) -> None:
     if restored and agent._data.state == _PAUSED:
         return
     open_for(agent, "start", then="")
+
+
+def first_input(agent: Agent, text: str, restored: bool) -> None:
+    """Check ``start``'s ``text`` (a str) before the run is started or claimed.
+
+    Raises:
+        IllegalTransitionError: The run is restored in a state other than ``ready`` (where
+            ``start()`` would not leave it ready to take an input): the message says to call
+            ``start()`` and then what the run awaits. Nothing changes.
+        GuardFailedError: ``text`` is empty or blank, which ``submit``'s guard refuses
+            (``submit_allowed``). Nothing changes: the run is not started.
+    """
+    state = agent._data.state
+    if restored and state != RunState.CREATED and state != RunState.READY:
+        raise IllegalTransitionError(
+            run_id=agent.run_id,
+            machine="run",
+            state=str(state),
+            event="start",
+            allowed=agent._run.allowed_events(),
+            detail=(
+                " with text (a restored run takes start's text only where start() leaves "
+                "it 'ready'; call start() to take it up, then the call it awaits)"
+            ),
+        )
+    if not text.strip():
+        raise GuardFailedError(
+            run_id=agent.run_id,
+            machine="run",
+            state=str(state),
+            event="submit",
+            allowed=agent._run.allowed_events(),
+            failed_guards=(describe_guard("submit_allowed"),),
+        )
 
 
 def open_for(agent: Agent, event: str, *, then: str | None = None) -> None:

@@ -381,8 +381,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         return self._snapshot(self._emitter.seq, max(self._version, 1))
 
     @step
-    async def astart(self) -> TurnOutcome:
-        """Open the run: created → ready.
+    async def astart(self, text: str | None = None) -> TurnOutcome:
+        """Open the run: created → ready; with ``text``, also submit it, in the same step.
 
         For a run restored from its store, take it up where it was instead: nothing is
         re-entered, a busy turn goes on from its last stored step, and the run is claimed
@@ -390,13 +390,30 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         `SnapshotConflictError` before running anything. A restored paused run stays paused
         (resuming is always explicit): call `resume` next; any other call says so.
 
+        ``astart(text)`` is ``astart()`` then ``asubmit(text)``: the same events in the
+        same order, the same messages, trace, hooks and outcome; but with no return to the
+        caller between them, so on a store the start (or the claim of a restored run) and
+        the input are saved in one transaction, the awaited save before the first model
+        call, and delivered once it committed (I11). A cancel or pause a listener of
+        ``start`` asks for is taken at the turn's first step boundary. ``text`` is checked
+        before anything happens: a bad one changes and stores nothing. On a restored run,
+        ``text`` is taken only where ``astart()`` leaves the run ``ready``.
+
         Raises:
             IllegalTransitionError: The run is shut down (a shut-down run is final: start a
                 new one), or it is paused and was not just restored (call `resume`), or it
-                was already started. Nothing is written.
+                was already started; or ``text`` was given for a restored run that
+                ``astart()`` would not leave ready (call ``astart()``, then what the run
+                awaits). Nothing is written.
+            GuardFailedError: ``text`` is empty or blank. Nothing is written.
+            TypeError: ``text`` is not a str. Nothing is written.
         """
         restored = self._restored
+        if text is not None:
+            checks.user_text("text", text)
         checks.startable(self, restored)
+        if text is not None:
+            checks.first_input(self, text, restored)
         if restored and self._data.state != RunState.CREATED:
             self._restored = False
             self._claim()
@@ -405,7 +422,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             if self._round and self._loop is not None and self._loop.is_final:
                 # The process stopped between ending a turn and closing its round.
                 self._close_turn(self._data.reason or "cancelled")
-            return self.outcome()
+            return self.outcome() if text is None else await self._first_turn(text)
         self._restored = False
         max_iterations, max_turns, input_policy = self._config
         parent = self._parent
@@ -422,7 +439,20 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             system_prompt=self._system_prompt,
             **extra,
         )
-        return self.outcome()
+        return self.outcome() if text is None else await self._first_turn(text)
+
+    async def _first_turn(self, text: str) -> TurnOutcome:
+        """`astart`'s ``text``: submitted in the step that started the run (its turn driven).
+
+        A cancel or pause asked for by a listener of ``start`` (told at once, without a
+        store) is kept for the turn's first step boundary, where a listener told after the
+        one save (with a store) asks for it too.
+        """
+        cancel, pause = self._cancel_requested, self._pause_requested
+        await self._open_turn(text, from_queue=False)
+        self._cancel_requested |= cancel
+        self._pause_requested |= pause
+        return DRIVE  # (the step drives the turn, as for `asubmit`)
 
     @step
     async def asubmit(self, text: str) -> TurnOutcome:
