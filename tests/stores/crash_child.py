@@ -1,7 +1,9 @@
 """A child process for the crash tests: runs or resumes the durable test agent on a store.
 
 ``python -m tests.stores.crash_child run STORE LOG RUN_ID POINT`` runs one turn and SIGKILLs
-itself at ``POINT``; ``... resume STORE LOG RUN_ID`` restores the run, takes it up with
+itself at ``POINT``; ``... first STORE LOG RUN_ID POINT`` starts the run with its input in one
+call (``start(text)``) and SIGKILLs itself at one of `FIRST_POINTS`; ``... resume STORE LOG
+RUN_ID`` restores the run, takes it up with
 ``start()`` and prints the final conversation as JSON. ``STORE`` is a store URL
 (``sqlite:///…``, ``postgresql://…``).
 """
@@ -39,6 +41,11 @@ tools, inside an idempotent tool's body, inside a non-idempotent one's, before t
 the turn's last transition."""
 
 
+FIRST_POINTS = ("before_first_save", "after_first_save")
+"""Where ``start(text)`` can be killed: in the save of its start and input (before it commits),
+and right after it, before the model call."""
+
+
 def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -55,7 +62,12 @@ class KillingStore(DelegatingStore):
     ) -> None:
         if self.point == "before_final_save" and any(e.event == "complete" for e in events):
             die()
+        first = any(e.event == "start" for e in events)
+        if self.point == "before_first_save" and first:
+            die()
         super().save(snapshot, events, expected_version=expected_version)
+        if self.point == "after_first_save" and first:
+            die()
 
 
 class KillingModel:
@@ -101,6 +113,14 @@ def run(store: str, log: Path, run_id: str, point: str) -> None:
     sys.exit(3)
 
 
+def first(store: str, log: Path, run_id: str, point: str) -> None:
+    """Start the run with its input in one call, dying at ``point``."""
+    the_agent = agent(KillingStore(open_store(store), point), run_id, log)
+    the_agent.start("Plan my trip")
+    print("not killed", file=sys.stderr)
+    sys.exit(3)
+
+
 def resume(url: str, log: Path, run_id: str) -> None:
     with open_store(url) as store:
         the_agent = agent(store, run_id, log)
@@ -129,6 +149,8 @@ if __name__ == "__main__":
     command, url, log, run_id, *rest = sys.argv[1:]
     if command == "run":
         run(url, Path(log), run_id, rest[0])
+    elif command == "first":
+        first(url, Path(log), run_id, rest[0])
     elif command == "race":
         race(url, Path(log), run_id, Path(rest[0]))
     else:
