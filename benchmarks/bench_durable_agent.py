@@ -1,7 +1,8 @@
 """What durability costs an Agent: a turn and a resume, with no store, memory, and SQLite.
 
-Turn: one ``submit`` whose model asks for a round of three no-op tool calls, then answers
-(14 events: transitions and conversation records, each saved before it is delivered).
+Turn: one ``submit`` (the first one ``start(text)``, starting the run) whose model asks for a
+round of three no-op tool calls, then answers (14 events: transitions and conversation records,
+each saved before it is delivered).
 Resume: ``Agent(run_id=..., store=...)`` + ``start()`` of a completed run of 50 messages.
 All candidates run in the same process, interleaved, medians of several repetitions; SQLite
 in a temporary directory with ``synchronous=FULL`` (fsync per save) and ``NORMAL``.
@@ -59,10 +60,10 @@ def time_turns(store: RunStore | None, repetition: int) -> tuple[float, float]:
 
     the_agent = agent(store, f"turns-{repetition}-{time.perf_counter_ns()}")
     the_agent.add_listener(count)
-    the_agent.start()
     events = 0
     start = time.perf_counter()
-    for n in range(TURNS):
+    the_agent.start("turn 0")  # the first turn starts the run (one save), as a run does
+    for n in range(1, TURNS):
         the_agent.submit(f"turn {n}")
     elapsed = time.perf_counter() - start
     the_agent.close()
@@ -76,8 +77,8 @@ def time_resumes(store: RunStore, repetition: int) -> float:
         store=store,
         run_id=run_id,
     )
-    first.start()
-    for n in range(25):  # 50 messages
+    first.start("message 0 " * 8)
+    for n in range(1, 25):  # 50 messages
         first.submit(f"message {n} " * 8)
     first.close()
     start = time.perf_counter()

@@ -23,6 +23,9 @@ checkpoint written before the next step, as agentfsm does) and LangGraph's defau
 ``graph.get_state`` of a finished thread. Interleaved repetitions, medians, one process;
 the raw store operations are `bench_store`'s.
 
+Every agentfsm run starts with its input in one call (``astart(PROMPT)``: the start and the
+input in one save), the run with no store too.
+
 Run: ``.venv/bin/python benchmarks/bench_persist.py [--json PATH] [--quick] [--sqlite]``;
 ``--sqlite`` measures only no store and the SQLite rows (no PostgreSQL server, no peer), to
 compare two versions of the SQLite path quickly (the durable-run target's row included).
@@ -102,8 +105,7 @@ def run_seconds(store: RunStore | None, runs: int, tools: list[Tool] = TOOLS) ->
         start = time.perf_counter()
         for _ in range(runs):
             one = agent(store, listener, tools=tools)
-            await one.astart()
-            outcome = await one.asubmit(PROMPT)
+            outcome = await one.astart(PROMPT)  # (start and input: one save)
             if outcome.reply != FINAL:
                 raise AssertionError(f"a run answered {outcome.reply!r}")
         return time.perf_counter() - start
@@ -203,8 +205,7 @@ def fsyncs_per_run(directory: Path, tools: list[Tool]) -> int:
     with SQLiteStore(directory / "fsyncs.db", connect=traced) as store:
         statements.clear()
         one = agent(store, Listener(), tools=tools)
-        one.start()
-        one.submit(PROMPT)
+        one.start(PROMPT)
         one.close()
     fsyncs, level, writing = 0, "FULL", False
     for statement in statements:
@@ -239,8 +240,7 @@ def wal_pages_per_run(directory: Path, tools: list[Tool], runs: int = 20) -> flo
 
     def run(store: SQLiteStore) -> None:
         one = agent(store, Listener(), tools=tools)
-        one.start()
-        one.submit(PROMPT)
+        one.start(PROMPT)
         one.close()
 
     with SQLiteStore(path, connect=no_checkpoints) as store:
@@ -318,8 +318,7 @@ def _measure(
     for name, store in stores.items():
         if store is not None:
             done = agent(store, Listener(), tools=tools_of(name))
-            done.start()
-            done.submit(PROMPT)
+            done.start(PROMPT)
             done.close()
             finished[name] = done.run_id
             stored = store.load(done.run_id)

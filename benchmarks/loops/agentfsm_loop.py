@@ -127,12 +127,11 @@ def new_agent(
 def make_sync(
     listener: Listener, engine: Engine = "compiled", fast: bool = False
 ) -> Callable[[int], str | None]:
-    """A runner through the synchronous facade (``start``, ``submit``, ``close``)."""
+    """A runner through the synchronous facade (``start(text)``, ``close``)."""
 
     def run(n: int) -> str | None:
         agent = new_agent(n, listener, engine=engine, fast=fast)
-        agent.start()
-        outcome = agent.submit(PROMPT)
+        outcome = agent.start(PROMPT)  # (the run started with its input: one call)
         agent.close()
         return outcome.reply
 
@@ -142,12 +141,11 @@ def make_sync(
 def make_async(
     listener: Listener, latency: float = 0.0, engine: Engine = "compiled", fast: bool = False
 ) -> Callable[[int], Awaitable[str | None]]:
-    """A runner through the async core (``astart``, ``asubmit``)."""
+    """A runner through the async core (``astart(text)``)."""
 
     async def run(n: int) -> str | None:
         agent = new_agent(n, listener, latency, engine, fast)
-        await agent.astart()
-        outcome = await agent.asubmit(PROMPT)
+        outcome = await agent.astart(PROMPT)  # (the run started with its input: one call)
         return outcome.reply
 
     return run
