@@ -224,8 +224,7 @@ def first_process(folder: Path, model: str | None, out: TextIO) -> None:
     with SQLiteStore(folder / STORE) as store:
         agent = demo_agent(folder, store, model, out)
         say(out, "turn 1: a tool round (two weather calls), then the answer")
-        agent.start()
-        agent.submit("What's the weather in Paris and Rome?")
+        agent.start("What's the weather in Paris and Rome?")  # start, then submit
 
         say(out, "a refused step changes nothing and says what is allowed")
         try:

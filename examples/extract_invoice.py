@@ -91,8 +91,7 @@ def main(argv: list[str]) -> Invoice:
     """Extract the invoice of `TEXT` and print it."""
     model: Model | str = f"openai:{argv[2]}" if argv[1:2] == ["--openai"] else scripted_model()
     agent = build_agent(model)
-    agent.start()
-    outcome = agent.submit(TEXT)
+    outcome = agent.start(TEXT)  # start and submit, in one call
     if not isinstance(outcome.output, Invoice):
         raise SystemExit(f"no invoice: {outcome.reason}: {outcome.error}")
     print(outcome.output.model_dump_json(indent=2))

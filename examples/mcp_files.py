@@ -134,8 +134,8 @@ def main(
     key = os.urandom(32)
     store = SQLiteStore(db)
     agent = build_agent(ScriptedModel(fallback=next_step), root, store, key)
-    agent.start()
-    outcome = agent.submit("Summarise my to-do list into summary.txt")
+    # start and submit in one call: the start and the input are saved together
+    outcome = agent.start("Summarise my to-do list into summary.txt")
     while outcome.state in ("requires_action", "input_required"):
         agent.close()  # "the process ends"; a new one takes the run up from the file
         agent = build_agent(ScriptedModel(fallback=next_step), root, store, key)

@@ -28,8 +28,7 @@ def start(path: str) -> None:
     """Run until the approval, then pause."""
     with SQLiteStore(path) as store:
         agent = travel_agent(store)
-        agent.start()
-        outcome = agent.submit("Book me a hotel in Lisbon")
+        outcome = agent.start("Book me a hotel in Lisbon")  # start and submit, one save
         print(outcome.state, [call.name for call in outcome.pending])  # requires_action
         agent.pause()  # e.g. the service is being redeployed
         print(agent.state)  # paused

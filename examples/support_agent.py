@@ -106,5 +106,4 @@ def build_agent(
 
 if __name__ == "__main__":
     agent = build_agent("scripted:demo")
-    agent.start()
-    print(agent.submit("Where is my order A100?").reply)
+    print(agent.start("Where is my order A100?").reply)  # start and submit, in one call
