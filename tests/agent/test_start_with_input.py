@@ -261,6 +261,25 @@ def test_a_listener_of_start_that_raises_without_a_store_leaves_the_run_ready() 
     assert agent.turn == 0
 
 
+def test_a_listener_of_start_that_raises_on_a_store_fails_the_turn_it_hears_of_late() -> None:
+    """Group commit: it is told of ``start`` after the input is stored, mid-turn (I12)."""
+    store = MemoryStore()
+    agent = build(script(0, False), [], store=store)
+
+    def refuse(item: object) -> None:
+        if isinstance(item, Event) and item.event == "start":
+            raise RuntimeError("no")
+
+    agent.add_listener(refuse)
+    with pytest.raises(RuntimeError, match="no"):
+        agent.start("hi")
+    assert (agent.state, agent.reason) == (RunState.FAILED, "error")
+    stored = store.load(RUN_ID)
+    assert stored is not None
+    assert stored.state == RunState.FAILED
+    assert [m.content for m in stored.messages] == ["hi"]
+
+
 def restored(store: MemoryStore, told: list[object], replies: list[ModelResponse]) -> Agent:
     return build(replies, told, store=store)
 
