@@ -8,6 +8,7 @@ The user's words pick the script:
 - ``pay <n>``: a non-idempotent ``pay`` call that needs approval, then the answer;
 - ``ask``: the ``ask_user`` tool, then the answer echoes the user's reply;
 - ``slow``: a non-idempotent ``slow_pay`` call (sleeps; the crash tests kill it mid-call);
+- ``hold``: a ``held_pay`` call that runs until the test releases it (`make_held_agent`);
 - ``loop``: the weather tool again and again (until max_iterations);
 - ``boom``: a tool whose body raises;
 - ``fail``: the model call fails for good (a non-retryable model error);
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import time
 from collections.abc import Sequence
 
@@ -65,6 +67,23 @@ def slow_pay(amount: int, context: ToolContext) -> str:
     return f"paid {amount}"
 
 
+HELD = threading.Event()
+"""Set by ``held_pay`` once its body runs (a step of the run is then mid-call)."""
+RELEASE = threading.Event()
+"""Set by the test to let ``held_pay`` return (clear both before a run uses it)."""
+HOLD_SECONDS = 60.0
+"""How long ``held_pay`` waits for `RELEASE` before it fails (a test that never sets it)."""
+
+
+@tool
+def held_pay(amount: int) -> str:
+    """Pay once the test sets `RELEASE`: a step that lasts exactly as long as a test needs."""
+    HELD.set()
+    if not RELEASE.wait(HOLD_SECONDS):
+        raise TimeoutError(f"held_pay was not released in {HOLD_SECONDS:g}s")
+    return f"paid {amount}"
+
+
 @tool
 def boom() -> str:
     """Always fails."""
@@ -91,6 +110,7 @@ _COMMANDS = {
     "weather": lambda m, w: _call(m, "get_weather", city=w[1] if len(w) > 1 else "Paris"),
     "pay": lambda m, w: _call(m, "pay", amount=_amount(w)),
     "slow": lambda m, w: _call(m, "slow_pay", amount=_amount(w)),
+    "hold": lambda m, w: _call(m, "held_pay", amount=_amount(w)),
     "ask": lambda m, w: _call(m, "ask_user", question="Which city?"),
     "loop": lambda m, w: _call(m, "get_weather", city="Oslo"),
     "boom": lambda m, w: _call(m, "boom"),
@@ -123,6 +143,16 @@ def make_agent(**options: object) -> Agent:
         system_prompt="You are a test agent.",
         max_iterations=3,
         **options,  # type: ignore[arg-type]
+    )
+
+
+def make_held_agent() -> Agent:
+    """The test agent with ``held_pay`` too (``hold <n>``: a call held until released)."""
+    return Agent(
+        ScriptedModel(fallback=respond),
+        [get_weather, pay, slow_pay, boom, sleepy, held_pay],
+        system_prompt="You are a test agent.",
+        max_iterations=3,
     )
 
 

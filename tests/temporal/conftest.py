@@ -15,9 +15,10 @@ import pytest
 
 from agentfsm.testing.temporal_server import TemporalDevServer
 
-HANG_SECONDS = 120
-"""Far above a Temporal test's time under coverage on a loaded CI machine (most take < 3 s);
-the few longer ones say how long they may take with ``@pytest.mark.hang_seconds(N)``."""
+HANG_SECONDS = 420
+"""Above a test's client connection and body limits (`support.CONNECT_SECONDS`,
+`support.BODY_SECONDS`) with its worker's start and shutdown, so those name a hang first;
+the few longer tests say how long they may take with ``@pytest.mark.hang_seconds(N)``."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
