@@ -8,8 +8,6 @@ save nothing is stored, right after it the run is busy with its input and resume
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,14 +18,14 @@ from agentfsm.errors import IllegalTransitionError
 from agentfsm.llm.base import ModelResponse
 from agentfsm.states import LoopState, Message, RunState
 from agentfsm.states.json import JSONObject
-from agentfsm.stores import RunStore, RunSummary, Snapshot
+from agentfsm.stores import RunStore, Snapshot
 from agentfsm.stores.base import DelegatingStore
 from agentfsm.testing import assert_history_valid
 from tests.stores.crash_child import FIRST_POINTS
 from tests.stores.durable_support import agent
+from tests.stores.test_crash import child
 from tests.stores.test_sqlite_save_many import Traced
 
-ROOT = Path(__file__).resolve().parents[2]
 RUN_ID = "trip"
 
 
@@ -45,40 +43,11 @@ class Batches(DelegatingStore):
         self.batches.append([str(event.event) for event in events])
 
 
-class Awaited:
+class Awaited(DelegatingStore):
     """A SQLite store seen through a plain `RunStore`, so not written behind.
 
     Each save is awaited where the run makes it: the commits are the same on every run.
     """
-
-    def __init__(self, inner: Traced) -> None:
-        self.inner = inner
-
-    def save(
-        self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
-    ) -> None:
-        self.inner.save(snapshot, events, expected_version=expected_version)
-
-    def load(self, run_id: str) -> Snapshot | None:
-        return self.inner.load(run_id)
-
-    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return self.inner.events(run_id, after_seq)
-
-    def list_runs(self) -> list[RunSummary]:
-        return self.inner.list_runs()
-
-    def delete(self, run_id: str) -> None:
-        self.inner.delete(run_id)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def __enter__(self) -> Awaited:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def durable_run(
@@ -162,17 +131,6 @@ def test_a_restored_ready_run_takes_text_and_a_completed_one_refuses_it_unclaime
         with pytest.raises(IllegalTransitionError, match="only where start"):
             again.start("more")
         assert store.load(RUN_ID) == completed  # not even claimed
-
-
-def child(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tests.stores.crash_child", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize("point", FIRST_POINTS)
