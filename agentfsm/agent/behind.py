@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from agentfsm.agent.vocabulary import AgentEvent, AgentListener
+from agentfsm.agent.vocabulary import AgentEvent
 from agentfsm.fsm import Emitter
 from agentfsm.states.events import Event
 from agentfsm.stores._lane import Hop
@@ -97,8 +97,6 @@ class WriteBehind:
     __slots__ = ("_claim_due", "_flight", "_queued", "_store_failed", "_version")
 
     store: RunStore | None
-    _listeners: tuple[AgentListener, ...]
-    _quiet: list[BaseException] | None
     _emitter: Emitter
     _version: int
     _claim_due: bool
@@ -118,14 +116,9 @@ class WriteBehind:
         """Deliver the first ``told`` undelivered items (stored), in order."""
         items = self._undelivered[:told]
         del self._undelivered[:told]
-        quiet = self._quiet is not None  # (only settling a step changes it)
         for index, item in enumerate(items):
             try:
-                if quiet:
-                    self._deliver(item)
-                else:  # `_deliver`, inlined: every event of a stored batch comes here
-                    for listener in self._listeners:  # (read per item: a tuple, replaced)
-                        listener(item)
+                self._deliver(item)
             except BaseException:
                 self._undelivered[:0] = items[index + 1 :]
                 raise

@@ -339,9 +339,7 @@ class RunRecord(WriteBehind):
         """
         if self._listeners:
             if self._behind:
-                flight = self._flight
-                if flight is None or flight.pending.begun:  # (else: nothing it could do)
-                    self._write_behind()
+                self._write_behind()
             else:
                 await self._commit()
 

@@ -648,15 +648,7 @@ class TurnDriver(TypedAnswers):
         for entry in tool_entries(
             calls, results, self._data.turn, self._data.iteration, self._clock()
         ):
-            # `_record`, inlined (once per call); what a listener changes is read each time
-            self._trace.append(entry)
-            if self._undelivered:  # after the events waiting in the batch, in order
-                self._undelivered.append(entry)
-            elif self._quiet is None:
-                for listener in self._listeners:
-                    listener(entry)
-            else:
-                self._deliver(entry)
+            self._record(entry)
 
     def _settle_unknown(self) -> None:
         """Resuming a round: a call that started with no stored answer ran, or may have.
