@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from agentfsm.agent.turn import TurnDriver
 from agentfsm.errors import IllegalTransitionError, ReentrantCallError
-from agentfsm.fsm.trace import LLMCallTrace
+from agentfsm.fsm.trace import last_llm_call
 from agentfsm.states.messages import Message
 from agentfsm.states.names import RunState
 from agentfsm.tools.hooks import compaction_end, summary_message
@@ -67,7 +67,7 @@ class ContextControl(TurnDriver):
         The window is the ``context_window`` given to the Agent, else the model's own
         ``context_window`` attribute, else `CONTEXT_WINDOWS` for the usual OpenAI models.
         """
-        call = next((e for e in reversed(self._trace) if isinstance(e, LLMCallTrace)), None)
+        call = last_llm_call(self._trace)
         if call is None or call.usage is None:
             return None
         window = self.context_window

@@ -263,7 +263,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         self,
     ) -> tuple[AnyTraceEntry, ...]:
         """User inputs, model calls, retries and tool executions, in order."""
-        return tuple(self._trace)
+        return tuple(self._entries())
 
     @property
     def pending(self) -> tuple[ToolCall, ...]:

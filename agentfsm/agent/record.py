@@ -29,7 +29,7 @@ from agentfsm.agent.vocabulary import AgentEvent, AgentListener
 from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
-from agentfsm.fsm.trace import AnyTraceEntry
+from agentfsm.fsm.trace import AnyTraceEntry, Kept, entries_of, entry_of
 from agentfsm.states.events import EVENT_FIELDS, Event, EventTwin
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
@@ -85,6 +85,7 @@ class RunRecord(WriteBehind):
         "_messages",
         "_origin",
         "_own",
+        "_packed",
         "_pause_requested",
         "_pipelined",
         "_quiet",
@@ -114,7 +115,10 @@ class RunRecord(WriteBehind):
     _messages: tuple[Message, ...]
     """The conversation: a tuple, replaced on change (never changed in place), so that it
     is the model's view as it is (I10) and a snapshot's without a copy."""
-    _trace: list[AnyTraceEntry]
+    _trace: list[Kept]
+    """The trace: on a store, its entries; with none, its entries as `kept` packs them."""
+    _packed: bool
+    """Whether `_trace` may hold packed entries (`_entries` gives them back)."""
     _round: tuple[ToolCall, ...]
     _deferred: tuple[Message, ...]
     _decisions: Mapping[str, Decision]
@@ -179,6 +183,9 @@ class RunRecord(WriteBehind):
         if store is not None and self._unsaved is NO_BATCH:  # (a store set since)
             self._unsaved = []
             self._undelivered = []
+        if store is not None and self._packed:  # each save's snapshot reads the whole trace
+            self._trace = [entry_of(item) for item in self._trace]
+            self._packed = False
         self._pipelined = store is not None and writes_behind(store)
         self._behind = False  # the call's input is stored before its first effect
 
@@ -194,7 +201,8 @@ class RunRecord(WriteBehind):
         self._run: AnyMachine = run_machine(self._data, self._emitter, self._engine)
         self._loop: AnyMachine | None = None
         self._messages: tuple[Message, ...] = self._system
-        self._trace: list[AnyTraceEntry] = []
+        self._trace: list[Kept] = []
+        self._packed = False
         self._round: tuple[ToolCall, ...] = ()
         # Empty between rounds, so immutable (and shared) until a round fills them: an idle
         # run costs no containers.
@@ -222,6 +230,7 @@ class RunRecord(WriteBehind):
         )
         self._messages = tuple(snapshot.messages)
         self._trace = list(snapshot.trace)
+        self._packed = False
         self._deferred = tuple(snapshot.deferred)
         self._decisions = dict(snapshot.decisions)
         self._answers = tuple((answer.result, answer.message) for answer in snapshot.answers)
@@ -396,7 +405,7 @@ class RunRecord(WriteBehind):
         return Snapshot.from_data(
             self._data,
             self._messages,
-            self._trace,
+            self._entries(),
             seq,
             version,
             deferred=self._deferred,
@@ -526,6 +535,25 @@ class RunRecord(WriteBehind):
                 listener(item)
             except BaseException as error:
                 quiet.append(error)
+
+    def _entries(self) -> list[AnyTraceEntry]:
+        """The trace's entries, in order (new ones for those `_trace` keeps packed)."""
+        return entries_of(self._trace) if self._packed else self._trace  # type: ignore[return-value]  # (none packed)
+
+    def _keep(self, item: Kept, entry: AnyTraceEntry) -> None:
+        """`_record` for a run with no store: ``entry`` told, and kept as ``item``.
+
+        ``item`` is the entry packed (see agentfsm.fsm.trace), or the entry itself.
+        """
+        self._trace.append(item)
+        self._packed = True
+        if self._undelivered:  # (as in `_record`)
+            self._undelivered.append(entry)
+        elif self._quiet is None:
+            for listener in self._listeners:
+                listener(entry)
+        else:
+            self._deliver(entry)
 
     def _record(self, entry: AnyTraceEntry) -> None:
         self._trace.append(entry)

@@ -7,15 +7,15 @@ application can see cost and behaviour without parsing messages.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Literal
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentfsm.llm.base import FinishReason, ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
 from agentfsm.states.unchecked import inline_fields, new, put, sealed, twin
-from agentfsm.tools.results import ToolResult, ToolStatus
+from agentfsm.tools.results import RESULT_GIVEN, ToolResult, ToolStatus, tool_result
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -158,18 +158,41 @@ def llm_call_entry(
     Built without validation (one per iteration): every value comes from the validated
     ``response`` or is made a float here; a test pins it equal to the validated entry.
     """
-    entry = _LLMCallTwin()  # (see `tool_entries`)
     given = response.__dict__  # (a dict item costs less than a pydantic attribute)
+    reason = given["finish_reason"]
+    return _llm_call(
+        given["model"] or model,
+        turn,
+        iteration,
+        float(duration) if duration > 0 else 0.0,
+        len(given["tool_calls"]),
+        _FINISH_TEXT.get(reason) or str(reason),  # (one shared text)
+        given["usage"],
+        float(at),
+    )
+
+
+def _llm_call(
+    model: str,
+    turn: int,
+    iteration: int,
+    duration: float,
+    tool_call_count: int,
+    finish_reason: str,
+    usage: Usage | None,
+    at: float,
+) -> LLMCallTrace:
+    # An instance of the twin, each field and slot a plain store (see `_tool_execution`).
+    entry = _LLMCallTwin()
     entry.kind = "llm_call"
-    entry.model = given["model"] or model
+    entry.model = model
     entry.turn = turn
     entry.iteration = iteration
-    entry.duration = float(duration) if duration > 0 else 0.0
-    entry.tool_call_count = len(given["tool_calls"])
-    reason = given["finish_reason"]
-    entry.finish_reason = _FINISH_TEXT.get(reason) or str(reason)  # (one shared text)
-    entry.usage = given["usage"]
-    entry.at = float(at)
+    entry.duration = duration
+    entry.tool_call_count = tool_call_count
+    entry.finish_reason = finish_reason
+    entry.usage = usage
+    entry.at = at
     entry.__pydantic_fields_set__ = _LLM_CALL_GIVEN
     entry.__pydantic_extra__ = None
     entry.__pydantic_private__ = None
@@ -189,27 +212,201 @@ def tool_entries(
     moment = float(at)
     entries = []
     for call, result in zip(calls, results, strict=True):
-        # An instance of the twin, each field and slot a plain store (in the class's field
-        # order: see agentfsm.states.unchecked), made a `ToolExecutionTrace` (which gives it
-        # a ``__dict__`` object, as pydantic's own entries have).
-        entry = _ToolExecutionTwin()
-        entry.kind = "tool_execution"
         asked = call.__dict__  # (a dict item costs less than a pydantic attribute)
-        entry.name = asked["name"]
-        entry.arguments = asked["arguments"]
-        entry.call_id = asked["id"]
-        entry.turn = turn
-        entry.iteration = iteration
         given = result.__dict__  # (the same, for the result)
         error = given["error"]
-        entry.status = given["status"]
-        entry.result = result
-        entry.duration = float(given["duration"])
-        entry.error_type = error.type if error else None
-        entry.at = moment
-        entry.__pydantic_fields_set__ = _TOOL_EXECUTION_GIVEN
-        entry.__pydantic_extra__ = None
-        entry.__pydantic_private__ = None
-        entry.__class__ = ToolExecutionTrace
-        entries.append(entry)
+        entries.append(
+            _tool_execution(
+                asked["name"],
+                asked["arguments"],
+                asked["id"],
+                turn,
+                iteration,
+                result,
+                float(given["duration"]),
+                error.type if error else None,
+                moment,
+            )
+        )
     return entries
+
+
+def _tool_execution(
+    name: str,
+    arguments: str,
+    call_id: str,
+    turn: int,
+    iteration: int,
+    result: ToolResult,
+    duration: float,
+    error_type: str | None,
+    at: float,
+) -> ToolExecutionTrace:
+    # An instance of the twin, each field and slot a plain store (in the class's field
+    # order: see agentfsm.states.unchecked), made a `ToolExecutionTrace` (which gives it a
+    # ``__dict__`` object, as pydantic's own entries have). Its status is its result's.
+    entry = _ToolExecutionTwin()
+    entry.kind = "tool_execution"
+    entry.name = name
+    entry.arguments = arguments
+    entry.call_id = call_id
+    entry.turn = turn
+    entry.iteration = iteration
+    entry.status = result.__dict__["status"]
+    entry.result = result
+    entry.duration = duration
+    entry.error_type = error_type
+    entry.at = at
+    entry.__pydantic_fields_set__ = _TOOL_EXECUTION_GIVEN
+    entry.__pydantic_extra__ = None
+    entry.__pydantic_private__ = None
+    entry.__class__ = ToolExecutionTrace
+    made: ToolExecutionTrace = entry
+    return made
+
+
+# The trace as a run with no store keeps it.
+#
+# A run keeps every entry of its trace for its whole life, and most are model calls and
+# tool executions: as records, a tool execution is four objects the cyclic collector tracks
+# (the entry, its result and their two ``__dict__`` objects, about 480 bytes), a model call
+# two (240 bytes). A run with no store keeps them packed instead: each a tuple of its
+# fields (`packed_llm_call`, `packed_tool_entries`), one object, which the collector stops
+# tracking once it has seen that it holds only strings and numbers (about 170 bytes for a
+# tool execution). The entry is built from it only for whoever reads it (`entry_of`: a
+# listener, `Agent.trace`, a snapshot), equal field for field to the one `llm_call_entry`
+# or `tool_entries` builds, with the same fields set (property tests pin them equal). A run
+# on a store keeps the entries themselves: each save's snapshot reads the whole trace.
+
+Kept = AnyTraceEntry | tuple[Any, ...]
+"""A trace entry as a run keeps it: the entry itself, or packed (see above)."""
+
+_TOOL_EXECUTION, _LLM_CALL = 0, 1
+"""The first item of a packed entry: which kind it packs (an int: the collector's atoms)."""
+_STATUS: dict[str, ToolStatus] = {status.value: status for status in ToolStatus}
+"""Each status by its text: a packed entry keeps the text (a str, which the collector does
+not track), not the member."""
+
+
+def packed_llm_call(
+    model: str, response: ModelResponse, turn: int, iteration: int, duration: float, at: float
+) -> tuple[Any, ...]:
+    """`llm_call_entry`'s entry, packed (see `Kept`).
+
+    `entry_of` gives the entry back (a test pins the two equal).
+    """
+    given = response.__dict__  # (a dict item costs less than a pydantic attribute)
+    reason = given["finish_reason"]
+    return (
+        _LLM_CALL,
+        given["model"] or model,
+        turn,
+        iteration,
+        float(duration) if duration > 0 else 0.0,
+        len(given["tool_calls"]),
+        _FINISH_TEXT.get(reason) or str(reason),  # (one shared text)
+        given["usage"],
+        float(at),
+    )
+
+
+def packed_tool_entries(
+    calls: Sequence[ToolCall],
+    results: Sequence[ToolResult],
+    turn: int,
+    iteration: int,
+    at: float,
+    told: list[ToolExecutionTrace] | None = None,
+) -> list[Kept]:
+    """`tool_entries`' entries, packed (see `Kept`); with ``told``, also built into it.
+
+    An entry is packed when its result is `tool_result`'s (every field given) and names the
+    call and the tool as the call does (the same strings); any other is kept as it is.
+    `entry_of` gives each back (a test pins them equal to `tool_entries`').
+    """
+    moment = float(at)
+    items: list[Kept] = []
+    for call, result in zip(calls, results, strict=True):
+        asked = call.__dict__  # (a dict item costs less than a pydantic attribute)
+        given = result.__dict__  # (the same, for the result)
+        name, call_id, error = asked["name"], asked["id"], given["error"]
+        entry = None
+        if told is not None:
+            entry = _tool_execution(
+                name,
+                asked["arguments"],
+                call_id,
+                turn,
+                iteration,
+                result,
+                float(given["duration"]),
+                error.type if error else None,
+                moment,
+            )
+            told.append(entry)
+        if (
+            result.__pydantic_fields_set__ is RESULT_GIVEN
+            and type(result) is ToolResult
+            and given["call_id"] is call_id
+            and given["tool_name"] is name
+        ):
+            items.append(
+                (
+                    _TOOL_EXECUTION,
+                    name,
+                    asked["arguments"],
+                    call_id,
+                    turn,
+                    iteration,
+                    moment,
+                    given["status"]._value_,
+                    given["output"],
+                    error,
+                    given["duration"],
+                    given["attempts"],
+                )
+            )
+        else:  # kept as it is
+            items.append(tool_entries((call,), (result,), turn, iteration, moment)[0])
+    return items
+
+
+def _unpacked_tool(item: tuple[Any, ...]) -> ToolExecutionTrace:
+    _, name, arguments, call_id, turn, iteration, at, status, output, error, duration, tries = item
+    result = tool_result(call_id, name, _STATUS[status], output, error, duration, tries)
+    return _tool_execution(
+        name,
+        arguments,
+        call_id,
+        turn,
+        iteration,
+        result,
+        float(duration),
+        error.type if error else None,
+        at,
+    )
+
+
+def entry_of(item: Kept) -> AnyTraceEntry:
+    """The trace entry a run keeps as ``item``: itself, or a new one built from the packed."""
+    if type(item) is not tuple:
+        return item  # type: ignore[return-value]  # (an entry kept as it is)
+    if item[0] == _LLM_CALL:
+        return _llm_call(*item[1:])
+    return _unpacked_tool(item)
+
+
+def entries_of(trace: Iterable[Kept]) -> list[AnyTraceEntry]:
+    """Every entry of a trace as a run keeps it (see `Kept`), in order."""
+    return [entry_of(item) for item in trace]
+
+
+def last_llm_call(trace: Sequence[Kept]) -> LLMCallTrace | None:
+    """The newest model call's entry in a trace as a run keeps it (see `Kept`), if any."""
+    for item in reversed(trace):
+        if type(item) is tuple:
+            if item[0] == _LLM_CALL:
+                return _llm_call(*item[1:])
+        elif isinstance(item, LLMCallTrace):
+            return item
+    return None

@@ -191,8 +191,9 @@ class ToolResult(BaseModel):
         return Message.tool(self.call_id, self.content(), name=self.tool_name)
 
 
-_RESULT_GIVEN = set(ToolResult.model_fields)
-"""Every field of a `ToolResult`: `tool_result` gives them all."""
+RESULT_GIVEN = set(ToolResult.model_fields)
+"""Every field of a `ToolResult`: `tool_result` gives them all (the set every result it
+builds shares: ``result.__pydantic_fields_set__ is RESULT_GIVEN`` tells them apart)."""
 _ResultTwin = twin(ToolResult)
 """`ToolResult`'s layout with plain attribute stores (see `agentfsm.states.unchecked.twin`)."""
 
@@ -223,7 +224,7 @@ def tool_result(
     result.error = error
     result.duration = float(duration) if duration > 0 else 0.0
     result.attempts = attempts
-    result.__pydantic_fields_set__ = _RESULT_GIVEN
+    result.__pydantic_fields_set__ = RESULT_GIVEN
     result.__pydantic_extra__ = None
     result.__pydantic_private__ = None
     result.__class__ = ToolResult

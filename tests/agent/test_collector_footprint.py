@@ -118,37 +118,45 @@ async def _waiting_runs(
     raise AssertionError("the runs did not all reach their third model call")
 
 
-BUDGET = 48
-"""Tracked objects a waiting run (its Agent and what only it holds) may hold: its 24 records
-and the 12 ``__dict__`` objects of its results and tool entries, the Agent and its parts
-(RunData, two machines, emitter and its weak reference, ToolSystem, ToolRegistry, Hooks, the
-message and trace lists), and its model. Lower it when a change frees one; raise it only
-deliberately (6 to 12 more per run added a full collection to the 10,000-run row, 0.25 to
-0.3 s)."""
+BUDGET = 22
+"""Tracked objects a waiting run (its Agent and what only it holds) may hold: its 9 messages
+and its user-input entry, the Agent and its parts (RunData, two machines, emitter and its
+weak reference, ToolSystem, ToolRegistry, Hooks, the trace list, the listeners tuple), and
+its model. Its model calls and tool executions are kept packed (`agentfsm.fsm.trace.kept`):
+tuples of strings and numbers, which the collector stops tracking. Lower it when a change
+frees one; raise it only deliberately (6 to 12 more per run added a full collection to the
+10,000-run row, 0.25 to 0.3 s)."""
 
 
 def test_a_run_waiting_on_its_third_model_call_holds_a_known_set_of_tracked_objects() -> None:
-    async def scenario() -> list[Counter[str]]:
+    async def scenario() -> tuple[list[Counter[str]], list[Agent]]:
         agents, gate, tasks = await _waiting_runs(3)
-        gc.collect()  # (dicts of atomic values untracked, as a full collection leaves them)
+        gc.collect()  # (dicts and tuples of atomic values untracked, as a collection leaves them)
         owned = _own_tracked(agents)
         gate.set()
         for task in tasks:
             await task
-        return owned
+        return owned, agents
 
-    owned = asyncio.run(scenario())
+    owned, agents = asyncio.run(scenario())
 
     assert owned[0] == owned[1] == owned[2]  # every run alike
     kinds = owned[0]
-    # The records the contract keeps: 9 messages (the user's, 2 assistant, 6 tool), 6
-    # results, 6 tool and 2 model-call trace entries, the user-input entry; the results'
-    # and tool entries' ``__dict__`` objects (their status is an enum member, so tracked).
+    # The records the collector walks: 9 messages (the user's, 2 assistant, 6 tool) and the
+    # user-input entry. The 6 tool executions (each an entry, its result and their two
+    # ``__dict__`` objects, tracked for their status member) and the 2 model calls are kept
+    # packed, and none of them is tracked.
     assert kinds["Message"] == 9
-    assert kinds["ToolResult"] == 6
-    assert (kinds["ToolExecutionTrace"], kinds["LLMCallTrace"], kinds["UserInputTrace"]) == (
-        6,
-        2,
-        1,
-    )
+    assert kinds["UserInputTrace"] == 1
+    assert kinds["ToolResult"] == kinds["ToolExecutionTrace"] == kinds["LLMCallTrace"] == 0
     assert sum(kinds.values()) <= BUDGET, kinds
+    # ... and the run still has them all: the finished run's trace, entry by entry.
+    trace = agents[0].trace
+    assert [entry.kind for entry in trace] == [
+        "user_input",
+        *(["llm_call", *["tool_execution"] * 3] * 2),
+        "llm_call",
+    ]
+    assert [entry.result.call_id for entry in trace if entry.kind == "tool_execution"] == [
+        f"call_{i}_{k}" for i in range(2) for k in range(3)
+    ]
