@@ -116,7 +116,8 @@ class RunRecord(WriteBehind):
     """The conversation: a tuple, replaced on change (never changed in place), so that it
     is the model's view as it is (I10) and a snapshot's without a copy."""
     _trace: list[Kept]
-    """The trace: on a store, its entries; with none, its entries as `kept` packs them."""
+    """The trace: on a store, its entries; with none, its model calls and tool executions
+    packed (see agentfsm.fsm.trace)."""
     _packed: bool
     """Whether `_trace` may hold packed entries (`_entries` gives them back)."""
     _round: tuple[ToolCall, ...]
@@ -540,23 +541,16 @@ class RunRecord(WriteBehind):
         """The trace's entries, in order (new ones for those `_trace` keeps packed)."""
         return entries_of(self._trace) if self._packed else self._trace  # type: ignore[return-value]  # (none packed)
 
-    def _keep(self, item: Kept, entry: AnyTraceEntry) -> None:
-        """`_record` for a run with no store: ``entry`` told, and kept as ``item``.
+    def _record(self, entry: AnyTraceEntry, kept: Kept | None = None) -> None:
+        """Keep ``entry`` in the trace, and tell the listeners of it.
 
-        ``item`` is the entry packed (see agentfsm.fsm.trace), or the entry itself.
+        With ``kept``, the trace keeps that instead: the entry packed (see agentfsm.fsm.trace).
         """
-        self._trace.append(item)
-        self._packed = True
-        if self._undelivered:  # (as in `_record`)
-            self._undelivered.append(entry)
-        elif self._quiet is None:
-            for listener in self._listeners:
-                listener(entry)
+        if kept is None:
+            self._trace.append(entry)
         else:
-            self._deliver(entry)
-
-    def _record(self, entry: AnyTraceEntry) -> None:
-        self._trace.append(entry)
+            self._trace.append(kept)
+            self._packed = True
         if self._undelivered:  # after the events waiting in the batch, in order
             self._undelivered.append(entry)
         elif self._quiet is None:  # `_deliver`, inlined, as in `_on_event`

@@ -438,7 +438,7 @@ class TurnDriver(TypedAnswers):
         if self.store is not None:
             self._record(llm_call_entry(*call))
         elif self._listeners or self._undelivered:  # kept packed (see agentfsm.fsm.trace)
-            self._keep(packed_llm_call(*call), llm_call_entry(*call))
+            self._record(llm_call_entry(*call), packed_llm_call(*call))
         else:
             self._trace.append(packed_llm_call(*call))
             self._packed = True
@@ -673,7 +673,7 @@ class TurnDriver(TypedAnswers):
             self._packed = True
             return
         for item, entry in zip(items, told, strict=True):
-            self._keep(item, entry)
+            self._record(entry, item)
 
     def _settle_unknown(self) -> None:
         """Resuming a round: a call that started with no stored answer ran, or may have.
