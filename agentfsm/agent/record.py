@@ -20,7 +20,7 @@ the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -29,7 +29,7 @@ from agentfsm.agent.vocabulary import AgentEvent, AgentListener
 from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
-from agentfsm.fsm.trace import AnyTraceEntry, Kept, entries_of, entry_of
+from agentfsm.fsm.trace import AnyTraceEntry, Kept, entries_of
 from agentfsm.states.events import EVENT_FIELDS, Event, EventTwin
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
@@ -97,6 +97,7 @@ class RunRecord(WriteBehind):
         "_trace",
         "_undelivered",
         "_unsaved",
+        "_view",
         "store",
         "tools",
     )
@@ -120,6 +121,9 @@ class RunRecord(WriteBehind):
     packed (see agentfsm.fsm.trace)."""
     _packed: bool
     """Whether `_trace` may hold packed entries (`_entries` gives them back)."""
+    _view: tuple[AnyTraceEntry, ...]
+    """The entries of `_trace` built so far by `_entries`, in order (a packed trace's readers
+    get the same entry each time, and each read builds only the entries added since)."""
     _round: tuple[ToolCall, ...]
     _deferred: tuple[Message, ...]
     _decisions: Mapping[str, Decision]
@@ -185,8 +189,9 @@ class RunRecord(WriteBehind):
             self._unsaved = []
             self._undelivered = []
         if store is not None and self._packed:  # each save's snapshot reads the whole trace
-            self._trace = [entry_of(item) for item in self._trace]
+            self._trace = list(self._entries())
             self._packed = False
+            self._view = ()
         self._pipelined = store is not None and writes_behind(store)
         self._behind = False  # the call's input is stored before its first effect
 
@@ -204,6 +209,7 @@ class RunRecord(WriteBehind):
         self._messages: tuple[Message, ...] = self._system
         self._trace: list[Kept] = []
         self._packed = False
+        self._view = ()
         self._round: tuple[ToolCall, ...] = ()
         # Empty between rounds, so immutable (and shared) until a round fills them: an idle
         # run costs no containers.
@@ -232,6 +238,7 @@ class RunRecord(WriteBehind):
         self._messages = tuple(snapshot.messages)
         self._trace = list(snapshot.trace)
         self._packed = False
+        self._view = ()
         self._deferred = tuple(snapshot.deferred)
         self._decisions = dict(snapshot.decisions)
         self._answers = tuple((answer.result, answer.message) for answer in snapshot.answers)
@@ -537,9 +544,15 @@ class RunRecord(WriteBehind):
             except BaseException as error:
                 quiet.append(error)
 
-    def _entries(self) -> list[AnyTraceEntry]:
-        """The trace's entries, in order (new ones for those `_trace` keeps packed)."""
-        return entries_of(self._trace) if self._packed else self._trace  # type: ignore[return-value]  # (none packed)
+    def _entries(self) -> Sequence[AnyTraceEntry]:
+        """The trace's entries, in order: a packed trace's built once each (see `_view`)."""
+        trace = self._trace
+        if not self._packed:
+            return trace  # type: ignore[return-value]  # (none packed)
+        view = self._view
+        if len(view) < len(trace):  # (a trace only grows, until it is replaced)
+            view = self._view = (*view, *entries_of(trace[len(view) :]))
+        return view
 
     def _record(self, entry: AnyTraceEntry, kept: Kept | None = None) -> None:
         """Keep ``entry`` in the trace, and tell the listeners of it.

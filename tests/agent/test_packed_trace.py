@@ -142,3 +142,25 @@ def test_a_store_set_in_the_middle_of_a_run_finds_its_trace_unpacked() -> None:
     assert all(type(item) is not tuple for item in agent._trace)
     assert [entry.model_dump() for entry in agent.trace] == before
     assert list(agent.snapshot().trace) == list(agent.trace)
+
+
+def test_a_packed_trace_is_built_once_for_its_readers() -> None:
+    replies = [*script([["echo"]], [False], False), *script([["echo", "broken"]], [True], False)]
+    agent = build(replies, [], None)
+    agent.start("first")
+    first = agent.trace
+    assert agent.trace == first
+    assert all(a is b for a, b in zip(agent.trace, first, strict=True))  # built once each
+    assert list(agent.snapshot().trace) == list(first)
+
+    agent.submit("second")
+
+    later = agent.trace
+    assert len(later) > len(first)
+    assert all(a is b for a, b in zip(later, first, strict=False))  # the older ones kept
+    packed = [type(item) is tuple for item in agent._trace]
+    assert packed == [entry.kind != "user_input" for entry in later]  # still packed
+    reset_view = build(list(replies), [], None)
+    reset_view.start("first")
+    reset_view.submit("second")
+    assert [e.model_dump() for e in reset_view.trace] == [e.model_dump() for e in later]
