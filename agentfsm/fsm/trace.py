@@ -272,7 +272,7 @@ def _tool_execution(
 # (the entry, its result and their two ``__dict__`` objects, about 480 bytes), a model call
 # two (240 bytes). A run with no store keeps them packed instead: each a tuple of its
 # fields (`packed_llm_call`, `packed_tool_entries`), one object, which the collector stops
-# tracking once it has seen that it holds only strings and numbers (about 170 bytes for a
+# tracking once it has seen that it holds only strings and numbers (about 140 bytes for a
 # tool execution). The entry is built from it only for whoever reads it (`entry_of`: a
 # listener, `Agent.trace`, a snapshot), equal field for field to the one `llm_call_entry`
 # or `tool_entries` builds, with the same fields set (property tests pin them equal). A run

@@ -27,18 +27,17 @@ from agentfsm.fsm.trace import (
     tool_entries,
     user_input_entry,
 )
-from agentfsm.llm.base import FinishReason, ModelResponse, Usage
+from agentfsm.llm.base import ModelResponse, Usage
 from agentfsm.states.messages import ToolCall
 from agentfsm.tools.results import ToolResult, tool_result
-from tests.states.test_unchecked import calls, clock_values, results, same, seconds, texts
-
-responses = st.builds(
-    ModelResponse,
-    content=st.none() | texts,
-    tool_calls=st.lists(calls, max_size=3, unique_by=lambda c: c.id).map(tuple),
-    finish_reason=st.sampled_from(FinishReason),
-    usage=st.none() | st.builds(Usage, prompt_tokens=st.integers(0, 99)),
-    model=texts,
+from tests.states.test_unchecked import (
+    calls,
+    clock_values,
+    responses,
+    results,
+    same,
+    seconds,
+    texts,
 )
 
 

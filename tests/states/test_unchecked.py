@@ -213,21 +213,18 @@ def test_tool_result_takes_a_negative_duration_as_zero() -> None:
     assert fast.duration == 0.0
 
 
-@given(
-    st.builds(
-        ModelResponse,
-        content=st.none() | texts,
-        tool_calls=st.lists(calls, max_size=3, unique_by=lambda c: c.id).map(tuple),
-        finish_reason=st.sampled_from(FinishReason),
-        usage=st.none() | st.builds(Usage, prompt_tokens=st.integers(0, 99)),
-        model=texts,
-    ),
-    texts,
-    st.integers(0, 99),
-    st.integers(0, 99),
-    seconds,
-    clock_values,
+responses = st.builds(
+    ModelResponse,
+    content=st.none() | texts,
+    tool_calls=st.lists(calls, max_size=3, unique_by=lambda c: c.id).map(tuple),
+    finish_reason=st.sampled_from(FinishReason),
+    usage=st.none() | st.builds(Usage, prompt_tokens=st.integers(0, 99)),
+    model=texts,
 )
+"""Model responses of every kind: text or calls, each finish reason, with usage or none."""
+
+
+@given(responses, texts, st.integers(0, 99), st.integers(0, 99), seconds, clock_values)
 def test_llm_call_entry_is_the_validated_entry(
     response: ModelResponse, model: str, turn: int, iteration: int, duration: float, at: float
 ) -> None:
