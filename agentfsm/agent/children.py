@@ -234,10 +234,9 @@ class ChildRuns(TurnDriver):
         if child._restored:
             await child.astart()  # a stored busy child goes on from its last stored step
         state = child.state
-        if state == RunState.CREATED:
-            await child.astart()
-            state = child.state
-        if state == RunState.READY:
+        if state == RunState.CREATED:  # started with its task in one step (one save, on a store)
+            await child.astart(task)
+        elif state == RunState.READY:
             await child.asubmit(task)
         elif state == RunState.PAUSED:
             await child.aresume()

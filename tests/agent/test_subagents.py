@@ -385,3 +385,18 @@ def test_a_factory_agent_with_a_store_of_its_own_fails_the_call() -> None:
 
 def test_the_docstring_examples_hold() -> None:
     assert doctest.testmod(children).failed == 0
+
+
+def test_a_child_run_starts_with_its_task_in_one_save() -> None:
+    from tests.stores.test_start_with_input import Batches
+
+    store = Batches(MemoryStore())
+    parent = _parent(lambda: Agent(ScriptedModel().text("Tidied.")), store=store)
+    outcome = parent.submit("Tidy my folder")
+
+    assert outcome.state == "completed"
+    child_saves = [batch for batch in store.batches if batch and batch[0] == "start"]
+    parent_start, child_start = child_saves  # (the parent's own start, then its child's)
+    assert parent_start == ["start"]  # the parent was started alone (`_parent`)
+    assert child_start[:2] == ["start", "submit"]  # the child: one save for both (astart(task))
+    assert [e.event for e in store.events(CHILD)][:2] == ["start", "submit"]
