@@ -554,12 +554,30 @@ class RunRecord(WriteBehind):
             view = self._view = (*view, *entries_of(trace[len(view) :]))
         return view
 
+    def _tells(self) -> bool:
+        """Whether a trace entry kept now is told or stored, so must be built (see `_keep`)."""
+        return self.store is not None or bool(self._listeners or self._undelivered)
+
+    def _keep(self, items: Sequence[Kept], entries: Sequence[AnyTraceEntry] | None) -> None:
+        """Keep trace entries packed (see agentfsm.fsm.trace), and tell their ``entries``.
+
+        ``entries`` is None when `_tells` says nobody is told or stores them.
+        """
+        if entries is None:
+            self._trace += items
+            self._packed = True
+            return
+        for item, entry in zip(items, entries, strict=True):
+            self._record(entry, item)
+
     def _record(self, entry: AnyTraceEntry, kept: Kept | None = None) -> None:
         """Keep ``entry`` in the trace, and tell the listeners of it.
 
-        With ``kept``, the trace keeps that instead: the entry packed (see agentfsm.fsm.trace).
+        With ``kept`` (the entry packed: see agentfsm.fsm.trace), a run with no store keeps
+        that instead; a run on a store keeps the entry itself, since each save's snapshot
+        reads the whole trace.
         """
-        if kept is None:
+        if kept is None or self.store is not None:
             self._trace.append(entry)
         else:
             self._trace.append(kept)

@@ -20,10 +20,9 @@ from agentfsm.fsm.rounds import round_messages
 from agentfsm.fsm.trace import (
     LLMRetryTrace,
     ToolExecutionTrace,
-    llm_call_entry,
+    entry_of,
     packed_llm_call,
     packed_tool_entries,
-    tool_entries,
     user_input_entry,
 )
 from agentfsm.llm.base import (
@@ -426,7 +425,7 @@ class TurnDriver(TypedAnswers):
         """Take the model's reply (asked for at ``started``), then the round or check it asks."""
         self._data.at_boundary = True
         given = response.__dict__  # (a dict item costs less than a pydantic attribute)
-        call = (
+        item = packed_llm_call(
             # (the model's name is asked only if the response does not say it)
             given["model"] or self.model.name,
             response,
@@ -435,13 +434,10 @@ class TurnDriver(TypedAnswers):
             self._timer() - started,
             self._clock(),
         )
-        if self.store is not None:
-            self._record(llm_call_entry(*call))
-        elif self._listeners or self._undelivered:  # kept packed (see agentfsm.fsm.trace)
-            self._record(llm_call_entry(*call), packed_llm_call(*call))
+        if self._tells():
+            self._record(entry_of(item), item)
         else:
-            self._trace.append(packed_llm_call(*call))
-            self._packed = True
+            self._keep((item,), None)
         content: object = _UNKNOWN  # (what the reply is made of, when that is known)
         if type(response) is ModelResponse:  # (`to_message`, inlined: a subclass may differ)
             text, calls = given["content"], given["tool_calls"]
@@ -658,22 +654,12 @@ class TurnDriver(TypedAnswers):
         )
 
     def _trace_round(self, calls: tuple[ToolCall, ...], results: tuple[ToolResult, ...]) -> None:
-        data, at = self._data, self._clock()
-        if self.store is not None:
-            for entry in tool_entries(calls, results, data.turn, data.iteration, at):
-                self._record(entry)
-            return
-        # Kept packed (see agentfsm.fsm.trace), each entry built only to be told.
-        told: list[ToolExecutionTrace] | None = (
-            [] if self._listeners or self._undelivered else None
+        data = self._data
+        told: list[ToolExecutionTrace] | None = [] if self._tells() else None
+        self._keep(
+            packed_tool_entries(calls, results, data.turn, data.iteration, self._clock(), told),
+            told,
         )
-        items = packed_tool_entries(calls, results, data.turn, data.iteration, at, told)
-        if told is None:
-            self._trace += items
-            self._packed = True
-            return
-        for item, entry in zip(items, told, strict=True):
-            self._record(entry, item)
 
     def _settle_unknown(self) -> None:
         """Resuming a round: a call that started with no stored answer ran, or may have.

@@ -156,20 +156,10 @@ def llm_call_entry(
     """The trace entry of one model call that returned ``response``.
 
     Built without validation (one per iteration): every value comes from the validated
-    ``response`` or is made a float here; a test pins it equal to the validated entry.
+    ``response`` or is made a float here (by `packed_llm_call`); a test pins it equal to the
+    validated entry.
     """
-    given = response.__dict__  # (a dict item costs less than a pydantic attribute)
-    reason = given["finish_reason"]
-    return _llm_call(
-        given["model"] or model,
-        turn,
-        iteration,
-        float(duration) if duration > 0 else 0.0,
-        len(given["tool_calls"]),
-        _FINISH_TEXT.get(reason) or str(reason),  # (one shared text)
-        given["usage"],
-        float(at),
-    )
+    return _llm_call(*packed_llm_call(model, response, turn, iteration, duration, at)[1:])
 
 
 def _llm_call(
@@ -206,28 +196,11 @@ def tool_entries(
 ) -> list[ToolExecutionTrace]:
     """The trace entries of a tool round: one per call, in call order.
 
-    Built without validation (one per call), from validated calls and results; a test pins
-    each equal to the validated entry.
+    Built without validation (one per call), from validated calls and results (by
+    `packed_tool_entries`); a test pins each equal to the validated entry.
     """
-    moment = float(at)
-    entries = []
-    for call, result in zip(calls, results, strict=True):
-        asked = call.__dict__  # (a dict item costs less than a pydantic attribute)
-        given = result.__dict__  # (the same, for the result)
-        error = given["error"]
-        entries.append(
-            _tool_execution(
-                asked["name"],
-                asked["arguments"],
-                asked["id"],
-                turn,
-                iteration,
-                result,
-                float(given["duration"]),
-                error.type if error else None,
-                moment,
-            )
-        )
+    entries: list[ToolExecutionTrace] = []
+    packed_tool_entries(calls, results, turn, iteration, at, entries)
     return entries
 
 
@@ -275,8 +248,9 @@ def _tool_execution(
 # tracking once it has seen that it holds only strings and numbers (about 140 bytes for a
 # tool execution). The entry is built from it only for whoever reads it (`entry_of`: a
 # listener, `Agent.trace`, a snapshot), equal field for field to the one `llm_call_entry`
-# or `tool_entries` builds, with the same fields set (property tests pin them equal). A run
-# on a store keeps the entries themselves: each save's snapshot reads the whole trace.
+# or `tool_entries` builds (from the same values: they pack, then build), with the same
+# fields set (property tests pin them equal). A run on a store keeps the entries themselves:
+# each save's snapshot reads the whole trace.
 
 Kept = AnyTraceEntry | tuple[Any, ...]
 """A trace entry as a run keeps it: the entry itself, or packed (see above)."""
@@ -330,8 +304,14 @@ def packed_tool_entries(
         asked = call.__dict__  # (a dict item costs less than a pydantic attribute)
         given = result.__dict__  # (the same, for the result)
         name, call_id, error = asked["name"], asked["id"], given["error"]
+        packs = (
+            result.__pydantic_fields_set__ is RESULT_GIVEN
+            and type(result) is ToolResult
+            and given["call_id"] is call_id
+            and given["tool_name"] is name
+        )
         entry = None
-        if told is not None:
+        if told is not None or not packs:
             entry = _tool_execution(
                 name,
                 asked["arguments"],
@@ -343,31 +323,27 @@ def packed_tool_entries(
                 error.type if error else None,
                 moment,
             )
-            told.append(entry)
-        if (
-            result.__pydantic_fields_set__ is RESULT_GIVEN
-            and type(result) is ToolResult
-            and given["call_id"] is call_id
-            and given["tool_name"] is name
-        ):
-            items.append(
-                (
-                    _TOOL_EXECUTION,
-                    name,
-                    asked["arguments"],
-                    call_id,
-                    turn,
-                    iteration,
-                    moment,
-                    given["status"]._value_,
-                    given["output"],
-                    error,
-                    given["duration"],
-                    given["attempts"],
-                )
+            if told is not None:
+                told.append(entry)
+        if not packs:  # kept as it is
+            items.append(entry)  # type: ignore[arg-type]  # (built above)
+            continue
+        items.append(
+            (
+                _TOOL_EXECUTION,
+                name,
+                asked["arguments"],
+                call_id,
+                turn,
+                iteration,
+                moment,
+                given["status"]._value_,
+                given["output"],
+                error,
+                given["duration"],
+                given["attempts"],
             )
-        else:  # kept as it is
-            items.append(tool_entries((call,), (result,), turn, iteration, moment)[0])
+        )
     return items
 
 

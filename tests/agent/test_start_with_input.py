@@ -245,15 +245,16 @@ def test_a_pause_a_listener_of_start_asks_for_is_taken_at_the_first_boundary(
     assert agent.resume().state == RunState.COMPLETED
 
 
+def _refuse_start(item: object) -> None:
+    """A listener that raises on ``start``."""
+    if isinstance(item, Event) and item.event == "start":
+        raise RuntimeError("no")
+
+
 def test_a_listener_of_start_that_raises_without_a_store_leaves_the_run_ready() -> None:
     """As start() then submit(): start raises, so the input is never submitted."""
     agent = build(script(0, False), [])
-
-    def refuse(item: object) -> None:
-        if isinstance(item, Event) and item.event == "start":
-            raise RuntimeError("no")
-
-    agent.add_listener(refuse)
+    agent.add_listener(_refuse_start)
     with pytest.raises(RuntimeError, match="no"):
         agent.start("hi")
     assert agent.state == RunState.READY
@@ -265,12 +266,7 @@ def test_a_listener_of_start_that_raises_on_a_store_fails_the_turn_it_hears_of_l
     """Group commit: it is told of ``start`` after the input is stored, mid-turn (I12)."""
     store = MemoryStore()
     agent = build(script(0, False), [], store=store)
-
-    def refuse(item: object) -> None:
-        if isinstance(item, Event) and item.event == "start":
-            raise RuntimeError("no")
-
-    agent.add_listener(refuse)
+    agent.add_listener(_refuse_start)
     with pytest.raises(RuntimeError, match="no"):
         agent.start("hi")
     assert (agent.state, agent.reason) == (RunState.FAILED, "error")
