@@ -17,7 +17,13 @@ from agentfsm.verify.domains import (
     turn_limit_reached,
     valuations,
 )
-from agentfsm.verify.log_check import Divergence, DivergenceKind, LogCheck, check_log
+from agentfsm.verify.log_check import (
+    Divergence,
+    DivergenceKind,
+    LogCheck,
+    check_log,
+    recorded_config,
+)
 from agentfsm.verify.report import (
     PROPERTIES,
     WARNINGS,
@@ -47,6 +53,7 @@ __all__ = [
     "check_log",
     "default_domains",
     "load_class",
+    "recorded_config",
     "turn_limit_reached",
     "valuations",
     "verify",

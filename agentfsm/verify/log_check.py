@@ -5,14 +5,15 @@ recorded ``data`` as its arguments. What the log does not record — the environ
 (``at_boundary``, ``input_policy``) — is searched: before each event every valuation of
 them is tried, the current one first, and the event conforms if one of them makes the
 machine take exactly the recorded edge. The run's configuration (``max_iterations``,
-``max_turns``) is not searched: pass it.
+``max_turns``, ``output_retries``) is not searched: it is what the log's ``start`` records
+(an `Agent` records its caps there), or what the caller passes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -160,6 +161,9 @@ class _Replay:
             except IllegalTransitionError as error:
                 refusals.append(str(error))
                 continue
+            except Exception as error:  # a guard or effect that cannot read these values
+                refusals.append(f"the machine raised {type(error).__name__}: {error}")
+                continue
             if emitted.target != event.target:
                 elsewhere.add(emitted.target)
                 continue
@@ -237,27 +241,31 @@ def check_log(
         run: The RunLifecycle class that recorded it.
         loop: The TurnLoop class that recorded it.
         config: The run's configuration, set on its data before the first event (e.g.
-            ``{"max_iterations": 3, "max_turns": 1}``); `RunData`'s defaults otherwise.
+            ``{"max_iterations": 3, "max_turns": 1}``). None (the default): what the log's
+            first event records, if it is the run machine's ``start`` (an `Agent` records
+            its ``max_iterations``, ``max_turns`` and ``output_retries`` there: see
+            `recorded_config`); `RunData`'s defaults for anything else.
         domains: Where the environment's values come from, and the run states in which a
             turn starts its loop; `default_domains` by default.
         data: Builds the run's data from its run id: `RunData` or a subclass of it.
 
     Returns:
         The result: `LogCheck.ok` when the log is a legal path, otherwise its first
-        `Divergence`. It never raises for a bad log.
+        `Divergence`. It never raises for a bad log (nor for a configuration the machines
+        cannot read: the first event they raise on is refused, with the error).
     """
     log = list(events)
     run_id = log[0].run_id if log else None
+    domains = domains if domains is not None else default_domains()
+    if config is None:
+        config = recorded_config(log, domains.initial)
     start = data(run_id or "empty")
-    for name, value in (config or {}).items():
+    for name, value in config.items():
         setattr(start, name, value)
     run_compiled = compile_machine(run, MachineName.RUN, "state")
     Machine(run_compiled, start, Emitter(start.run_id))  # enters the initial state if unset
     replay = _Replay(
-        run_compiled,
-        compile_machine(loop, MachineName.LOOP, "loop_state"),
-        domains if domains is not None else default_domains(),
-        start,
+        run_compiled, compile_machine(loop, MachineName.LOOP, "loop_state"), domains, start
     )
     for index, event in enumerate(log):
         divergence = _numbering(index, event, log[0].run_id)
@@ -268,3 +276,24 @@ def check_log(
                 run_id, len(log), index, divergence, replay.data, tuple(replay.assumed)
             )
     return LogCheck(run_id, len(log), len(log), None, replay.data, tuple(replay.assumed))
+
+
+def recorded_config(log: Sequence[Event], names: Collection[str]) -> dict[str, object]:
+    """The run's configuration as its log records it: what `check_log` replays by default.
+
+    An `Agent` records its caps in its run's ``start`` event (``max_iterations``,
+    ``max_turns``, ``output_retries``, with ``input_policy`` and ``system_prompt``).
+
+    Args:
+        log: The run's events, in log order.
+        names: The configuration's fields (`Domains.initial`'s).
+
+    Returns:
+        The fields of ``names`` that the log's first event holds in its ``data``, if that
+        event is the run machine's ``start``; otherwise none (a log that does not begin at
+        ``start`` records no configuration).
+    """
+    first = log[0] if log else None
+    if first is None or first.machine != MachineName.RUN or first.event != "start":
+        return {}
+    return {name: first.data[name] for name in names if name in first.data}

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentfsm import Agent, ScriptedModel, tool
 from agentfsm.fsm import Emitter, RunData, loop_machine, run_machine
 from agentfsm.states import Event, InputPolicy
-from agentfsm.verify import check_log
+from agentfsm.verify import check_log, default_domains, recorded_config
 
 
 def recorded() -> tuple[list[Event], RunData]:
@@ -202,3 +204,111 @@ def test_an_agents_run_is_a_legal_path_of_the_machines() -> None:
         4,
         "cancelled",
     )
+
+
+# -- the configuration a log records -------------------------------------------------------
+
+
+def _agent_log(model: ScriptedModel, inputs: int = 1, **options: object) -> list[Event]:
+    """The events of an Agent's run of ``inputs`` turns (``options`` are the Agent's)."""
+    seen: list[object] = []
+    agent = Agent(model, [weather], listeners=[seen.append], **options)  # type: ignore[arg-type]
+    agent.start()
+    for turn in range(inputs):
+        if agent.state in ("ready", "completed", "failed"):
+            agent.submit(f"input {turn}")
+    return [item for item in seen if isinstance(item, Event)]
+
+
+def test_an_agents_log_replays_with_the_caps_its_start_records() -> None:
+    model = ScriptedModel().tool_call("weather", city="Paris").tool_call("weather", city="Rome")
+    log = _agent_log(model, max_iterations=2)  # the second round spends the cap: exhausted
+
+    assert recorded_config(log, default_domains().initial) == {  # (untyped: no retries)
+        "max_iterations": 2,
+        "max_turns": None,
+    }
+    result = check_log(log)  # no config: the run's own, as its start recorded it
+
+    assert result.ok, result
+    assert (result.data.state, result.data.loop_state) == ("completed", "exhausted")
+
+
+def test_a_config_passed_wins_over_the_recorded_one() -> None:
+    model = ScriptedModel().tool_call("weather", city="Paris").tool_call("weather", city="Rome")
+    log = _agent_log(model, max_iterations=2)
+
+    result = check_log(log, config={"max_iterations": 10})
+
+    assert result.divergence is not None
+    assert log[result.divergence.index].target == "exhausted"
+    assert "max_iterations=10" in result.divergence.message
+
+
+def test_a_log_that_does_not_begin_at_start_records_no_configuration() -> None:
+    assert recorded_config(LOG[1:], default_domains().initial) == {}
+    assert recorded_config([], default_domains().initial) == {}
+    assert recorded_config(LOG, default_domains().initial) == {}  # a bare start: no data
+
+
+def test_a_recorded_configuration_the_machines_cannot_read_is_a_divergence() -> None:
+    model = ScriptedModel().tool_call("weather", city="Paris").text("Sunny.")
+    log = _agent_log(model, max_iterations=2)
+    start = log[0]
+    forged = [Event(**{**start.model_dump(), "data": {**start.data, "max_iterations": "2"}})]
+
+    result = check_log([*forged, *log[1:]])  # a guard compares an int with that text
+
+    assert result.divergence is not None
+    assert result.divergence.kind == "refused"
+    assert "the machine raised TypeError" in result.divergence.message
+
+
+_DATA_KEYS = ("max_iterations", "max_turns", "output_retries", "tool_calls", "needing_action")
+_DATA_KEYS += ("asking_user", "deadline", "calls", "decisions", "text", "now", "reason")
+"""The configuration's fields and the events' arguments that guards read."""
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+
+
+@given(
+    index=st.integers(min_value=0, max_value=len(LOG) - 1),
+    key=st.sampled_from(_DATA_KEYS),
+    value=_JSON,
+)
+def test_no_value_in_a_log_makes_check_log_raise(index: int, key: str, value: object) -> None:
+    event = LOG[index]
+    forged = Event.model_construct(**{**event.model_dump(), "data": {**event.data, key: value}})
+    log = [*LOG[:index], forged, *LOG[index + 1 :]]
+
+    result = check_log(log)  # (the first event's data is the configuration too)
+
+    assert 0 <= result.replayed <= len(log)
+    assert result.ok == (result.divergence is None)
+
+
+@given(
+    max_iterations=st.integers(min_value=1, max_value=4),
+    max_turns=st.sampled_from([None, 1, 2]),
+    rounds=st.lists(st.integers(min_value=0, max_value=3), min_size=1, max_size=3),
+)
+def test_every_agent_run_replays_with_the_configuration_it_records(
+    max_iterations: int, max_turns: int | None, rounds: list[int]
+) -> None:
+    model = ScriptedModel()
+    for count in rounds:  # a turn: ``count`` tool rounds (capped by max_iterations), a text
+        for _ in range(count):
+            model = model.tool_call("weather", city="Paris")
+        model = model.text("Done.")
+    turns = len(rounds) if max_turns is None else min(len(rounds), max_turns)
+    log = _agent_log(model, inputs=turns, max_iterations=max_iterations, max_turns=max_turns)
+
+    result = check_log(log)
+
+    assert result.ok, result
+    assert result == check_log(log, config=recorded_config(log, default_domains().initial))
+    assert (result.data.max_iterations, result.data.max_turns) == (max_iterations, max_turns)
