@@ -11,7 +11,7 @@ from agentfsm.agent.context import CONTEXT_WINDOWS, ContextUsage, context_window
 from agentfsm.agent.core import Agent
 from agentfsm.agent.deltas import Delta, StreamItem, StreamListener
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
-from agentfsm.agent.turn import OUTCOME_UNKNOWN
+from agentfsm.agent.rounds import OUTCOME_UNKNOWN
 from agentfsm.agent.vocabulary import (
     ASK_USER,
     INCOMPLETE_MESSAGE,

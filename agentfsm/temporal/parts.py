@@ -25,7 +25,7 @@ from temporalio.exceptions import (
     TimeoutType,
 )
 
-from agentfsm.agent.turn import OUTCOME_UNKNOWN
+from agentfsm.agent.rounds import OUTCOME_UNKNOWN
 from agentfsm.errors import ModelCallError, ToolTimeoutError
 from agentfsm.llm.base import ModelResponse, RetryListener
 from agentfsm.llm.retry import RetryPolicy as ModelRetryPolicy
