@@ -17,16 +17,9 @@ from agentfsm.agent.typed import TypedAnswers
 from agentfsm.errors import AgentFSMError
 from agentfsm.fsm import AnyMachine
 from agentfsm.fsm.rounds import round_messages
-from agentfsm.fsm.trace import (
-    ToolExecutionTrace,
-    packed_tool_entries,
-)
+from agentfsm.fsm.trace import ToolExecutionTrace, packed_tool_entries
 from agentfsm.states.json import JSONObject
-from agentfsm.states.messages import (
-    Message,
-    ToolCall,
-    message_json,
-)
+from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import context_of
 from agentfsm.tools.policy import Decision

@@ -41,9 +41,7 @@ from agentfsm.states.messages import (
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.hooks import HookContext, HookKind, Hooks
 from agentfsm.tools.registry import ToolRegistry
-from agentfsm.tools.results import (
-    ErrorDetails,
-)
+from agentfsm.tools.results import ErrorDetails
 from agentfsm.tools.sources import ToolSource
 
 if TYPE_CHECKING:
