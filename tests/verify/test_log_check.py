@@ -245,7 +245,7 @@ def test_a_config_passed_wins_over_the_recorded_one() -> None:
     assert "max_iterations=10" in result.divergence.message
 
 
-def test_a_log_that_does_not_begin_at_start_records_no_configuration() -> None:
+def test_only_a_start_that_carries_caps_records_a_configuration() -> None:
     assert recorded_config(LOG[1:], default_domains().initial) == {}
     assert recorded_config([], default_domains().initial) == {}
     assert recorded_config(LOG, default_domains().initial) == {}  # a bare start: no data
