@@ -4,7 +4,8 @@
 
     AgentFSMError
     ├── IllegalTransitionError      an event not allowed in the current state
-    │   └── GuardFailedError        allowed there, but none of its guards held
+    │   ├── GuardFailedError        allowed there, but none of its guards held
+    │   └── EventArgumentsError     an event whose arguments are not JSON values
     ├── MachineDefinitionError      a declared machine the fast path cannot compile
     ├── ToolDefinitionError         a tool declared wrongly (signature, options)
     │   ├── InvalidToolNameError    a name the model API would refuse
@@ -152,6 +153,38 @@ class GuardFailedError(IllegalTransitionError):
             event=event,
             allowed=allowed,
             detail=" (no guard held: " + "; ".join(failed_guards) + ")",
+        )
+
+
+class EventArgumentsError(IllegalTransitionError):
+    """An event was sent with an argument that is not a JSON value.
+
+    An event's arguments become its recorded ``data``, which a store writes as JSON and a
+    replay reads back; NaN, a set or an arbitrary object could not be written, or would come
+    back as something else. The event is refused before any guard is asked: nothing changed.
+
+    Attributes:
+        problem: Which argument, where inside it, and what a JSON value is.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        machine: str,
+        state: str,
+        event: str,
+        allowed: tuple[str, ...],
+        problem: str,
+    ) -> None:
+        self.problem = problem
+        super().__init__(
+            run_id=run_id,
+            machine=machine,
+            state=state,
+            event=event,
+            allowed=allowed,
+            detail=f" ({problem})",
         )
 
 
@@ -852,6 +885,7 @@ __all__ = [
     "AgentFSMError",
     "DiagramRenderError",
     "DuplicateToolError",
+    "EventArgumentsError",
     "ForkError",
     "GuardFailedError",
     "HookFailedError",

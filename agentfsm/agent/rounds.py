@@ -202,7 +202,7 @@ class ToolRounds(TypedAnswers):
             self._flush_deferred()
         self._trace_round(calls, results)
         loop = self._loop if self._loop is not None else self._loop_machine()  # (no call)
-        loop.send("tools_finished")
+        loop.send_trusted("tools_finished", {})
         if data.loop_state == _EXHAUSTED:
             await self._finish(_EXHAUSTED)
         elif self._sources:

@@ -401,15 +401,18 @@ class TurnDriver(ToolRounds):
         self._round = calls
         self._messages += (reply,)
         loop = self._loop if self._loop is not None else self._loop_machine()  # (no call)
-        loop.send(
+        # (JSON by construction, from the validated reply: `send` would walk it again)
+        loop.send_trusted(
             "model_replied",
-            tool_calls=self._answer_calls(calls) if self._answer_by_tool else len(calls),
-            needing_action=len(waiting) - len(asking),
-            asking_user=len(asking),
-            # (`_dump`, inlined: once per model reply)
-            message=_reply_json(reply, content, calls)
-            if self.store is not None or self._listeners
-            else {},
+            {
+                "tool_calls": self._answer_calls(calls) if self._answer_by_tool else len(calls),
+                "needing_action": len(waiting) - len(asking),
+                "asking_user": len(asking),
+                # (`_dump`, inlined: once per model reply)
+                "message": _reply_json(reply, content, calls)
+                if self.store is not None or self._listeners
+                else {},
+            },
         )
         state = self._data.loop_state  # (the loop's state, read without a call)
         if state == _AWAITING_ACTION:

@@ -13,11 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentfsm.errors import GuardFailedError, IllegalTransitionError, MachineDefinitionError
+from agentfsm.errors import (
+    EventArgumentsError,
+    GuardFailedError,
+    IllegalTransitionError,
+    MachineDefinitionError,
+)
 from agentfsm.fsm.emitter import Emitter
 from agentfsm.fsm.guards import Args, Check, Selector, check_of, selector_of
 from agentfsm.states.events import Event
-from agentfsm.states.json import JSONValue
+from agentfsm.states.json import JSONValue, json_problem
 from agentfsm.states.names import MachineName
 from agentfsm.states.tables import GUARDS, TransitionRow
 
@@ -27,6 +32,8 @@ RESERVED_ARGS = frozenset(
     {"model", "source", "target", "state", "event", "machine", "transition", "event_data"}
 )
 """Argument names python-statemachine injects itself, so an event may not carry them."""
+
+_JSON_LEAVES = frozenset((str, int, bool, type(None)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +364,45 @@ def refusal(
     )
 
 
+def check_arguments(
+    compiled: CompiledMachine, run_id: str, state: str, event: str, args: Args
+) -> None:
+    """Refuse ``event``'s arguments unless their names are free and their values are JSON.
+
+    Raises:
+        TypeError: An argument has a name python-statemachine injects itself.
+        EventArgumentsError: An argument is not a JSON value (see `json_problem`).
+    """
+    if not RESERVED_ARGS.isdisjoint(args):
+        raise TypeError(
+            f"event arguments may not be named {sorted(RESERVED_ARGS & args.keys())!r}"
+        )
+    problem = arguments_problem(args)
+    if problem is not None:
+        raise EventArgumentsError(
+            run_id=run_id,
+            machine=compiled.name,
+            state=state,
+            event=event,
+            allowed=compiled.allowed.get(state, ()),
+            problem=problem,
+        )
+
+
+def arguments_problem(args: Args) -> str | None:
+    """What keeps an event's arguments from being JSON values, naming the argument; or None."""
+    for name, value in args.items():
+        if type(value) in _JSON_LEAVES:  # (the usual argument: a string, a count, a flag)
+            continue
+        try:
+            problem = json_problem(value, f"argument {name!r}")
+        except RecursionError:
+            problem = f"argument {name!r} is nested too deeply to be written as JSON"
+        if problem is not None:
+            return problem
+    return None
+
+
 def _first_holding(
     candidates: tuple[CompiledTransition, ...], model: Any, args: Args
 ) -> CompiledTransition | None:
@@ -421,6 +467,8 @@ class Machine(MachineView):
         """Whether `send` with these arguments would be accepted (guards included)."""
         # `send`'s selection without the refusal: building the error only to throw it away
         # would cost more than the question (asked at every submit: is a wait overdue?).
+        if args and (not RESERVED_ARGS.isdisjoint(args) or arguments_problem(args) is not None):
+            return False
         compiled, model = self.compiled, self.model
         state = getattr(model, compiled.state_field)
         candidates = compiled.dispatch.get(state, _NOTHING).get(event)
@@ -441,13 +489,26 @@ class Machine(MachineView):
 
         Raises:
             IllegalTransitionError: No transition of ``event`` leaves the current state; or
-                (as `GuardFailedError`) some do, but none of their guards held. The state,
-                the data and the event log are unchanged.
+                (as `GuardFailedError`) some do, but none of their guards held; or (as
+                `EventArgumentsError`) an argument is not a JSON value. The state, the data
+                and the event log are unchanged.
+            TypeError: An argument has a name python-statemachine injects itself
+                (``model``, ``source``, ``state``...).
         """
-        if args and not RESERVED_ARGS.isdisjoint(args):
-            raise TypeError(
-                f"event arguments may not be named {sorted(RESERVED_ARGS & args.keys())!r}"
-            )
+        if args:
+            compiled = self.compiled
+            state = getattr(self.model, compiled.state_field)
+            check_arguments(compiled, self.emitter.run_id, state, event, args)
+        return self.send_trusted(event, args)
+
+    def send_trusted(self, event: str, args: dict[str, JSONValue]) -> Event:
+        """`send` without checking the arguments: for arguments known to be JSON values.
+
+        For agentfsm's own callers, whose arguments are built from validated records (the
+        model's reply, a count, a list of call ids): checking them again would walk each
+        reply once more per iteration. ``args`` becomes the event's ``data`` as it is.
+        Anything else calls `send`.
+        """
         # The hot path of every transition. The guards are called as checks, with the
         # arguments as one mapping (a keyword call would copy them into a new dict per
         # guard), or all at once by the group's selector; effects and enters spell out the

@@ -10,7 +10,14 @@ from typing import Any
 
 from statemachine.exceptions import TransitionNotAllowed
 
-from agentfsm.fsm.compiled import RESERVED_ARGS, CompiledMachine, MachineView, refusal
+from agentfsm.fsm.compiled import (
+    RESERVED_ARGS,
+    CompiledMachine,
+    MachineView,
+    arguments_problem,
+    check_arguments,
+    refusal,
+)
 from agentfsm.fsm.emitter import Emitter
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONValue
@@ -56,14 +63,18 @@ class ReferenceMachine(MachineView):
 
     def can_send(self, event: str, /, **args: JSONValue) -> bool:
         """Whether `send` with these arguments would be accepted (guards included)."""
+        if args and (not RESERVED_ARGS.isdisjoint(args) or arguments_problem(args) is not None):
+            return False
         return event in {str(e.id) for e in self.chart.enabled_events(**args)}
 
     def send(self, event: str, /, **args: JSONValue) -> Event:
         """Send ``event`` to python-statemachine; refusals raise as `Machine.send` does."""
-        if args and not RESERVED_ARGS.isdisjoint(args):
-            raise TypeError(
-                f"event arguments may not be named {sorted(RESERVED_ARGS & args.keys())!r}"
-            )
+        if args:
+            check_arguments(self.compiled, self.emitter.run_id, self.state, event, args)
+        return self.send_trusted(event, args)
+
+    def send_trusted(self, event: str, args: dict[str, JSONValue]) -> Event:
+        """`send` without checking the arguments, as `Machine.send_trusted`."""
         state = self.state
         if state not in self.compiled.dispatch:
             raise refusal(self.compiled, self.emitter.run_id, state, event)
