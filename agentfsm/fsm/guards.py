@@ -11,6 +11,7 @@ in words what each checks.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 from agentfsm.fsm.data import RunData
@@ -64,6 +65,15 @@ def _is_message(text: object) -> bool:
     return isinstance(text, str) and bool(text.strip())
 
 
+def _is_deadline(deadline: object) -> bool:
+    """None, or a finite number that is not a bool (``True`` is no time)."""
+    return deadline is None or (
+        isinstance(deadline, (int, float))
+        and not isinstance(deadline, bool)
+        and math.isfinite(deadline)
+    )
+
+
 @guard
 def submit_allowed(model: RunData, args: Args) -> bool:
     """The input is a non-empty message and the run's turn limit is not reached."""
@@ -98,9 +108,12 @@ def _ids(calls: object) -> bool:
 
 @guard
 def has_calls(model: RunData, args: Args) -> bool:
-    """At least one tool call (given by its id, each once) awaits the application."""
+    """At least one tool call (given by its id, each once) awaits the application.
+
+    By a deadline that is a time (seconds since the epoch, a finite number) or none.
+    """
     calls = args.get("calls")
-    return _ids(calls)
+    return _ids(calls) and _is_deadline(args.get("deadline"))
 
 
 @guard
@@ -116,10 +129,14 @@ def decides_every_pending_call(model: RunData, args: Args) -> bool:
 
 @guard
 def asks_question(model: RunData, args: Args) -> bool:
-    """The agent asked a non-empty question through at least one ``ask_user`` call."""
+    """The agent asked a non-empty question through at least one ``ask_user`` call.
+
+    To be answered by a deadline that is a time (seconds since the epoch, a finite number)
+    or none.
+    """
     question = args.get("question")
     calls = args.get("calls")
-    return _is_message(question) and _ids(calls)
+    return _is_message(question) and _ids(calls) and _is_deadline(args.get("deadline"))
 
 
 @guard

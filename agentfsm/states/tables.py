@@ -78,9 +78,11 @@ GUARDS: dict[str, str] = {
     "submit_allowed": "input is a non-empty message; turn limit not reached",
     "input_queued": "input policy is `queue` (and the input is a non-empty message)",
     "input_interrupts": "input policy is `interrupt` (and the input is a non-empty message)",
-    "has_calls": "≥ 1 tool call awaits approval or a client-side result",
+    "has_calls": (
+        "≥ 1 tool call awaits approval or a client-side result; the deadline is a time or none"
+    ),
     "decides_every_pending_call": "every pending call has exactly one decision",
-    "asks_question": "the agent asked the user a question",
+    "asks_question": "the agent asked the user a question; the deadline is a time or none",
     "has_answer": "non-empty text",
     "turn_finished": "the last model response has no tool calls, or the iteration limit was hit",
     "at_boundary": "at a step boundary",

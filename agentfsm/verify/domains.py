@@ -172,7 +172,7 @@ _DECISIONS: tuple[JSONValue, ...] = (
     {"c1": "approve", "c2": "deny"},
     {},
 )
-_DEADLINES: tuple[JSONValue, ...] = (None, 100.0)
+_DEADLINES: tuple[JSONValue, ...] = (None, 100.0, "soon")
 
 DEFAULT_EVENTS: Mapping[str, tuple[Arguments, ...]] = _merged(
     {
@@ -192,7 +192,8 @@ DEFAULT_EVENTS: Mapping[str, tuple[Arguments, ...]] = _merged(
     }
 )
 """The arguments tried for each event: one that satisfies its guards and one that does not
-(empty text, no calls, a decision missing, a deadline not yet passed), and every
+(empty text, no calls, a decision missing, a deadline not yet passed or that is no time),
+and every
 combination of has-tool-calls / needs-approval / asks-the-user for ``model_replied``.
 Calls come one or two at a time, and decisions name one call, the other, both or none: a
 guard that counts decisions instead of matching their ids is caught (one decision for the

@@ -1,4 +1,4 @@
-"""An event's arguments are JSON values.
+"""An event's arguments are JSON values, and a wait's deadline is a time or none.
 
 Both refusals change nothing (I4): not the state, not the run's data, not the event count,
 and no listener hears of the event. Every test runs on both engines.
@@ -150,3 +150,73 @@ def test_a_json_argument_is_taken_as_it_is(engine: Engine, value: object) -> Non
     assert run.state == "failed"
     assert heard[-1].data == {"detail": value}
     assert json.loads(heard[-1].model_dump_json())["data"] == {"detail": value}
+
+
+# -- the wait's deadline ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("deadline", ["soon", True, False, [], {"at": 1.0}])
+@pytest.mark.parametrize("event", ["need_action", "need_input"])
+def test_a_deadline_that_is_no_time_is_refused(
+    engine: Engine, event: str, deadline: object
+) -> None:
+    machine, data, heard = busy(engine)
+    args: dict[str, Any] = {"calls": ["c1"], "deadline": deadline}
+    if event == "need_input":
+        args["question"] = "Which city?"
+
+    error = refused_unchanged(machine, data, heard, event, **args)
+
+    assert isinstance(error, GuardFailedError)
+    guard = "has_calls" if event == "need_action" else "asks_question"
+    assert error.failed_guards == (
+        f"{guard}: "
+        + (
+            "≥ 1 tool call awaits approval or a client-side result"
+            if guard == "has_calls"
+            else "the agent asked the user a question"
+        )
+        + "; the deadline is a time or none",
+    )
+
+
+@given(
+    ENGINES,
+    st.none()
+    | st.integers(-(10**12), 10**12)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.booleans()
+    | st.text(max_size=3)
+    | st.lists(st.integers(), max_size=2),
+    st.sampled_from(["need_action", "need_input"]),
+)
+def test_a_wait_is_taken_exactly_with_a_number_or_no_deadline(
+    engine: Engine, deadline: object, event: str
+) -> None:
+    machine, data, _ = busy(engine)
+    args: dict[str, Any] = {"calls": ["c1"], "deadline": deadline}
+    if event == "need_input":
+        args["question"] = "Which city?"
+    is_time = deadline is None or (
+        isinstance(deadline, int | float) and not isinstance(deadline, bool)
+    )
+
+    assert machine.can_send(event, **args) == is_time
+    if is_time:
+        machine.send(event, **args)
+        assert data.deadline == (None if deadline is None else float(deadline))  # type: ignore[arg-type]
+        assert data.pending == ("c1",)
+    else:
+        with pytest.raises(GuardFailedError):
+            machine.send(event, **args)
+        assert (data.state, data.deadline, data.pending) == ("busy", None, ())
+
+
+def test_a_recorded_deadline_expires_the_wait(engine: Engine) -> None:
+    machine, data, _ = busy(engine)
+    machine.send("need_action", calls=["c1"], deadline=100)
+
+    assert not machine.can_send("expire", now=99.0)
+    machine.send("expire", now=100.0)
+
+    assert data.state == "failed"

@@ -148,7 +148,9 @@ def test_every_guard_is_the_contract_guard(
 
 
 def test_a_guard_in_other_words_does_not_fit() -> None:
-    assert not guard_fits("need_input", "busy", "asks_question", "input_required", "a deadline")
+    assert not guard_fits(
+        "need_input", "busy", "asks_question", "input_required", "the wait's deadline has passed"
+    )
     assert not guard_fits("start", "created", "has_answer", "ready", "—")
     assert not guard_fits("resume", "paused", "paused_in_busy", "ready", "—")
 

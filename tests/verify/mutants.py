@@ -91,6 +91,11 @@ def message_only(model: RunData, text: object = None, **_: object) -> bool:
     return isinstance(text, str) and bool(text.strip())
 
 
+def calls_only(model: RunData, calls: object = None, **_: object) -> bool:
+    """has_calls as it was before 2026-12-05: any deadline, even one that is no time."""
+    return g.has_calls(model, calls=calls)
+
+
 def deadline_compared(model: RunData, now: float = 0.0, **_: object) -> bool:
     """deadline_passed, forgetting that a wait may have no deadline (TypeError on None)."""
     return now >= model.deadline  # type: ignore[operator]  # the bug under test
@@ -191,6 +196,11 @@ def cancel_while_a_tool_runs() -> Pair:
 @mutant("guard", "conformance", 5)
 def submit_past_the_turn_limit() -> Pair:
     return run_with("Unlimited", guarded("submit", "completed", "busy", message_only))
+
+
+@mutant("guard", "conformance", 3)
+def wait_with_a_deadline_that_is_no_time() -> Pair:
+    return run_with("Undated", guarded("need_action", "busy", "requires_action", calls_only))
 
 
 @mutant("I3", "I3", 0)
