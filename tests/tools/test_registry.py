@@ -3,12 +3,15 @@ from __future__ import annotations
 import gc
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
 from agentfsm.errors import DuplicateToolError, UnknownToolError
 from agentfsm.tools import Tool, ToolRegistry
 from agentfsm.tools import registry as registry_module
+
+AnyTool = Tool[..., Any]
 
 
 def clock() -> str:
@@ -144,7 +147,7 @@ def test_a_tool_replaced_in_one_registry_stays_in_the_others() -> None:
 
 
 def test_the_newest_tables_of_tools_outlive_their_registries_and_are_shared() -> None:
-    tools = [Tool(clock), Tool(echo)]
+    tools: list[AnyTool] = [Tool(clock), Tool(echo)]
     first = ToolRegistry(tools)
     offered = first.offered_tools()
     table = first._table
@@ -159,7 +162,7 @@ def test_the_newest_tables_of_tools_outlive_their_registries_and_are_shared() ->
 
 
 def test_a_changed_list_of_tools_gets_a_table_of_its_own() -> None:
-    tools = [Tool(clock)]
+    tools: list[AnyTool] = [Tool(clock)]
     first = ToolRegistry(tools)
     tools.append(Tool(echo))
 
@@ -186,7 +189,7 @@ def test_only_the_newest_tables_are_kept_and_never_those_of_plain_functions() ->
 
 
 def test_registries_built_alike_in_many_threads_share_one_table() -> None:
-    tools = [Tool(clock), Tool(echo)]
+    tools: list[AnyTool] = [Tool(clock), Tool(echo)]
     with ThreadPoolExecutor(max_workers=8) as pool:
         tables = list(pool.map(lambda _: ToolRegistry(tools)._table, range(64)))
 
@@ -195,7 +198,7 @@ def test_registries_built_alike_in_many_threads_share_one_table() -> None:
 
 
 def test_the_unchecked_registry_of_checked_tools_is_the_checked_one() -> None:
-    tools = [Tool(clock), Tool(echo)]
+    tools: list[AnyTool] = [Tool(clock), Tool(echo)]
 
     assert ToolRegistry._of(tools)._table is ToolRegistry(tools)._table
     with pytest.raises(DuplicateToolError):
