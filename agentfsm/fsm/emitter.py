@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from agentfsm import _checks
 from agentfsm._redact import redact
 from agentfsm.states.events import Event, unchecked_event
 from agentfsm.states.json import JSONObject
@@ -32,6 +33,12 @@ class Emitter:
 
     The ``message`` of a ``fail`` or ``model_failed`` event has its credentials masked
     (URL user-info, key and token values, ``Authorization``; see `agentfsm._redact`).
+
+    Raises:
+        TypeError: ``run_id`` is not a str, ``listeners`` not a list of callables (a tuple
+            is refused: the list is kept, so that appending to it adds a listener),
+            ``clock`` not callable, or ``seq`` not an int.
+        ValueError: ``seq`` is negative.
     """
 
     __slots__ = ("clock", "listeners", "run_id", "seq")
@@ -43,6 +50,16 @@ class Emitter:
         clock: Clock = time.time,
         seq: int = 0,
     ) -> None:
+        if not isinstance(run_id, str):
+            _checks.refuse_type("run_id", run_id, "a str")
+        if listeners is not None and (
+            type(listeners) is not list or not all(map(callable, listeners))
+        ):
+            _listeners(listeners)
+        if not callable(clock):
+            _checks.refuse_type("clock", clock, "a callable returning seconds since the epoch")
+        if type(seq) is not int or seq < 0:
+            _checks.whole("seq", seq, minimum=0)
         self.run_id = run_id
         self.listeners: list[Listener] = listeners if listeners is not None else []
         self.clock = clock
@@ -84,3 +101,13 @@ def redacted(data: JSONObject) -> JSONObject:
     if isinstance(message, str):
         return {**data, "message": redact(str(message))}
     return data
+
+
+def _listeners(listeners: object) -> None:
+    """Refuse listeners that are not a list of callables (the list is kept, not copied)."""
+    allowed = "a list of callables (kept: appending to it later adds a listener) or None"
+    if not isinstance(listeners, list):
+        _checks.refuse_type("listeners", listeners, allowed)
+    for listener in listeners:
+        if not callable(listener):
+            raise TypeError(f"listeners must be {allowed}; it holds {_checks.given(listener)}")
