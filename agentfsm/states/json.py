@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from pydantic import FiniteFloat
 from typing_extensions import TypeAliasType
 
+from agentfsm._checks import given
+
 JSONValue = TypeAliasType(
     "JSONValue",
     "str | int | FiniteFloat | bool | list[JSONValue] | dict[str, JSONValue] | None",
@@ -61,7 +63,7 @@ def json_problem(value: object, where: str) -> str | None:
         return None if math.isfinite(value) else f"{where} is {value!r}: a JSON number is finite"
     if isinstance(value, (str, int)):  # (subclasses: str and int enums)
         return None
-    return f"{where} is {_shown(value)}: a JSON value is {JSON_VALUES}"
+    return f"{where} is {given(value)}: a JSON value is {JSON_VALUES}"
 
 
 def _items_problem(items: Iterable[tuple[object, object]], where: str) -> str | None:
@@ -72,10 +74,3 @@ def _items_problem(items: Iterable[tuple[object, object]], where: str) -> str | 
             if problem is not None:
                 return problem
     return None
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{text} (of type {type(value).__name__!r})"

@@ -54,9 +54,9 @@ def refused_unchanged(
     [
         (NAN, "argument 'note'", "a JSON number is finite"),
         (INF, "argument 'note'", "a JSON number is finite"),
-        ({1, 2}, "argument 'note'", "(of type 'set')"),
-        (b"x", "argument 'note'", "(of type 'bytes')"),
-        (object(), "argument 'note'", "(of type 'object')"),
+        ({1, 2}, "argument 'note'", "{1, 2} (set)"),
+        (b"x", "argument 'note'", "b'x' (bytes)"),
+        (object(), "argument 'note'", "(object)"),
         ({1: "one"}, "argument 'note' has the key 1", "keys are strings"),
         ([1, {"a": [NAN]}], "argument 'note'[1]['a'][0]", "a JSON number is finite"),
     ],
