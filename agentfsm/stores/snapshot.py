@@ -72,9 +72,9 @@ class Snapshot(BaseModel):
     """How many inputs were accepted by `submit`."""
     iteration: int = Field(default=0, ge=0)
     """Model calls in the current turn."""
-    max_iterations: int = 10
+    max_iterations: int = Field(default=10, ge=1)
     """The cap on iterations in one turn."""
-    max_turns: int | None = None
+    max_turns: int | None = Field(default=None, ge=1)
     """The cap on turns; None for no cap."""
     input_policy: InputPolicy = InputPolicy.REJECT
     """What a `submit` does while the run is busy."""

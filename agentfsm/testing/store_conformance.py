@@ -89,6 +89,7 @@ _messages = st.one_of(
     st.builds(Message.tool, st.text(min_size=1, max_size=8), _text, st.none() | _text),
 )
 _counts = st.integers(0, 10**6)
+_caps = st.integers(1, 10**6)  # a cap is at least 1 (RunData and Snapshot refuse 0)
 _trace: st.SearchStrategy[AnyTraceEntry] = st.one_of(
     st.builds(UserInputTrace, turn=_counts, text=_text, at=_finite),
     st.builds(
@@ -122,8 +123,8 @@ _data = st.builds(
     loop_state=st.none() | _text,
     turn=_counts,
     iteration=_counts,
-    max_iterations=_counts,
-    max_turns=st.none() | _counts,
+    max_iterations=_caps,
+    max_turns=st.none() | _caps,
     input_policy=st.sampled_from(list(InputPolicy)),
     at_boundary=st.booleans(),
     pending=st.lists(_text, max_size=3).map(tuple),

@@ -84,8 +84,20 @@ def test_an_unknown_schema_version_does_not_validate() -> None:
 
 
 def test_an_infinite_deadline_is_refused_as_it_would_not_round_trip() -> None:
+    with pytest.raises(ValueError, match="deadline must be a finite time"):
+        dataclasses.replace(DATA, deadline=float("inf"))  # refused by RunData at the door
+    data = dataclasses.replace(DATA)
+    data.deadline = float("inf")  # set later, as a machine's effect would: not checked there
     with pytest.raises(ValidationError):
-        Snapshot.from_data(dataclasses.replace(DATA, deadline=float("inf")), (), (), 0, 1)
+        Snapshot.from_data(data, (), (), 0, 1)
+
+
+@pytest.mark.parametrize("field", ["max_iterations", "max_turns"])
+def test_a_cap_below_one_is_no_snapshot(field: str) -> None:
+    """No run has such a cap (RunData and the Agent refuse it): a stored one is corrupt."""
+    fields = Snapshot.from_data(DATA, (), (), 0, 1).model_dump()
+    with pytest.raises(ValidationError, match=field):
+        Snapshot.model_validate({**fields, field: 0})
 
 
 def test_a_trusted_snapshot_is_the_validated_one_unchecked() -> None:
