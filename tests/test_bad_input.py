@@ -27,9 +27,16 @@ from agentfsm import (
     Tool,
     ToolCall,
     ToolRegistry,
+    check_log,
+    combined_diagram,
+    open_store,
+    replay,
+    run_diagram,
+    save_diagram,
     tool,
 )
 from agentfsm.cli import main
+from agentfsm.diagrams import diagram, mermaid
 from agentfsm.errors import (
     DuplicateToolError,
     GuardFailedError,
@@ -388,6 +395,48 @@ MODEL_ROWS = [
     Row("resolve-unknown-spec", lambda w: resolve_model("nope:x"), ModelConfigError, "nope:x"),
 ]
 
+
+def _log(w: World) -> list[object]:
+    """The Agent's log with one item that is not an event at its end."""
+    return [*w.store.events("r"), {"seq": 99}]
+
+
+LOG_ROWS = [
+    Row("scripted-step-int", lambda w: ScriptedModel(["ok", 5]), TypeError, "steps[1]"),  # type: ignore[list-item]
+    Row("scripted-respond-str", lambda w: ScriptedModel().respond("hi"), TypeError, "response"),  # type: ignore[arg-type]
+    Row("scripted-fail-class", lambda w: ScriptedModel().fail(ValueError), TypeError, "error"),  # type: ignore[arg-type]
+    Row("scripted-reply-with", lambda w: ScriptedModel().reply_with("hi"), TypeError, "responder"),  # type: ignore[arg-type]
+    Row("tool-context-turn", lambda w: ToolContext(run_id="r", turn=-1), ValueError, "turn"),
+    Row("open-store-int", lambda w: open_store(5), TypeError, "url"),  # type: ignore[arg-type]
+    Row(
+        "open-store-create",
+        lambda w: open_store(w.root / "new.db", create="no"),  # type: ignore[arg-type]
+        TypeError,
+        "create",
+    ),
+    Row("diagram-view", lambda w: diagram("runs", w.agent), ValueError, "view"),  # type: ignore[arg-type]
+    Row("diagram-current", lambda w: run_diagram("busy"), TypeError, "current"),  # type: ignore[arg-type]
+    Row("diagram-events", lambda w: combined_diagram(w.agent, _log(w)), TypeError, "events["),  # type: ignore[arg-type]
+    Row("mermaid-view", lambda w: mermaid("all"), ValueError, "view"),  # type: ignore[arg-type]
+    Row(
+        "save-diagram-view",
+        lambda w: save_diagram(w.root / "x.svg", "everything"),  # type: ignore[arg-type]
+        ValueError,
+        "view",
+    ),
+    Row("save-diagram-path", lambda w: save_diagram(5), TypeError, "path"),  # type: ignore[arg-type]
+    Row(
+        "save-diagram-events",
+        lambda w: save_diagram(w.root / "x.dot", events=_log(w)),  # type: ignore[arg-type]
+        TypeError,
+        "events[",
+    ),
+    Row("check-log-int", lambda w: check_log(5), TypeError, "events"),  # type: ignore[arg-type]
+    Row("check-log-item", lambda w: check_log(_log(w)), TypeError, "events["),  # type: ignore[arg-type]
+    Row("replay-str", lambda w: replay("r"), TypeError, "events"),  # type: ignore[arg-type]
+    Row("replay-item", lambda w: replay(_log(w)), TypeError, "events["),  # type: ignore[arg-type]
+]
+
 CLI_ROWS = [
     Row(
         "cli-events-negative",
@@ -446,13 +495,14 @@ CLI_ROWS = [
     ),
 ]
 
-ROWS = AGENT_ROWS + TOOL_ROWS + STORE_ROWS + MODEL_ROWS + CLI_ROWS
+ROWS = AGENT_ROWS + TOOL_ROWS + STORE_ROWS + MODEL_ROWS + LOG_ROWS + CLI_ROWS
 
 
 def test_the_table_has_at_least_sixty_bad_inputs_across_the_api() -> None:
     assert len(ROWS) >= 60
     assert len({row.id for row in ROWS}) == len(ROWS)
-    assert all(len(group) >= 5 for group in (TOOL_ROWS, STORE_ROWS, MODEL_ROWS, CLI_ROWS))
+    groups = (TOOL_ROWS, STORE_ROWS, MODEL_ROWS, LOG_ROWS, CLI_ROWS)
+    assert all(len(group) >= 5 for group in groups)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])

@@ -16,12 +16,25 @@ from typing import Literal, Protocol
 
 import graphviz
 
-from agentfsm.states.events import Event
+from agentfsm import _checks
+from agentfsm.states.events import Event, event_list
 from agentfsm.states.names import RUN_WAITING, LoopState, MachineName, RunState
 from agentfsm.states.tables import LOOP_TABLE, RUN_TABLE, MachineTable, TransitionRow
 
 View = Literal["run", "loop", "combined"]
 """Which diagram: ``run`` (RunLifecycle), ``loop`` (TurnLoop) or ``combined`` (both)."""
+
+_VIEWS = ("run", "loop", "combined")
+
+
+def check_view(view: object) -> None:
+    """Refuse a view that is not ``run``, ``loop`` or ``combined`` (it was drawn as another).
+
+    Raises:
+        ValueError: Any other value.
+    """
+    _checks.choice("view", view, _VIEWS)
+
 
 StateKind = Literal["initial", "state", "waiting", "final"]
 """How a state is drawn: the initial state, an ordinary one, a wait, or a final state."""
@@ -96,14 +109,36 @@ def path_counts(events: Iterable[Event]) -> dict[EdgeKey, int]:
 
     Returns:
         ``(machine, event, source, target)`` → the number of events that took that edge.
+
+    Raises:
+        TypeError: ``events`` is not an iterable of `Event`.
     """
     return dict(
         Counter(
             (str(e.machine), e.event, e.source, e.target)
-            for e in events
+            for e in event_list(events)
             if str(e.machine) in TRANSITION_MACHINES
         )
     )
+
+
+def where_now(current: StateSource | None) -> tuple[str | None, str | None]:
+    """The run state and loop state of ``current`` (both None for None).
+
+    Raises:
+        TypeError: ``current`` has no str ``state`` or its ``loop_state`` is no str or None.
+    """
+    if current is None:
+        return None, None
+    state = getattr(current, "state", None)
+    loop_state = getattr(current, "loop_state", None)
+    if not isinstance(state, str) or not (loop_state is None or isinstance(loop_state, str)):
+        _checks.refuse_type(
+            "current",
+            current,
+            "an Agent, a RunData (anything with a str 'state' and a 'loop_state'), or None",
+        )
+    return state, loop_state
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9_]+")
@@ -137,9 +172,10 @@ class _Drawing:
     """Adds one machine's nodes and edges to a graph, with highlights and path counts."""
 
     def __init__(self, current: StateSource | None, events: Iterable[Event]) -> None:
+        state, loop_state = where_now(current)
         self.current: dict[str, str | None] = {
-            MachineName.RUN.value: current.state if current is not None else None,
-            MachineName.LOOP.value: current.loop_state if current is not None else None,
+            MachineName.RUN.value: state,
+            MachineName.LOOP.value: loop_state,
         }
         self.counts = path_counts(events)
 
@@ -274,7 +310,13 @@ def combined_diagram(current: StateSource | None = None, events: Iterable[Event]
 def diagram(
     view: View = "combined", current: StateSource | None = None, events: Iterable[Event] = ()
 ) -> str:
-    """The DOT of one view: `run_diagram`, `loop_diagram` or `combined_diagram`."""
+    """The DOT of one view: `run_diagram`, `loop_diagram` or `combined_diagram`.
+
+    Raises:
+        ValueError: ``view`` is not ``run``, ``loop`` or ``combined``.
+        TypeError: ``current`` or ``events`` is not what the views take.
+    """
+    check_view(view)
     if view == "run":
         return run_diagram(current, events)
     if view == "loop":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -10,7 +11,8 @@ from typing import Literal
 
 import graphviz
 
-from agentfsm.diagrams.dot import StateSource, View, diagram
+from agentfsm import _checks
+from agentfsm.diagrams.dot import StateSource, View, check_view, diagram
 from agentfsm.diagrams.text import markdown, mermaid
 from agentfsm.errors import DiagramRenderError
 from agentfsm.states.events import Event
@@ -80,7 +82,13 @@ def save_diagram(
 
     Raises:
         DiagramRenderError: The suffix is not one of `FORMATS`, or rendering failed.
+        ValueError: ``view`` is not ``run``, ``loop`` or ``combined``.
+        TypeError: ``path`` is not a str or path, or ``current`` or ``events`` is not
+            what the views take.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        _checks.refuse_type("path", path, "a str or path of the file to write")
+    check_view(view)
     target = Path(path)
     suffix = target.suffix.lower()
     if suffix not in FORMATS:

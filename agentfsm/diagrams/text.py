@@ -6,7 +6,14 @@ cannot disagree and the same machine always gives the same text.
 
 from __future__ import annotations
 
-from agentfsm.diagrams.dot import StateSource, View, edge_label, state_kind
+from agentfsm.diagrams.dot import (
+    StateSource,
+    View,
+    check_view,
+    edge_label,
+    state_kind,
+    where_now,
+)
 from agentfsm.states.names import RunState
 from agentfsm.states.tables import LOOP_TABLE, RUN_TABLE, MachineTable
 
@@ -35,7 +42,12 @@ def markdown_table(table: MachineTable) -> str:
 
 
 def markdown(view: View = "combined") -> str:
-    """The transition table(s) of a view as Markdown, each under a heading."""
+    """The transition table(s) of a view as Markdown, each under a heading.
+
+    Raises:
+        ValueError: ``view`` is not ``run``, ``loop`` or ``combined``.
+    """
+    check_view(view)
     sections = {"run": [("RunLifecycle", RUN_TABLE)], "loop": [("TurnLoop", LOOP_TABLE)]}
     chosen = sections.get(view, sections["run"] + sections["loop"])
     return "\n\n".join(f"## {title}\n\n{markdown_table(table)}" for title, table in chosen) + "\n"
@@ -50,7 +62,7 @@ def _mermaid_machine(table: MachineTable, indent: str, skip: str = "") -> list[s
 
 
 def _mermaid_classes(tables: tuple[MachineTable, ...], current: StateSource | None) -> list[str]:
-    now = set() if current is None else {current.state, current.loop_state}
+    now = set(where_now(current)) - {None}
     lines = list(_CLASSES)
     for table in tables:
         for state in table.states:
@@ -70,7 +82,13 @@ def mermaid(view: View = "combined", current: StateSource | None = None) -> str:
 
     Returns:
         The Mermaid source, ending with a newline.
+
+    Raises:
+        ValueError: ``view`` is not ``run``, ``loop`` or ``combined``.
+        TypeError: ``current`` knows no run state.
     """
+    check_view(view)
+    where_now(current)
     lines = ["stateDiagram-v2"]
     if view == "loop":
         tables: tuple[MachineTable, ...] = (LOOP_TABLE,)

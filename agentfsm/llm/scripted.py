@@ -100,7 +100,8 @@ class ScriptedModel:
             the answer as JSON text. False (the default): it offers a ``final_answer`` tool.
 
     Raises:
-        TypeError: An argument of the wrong type.
+        TypeError: An argument of the wrong type, or a step of ``steps`` that is none of
+            the above (found here, not when the model reaches it).
         ValueError: A ``chunk_size`` below 1.
     """
 
@@ -128,6 +129,8 @@ class ScriptedModel:
         self._chunk_size = chunk_size
         self._structured = structured_output
         self._steps: list[ScriptStep | _CutOff] = list(steps)
+        for index, step in enumerate(self._steps):
+            _check_step(f"steps[{index}]", step)
         self._scripted = len(self._steps)
         self._fallback = fallback
         self._next_call = 1
@@ -165,6 +168,8 @@ class ScriptedModel:
 
     def respond(self, response: ModelResponse) -> ScriptedModel:
         """Append a step answering with ``response``; returns the model, for chaining."""
+        if not isinstance(response, ModelResponse):
+            checks.refuse_type("response", response, "a ModelResponse")
         self._steps.append(response)
         self._scripted += 1
         return self
@@ -196,12 +201,18 @@ class ScriptedModel:
 
     def fail(self, error: BaseException) -> ScriptedModel:
         """Append a step raising ``error`` (e.g. a `ModelCallError`)."""
+        if not isinstance(error, BaseException):
+            checks.refuse_type("error", error, "an exception instance")
         self._steps.append(error)
         self._scripted += 1
         return self
 
     def reply_with(self, responder: Responder) -> ScriptedModel:
         """Append a step computed by ``responder(messages, tools)``."""
+        if not callable(responder):
+            checks.refuse_type(
+                "responder", responder, "a callable (messages, tools) -> ModelResponse"
+            )
         self._steps.append(responder)
         self._scripted += 1
         return self
@@ -314,6 +325,19 @@ class ScriptedModel:
             f"its script had {self._scripted} step(s); script more, or give it a fallback",
             model=self._name,
             reason="script_exhausted",
+        )
+
+
+def _check_step(name: str, step: object) -> None:
+    """Refuse a script step the model could not answer with (found now, not at its call)."""
+    if not isinstance(step, (ModelResponse, str, BaseException, RetryNotice)) and not callable(
+        step
+    ):
+        checks.refuse_type(
+            name,
+            step,
+            "a script step: a ModelResponse, a str (a text answer), an exception to raise, "
+            "a RetryNotice or a responder (messages, tools) -> ModelResponse",
         )
 
 

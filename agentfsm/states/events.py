@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
+from agentfsm._checks import given
 from agentfsm.states.json import JSONObject
 from agentfsm.states.names import MachineName
 from agentfsm.states.unchecked import twin
@@ -82,3 +85,24 @@ def unchecked_event(
     record.__class__ = Event
     made: Event = record
     return made
+
+
+def event_list(events: Iterable[Event], name: str = "events") -> list[Event]:
+    """``events`` as a list, refusing what is not an iterable of `Event` (a run's log).
+
+    Args:
+        events: The events, in order (a list, a tuple, a store's log, a generator).
+        name: The argument's name, for the error.
+
+    Raises:
+        TypeError: ``events`` is not iterable, is a str or a mapping, or holds something
+            other than an `Event` (the first such item is named, with its index).
+    """
+    allowed = "an iterable of Event (a run's log, in order)"
+    if isinstance(events, (str, bytes, dict)) or not isinstance(events, Iterable):
+        raise TypeError(f"{name} must be {allowed}, not {given(events)}")
+    log = events if type(events) is list else list(events)
+    for index, event in enumerate(log):
+        if not isinstance(event, Event):
+            raise TypeError(f"{name} must be {allowed}; {name}[{index}] is {given(event)}")
+    return log

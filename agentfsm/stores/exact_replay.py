@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from agentfsm.errors import IllegalTransitionError, ReplayError
 from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE, Emitter, Machine, RunData
 from agentfsm.fsm.rounds import open_round, round_messages
-from agentfsm.states.events import Event
+from agentfsm.states.events import Event, event_list
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import InputPolicy, MachineName, RecordKind, RunState
@@ -330,8 +330,9 @@ def replay(
             not take from where the run is, or a record without the data its kind carries;
             a fork's log without ``origin``; or it replays to a snapshot that differs from
             ``expected`` (the first differing field is named).
+        TypeError: ``events`` is not an iterable of `Event`.
     """
-    log = list(events)
+    log = event_list(events)
     if not log:
         raise ReplayError("", 0, "the log is empty: it must begin with the run's 'start'")
     run = _Run(log[0].run_id)

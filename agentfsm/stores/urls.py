@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from agentfsm import _checks
 from agentfsm.errors import StoreURLError
 from agentfsm.stores._credentials import redact
 from agentfsm.stores.base import RunStore
@@ -64,8 +65,13 @@ def parse_store_url(url: str | os.PathLike[str]) -> StoreURL:
 
     Raises:
         StoreURLError: An unknown scheme, or a URL of a known scheme that says no place.
+        TypeError: ``url`` is neither a str nor a path.
     """
-    text = os.fspath(url)
+    text = os.fspath(url) if isinstance(url, (str, os.PathLike)) else url
+    if not isinstance(text, str):
+        _checks.refuse_type(
+            "url", url, "a store URL (a str such as 'sqlite:///runs.db' or 'memory:') or a path"
+        )
     match = _SCHEME.match(text)
     if match is None:  # a plain path (or a drive letter, which is one character)
         if not text:
@@ -118,8 +124,10 @@ def open_store(url: str | os.PathLike[str], *, create: bool = True) -> RunStore:
         StoreURLError: ``url`` names no store agentfsm knows, or (with ``create=False``) a
             store that does not exist.
         StoreError: The store cannot be opened (see each store).
+        TypeError: ``url`` is neither a str nor a path, or ``create`` is not a bool.
     """
     where = parse_store_url(url)
+    _checks.flag("create", create)
     if where.kind == "memory":
         return MemoryStore()
     if where.kind == "sqlite":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentfsm import _checks
 from agentfsm.states.json import JSONObject
 
 
@@ -19,6 +20,11 @@ class ToolContext:
     Example:
         >>> ToolContext(run_id="run-1", turn=2).for_call("call-7").idempotency_key
         'run-1:call-7'
+
+    Raises:
+        TypeError: A field of the wrong kind: ids that are not str, a count that is not an
+            int, ``resume`` that is not a dict.
+        ValueError: A negative ``turn`` or ``iteration``.
     """
 
     run_id: str
@@ -43,6 +49,15 @@ class ToolContext:
         resumed call has its effect at most once.
         """
         return f"{self.run_id}:{self.call_id}"
+
+    def __post_init__(self) -> None:
+        _checks.text("run_id", self.run_id, empty=True)
+        _checks.whole("turn", self.turn, minimum=0)
+        _checks.whole("iteration", self.iteration, minimum=0)
+        _checks.text("call_id", self.call_id, empty=True)
+        _checks.text("user_id", self.user_id, empty=True, optional=True)
+        if self.resume is not None and not isinstance(self.resume, dict):
+            _checks.refuse_type("resume", self.resume, "a dict (a JSON object) or None")
 
     def for_call(self, call_id: str, resume: JSONObject | None = None) -> ToolContext:
         """This context, bound to the call ``call_id`` (retried with ``resume``, if given)."""

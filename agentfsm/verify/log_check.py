@@ -25,7 +25,7 @@ from agentfsm.fsm.data import RunData
 from agentfsm.fsm.emitter import Emitter
 from agentfsm.fsm.lifecycle import RunLifecycle
 from agentfsm.fsm.turnloop import TurnLoop
-from agentfsm.states.events import Event
+from agentfsm.states.events import Event, event_list
 from agentfsm.states.names import MachineName
 from agentfsm.verify.domains import Domains, default_domains
 
@@ -253,8 +253,11 @@ def check_log(
         The result: `LogCheck.ok` when the log is a legal path, otherwise its first
         `Divergence`. It never raises for a bad log (nor for a configuration the machines
         cannot read: the first event they raise on is refused, with the error).
+
+    Raises:
+        TypeError: ``events`` is not an iterable of `Event` (bad input, not a bad log).
     """
-    log = list(events)
+    log = event_list(events)
     run_id = log[0].run_id if log else None
     domains = domains if domains is not None else default_domains()
     if config is None:

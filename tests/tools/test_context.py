@@ -44,8 +44,8 @@ def test_docstring_examples_run(module: object) -> None:
 
 @given(
     st.text(max_size=5),
-    st.integers(),
-    st.integers(),
+    st.integers(min_value=0),
+    st.integers(min_value=0),
     st.text(max_size=5),
     st.none() | st.text(max_size=5),
     st.none() | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
@@ -78,3 +78,23 @@ def test_a_context_built_directly_is_the_one_the_constructor_builds(
     assert built.turn == turn
     assert pickle.loads(pickle.dumps(built)) == made
     assert dataclasses.replace(built, call_id="x") == dataclasses.replace(made, call_id="x")
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "words"),
+    [
+        ({"run_id": 5}, TypeError, "run_id must be a string, not 5 (int)"),
+        ({"turn": -1}, ValueError, "turn must be a whole number >= 0, not -1 (int)"),
+        ({"iteration": "2"}, TypeError, "iteration must be a whole number >= 0, not '2' (str)"),
+        ({"call_id": None}, TypeError, "call_id must be a string, not None (NoneType)"),
+        ({"user_id": 3}, TypeError, "user_id must be a string or None, not 3 (int)"),
+        ({"resume": "yes"}, TypeError, "resume must be a dict (a JSON object) or None"),
+    ],
+)
+def test_a_context_built_with_a_bad_field_is_refused_naming_it(
+    fields: dict[str, object], error: type[Exception], words: str
+) -> None:
+    arguments: dict[str, object] = {"run_id": "run-1", **fields}
+    with pytest.raises(error) as raised:
+        ToolContext(**arguments)  # type: ignore[arg-type]
+    assert str(raised.value).startswith(words)
