@@ -49,7 +49,9 @@ from agentfsm.errors import (
 )
 from agentfsm.llm import OpenAIModel, RetryPolicy, resolve_model
 from agentfsm.stores import SQLiteStore
+from agentfsm.testing import FakeClock
 from agentfsm.tools import HookKind, Hooks, ToolContext, ToolSystem
+from agentfsm.verify import default_domains, load_class, verify, verify_tree
 
 
 class CommandRefusedError(Exception):
@@ -437,6 +439,36 @@ LOG_ROWS = [
     Row("replay-item", lambda w: replay(_log(w)), TypeError, "events["),  # type: ignore[arg-type]
 ]
 
+VERIFY_ROWS = [
+    Row("verify-run-int", lambda w: verify(5), TypeError, "run"),  # type: ignore[arg-type]
+    Row("verify-loop-instance", lambda w: verify(loop=w.agent), TypeError, "loop"),  # type: ignore[arg-type]
+    Row(
+        "verify-max-iterations-str",
+        lambda w: verify(max_iterations="3"),
+        TypeError,
+        "max_iterations",
+    ),  # type: ignore[arg-type]
+    Row(
+        "verify-max-iterations-zero",
+        lambda w: verify(max_iterations=0),
+        ValueError,
+        "max_iterations",
+    ),
+    Row("verify-domains-dict", lambda w: verify(domains={}), TypeError, "domains"),  # type: ignore[arg-type]
+    Row("verify-data", lambda w: verify(data="RunData"), TypeError, "data"),  # type: ignore[arg-type]
+    Row("verify-strict", lambda w: verify(strict=1), TypeError, "strict"),  # type: ignore[arg-type]
+    Row(
+        "domains-max-iterations-float", lambda w: default_domains(2.5), TypeError, "max_iterations"
+    ),  # type: ignore[arg-type]
+    Row("domains-typed", lambda w: default_domains(typed="yes"), TypeError, "typed"),  # type: ignore[arg-type]
+    Row("verify-tree-zero", lambda w: verify_tree(0), ValueError, "max_iterations"),
+    Row("verify-tree-bool", lambda w: verify_tree(True), TypeError, "max_iterations"),
+    Row("load-class-int", lambda w: load_class(5), TypeError, "reference"),  # type: ignore[arg-type]
+    Row("fake-clock-start", lambda w: FakeClock("now"), TypeError, "start"),  # type: ignore[arg-type]
+    Row("fake-clock-nan", lambda w: FakeClock(float("nan")), ValueError, "start"),
+    Row("fake-clock-back", lambda w: FakeClock().advance(-1), ValueError, "seconds"),
+]
+
 CLI_ROWS = [
     Row(
         "cli-events-negative",
@@ -495,13 +527,13 @@ CLI_ROWS = [
     ),
 ]
 
-ROWS = AGENT_ROWS + TOOL_ROWS + STORE_ROWS + MODEL_ROWS + LOG_ROWS + CLI_ROWS
+ROWS = AGENT_ROWS + TOOL_ROWS + STORE_ROWS + MODEL_ROWS + LOG_ROWS + VERIFY_ROWS + CLI_ROWS
 
 
 def test_the_table_has_at_least_sixty_bad_inputs_across_the_api() -> None:
     assert len(ROWS) >= 60
     assert len({row.id for row in ROWS}) == len(ROWS)
-    groups = (TOOL_ROWS, STORE_ROWS, MODEL_ROWS, LOG_ROWS, CLI_ROWS)
+    groups = (TOOL_ROWS, STORE_ROWS, MODEL_ROWS, LOG_ROWS, VERIFY_ROWS, CLI_ROWS)
     assert all(len(group) >= 5 for group in groups)
 
 

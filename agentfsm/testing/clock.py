@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
+from agentfsm import _checks
+
 
 class FakeClock:
     """A clock that moves only when told: pass it as an Agent's ``clock``.
@@ -14,11 +18,20 @@ class FakeClock:
 
     Args:
         start: The time it starts at, in seconds since the epoch.
+
+    Raises:
+        TypeError: ``start`` is not a number.
+        ValueError: ``start`` is not finite.
     """
 
     __slots__ = ("now",)
 
     def __init__(self, start: float = 1_700_000_000.0) -> None:
+        allowed = "a finite time (seconds since the epoch)"
+        if not _checks.is_number(start):
+            _checks.refuse_type("start", start, allowed)
+        if not math.isfinite(start):
+            raise ValueError(f"start must be {allowed}, not {_checks.given(start)}")
         self.now = start
         """The current time."""
 
@@ -27,5 +40,11 @@ class FakeClock:
         return self.now
 
     def advance(self, seconds: float) -> None:
-        """Move the clock forward by ``seconds``."""
+        """Move the clock forward by ``seconds`` (a clock never goes back).
+
+        Raises:
+            TypeError: ``seconds`` is not a number.
+            ValueError: ``seconds`` is negative or not finite.
+        """
+        _checks.seconds("seconds", seconds, zero=True)
         self.now += seconds

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TypeVar
 
+from agentfsm import _checks
 from agentfsm.fsm.data import RunData
 from agentfsm.states.json import JSONValue
 from agentfsm.states.names import (
@@ -211,10 +212,11 @@ def default_domains(max_iterations: int = 3, *, typed: bool = False) -> Domains:
             `verify` sets it for such a loop when it builds the default domains).
 
     Raises:
+        TypeError: ``max_iterations`` is not an int, or ``typed`` not a bool.
         ValueError: ``max_iterations`` is below 1.
     """
-    if max_iterations < 1:
-        raise ValueError(f"max_iterations must be at least 1, not {max_iterations!r}")
+    _checks.whole("max_iterations", max_iterations, minimum=1)
+    _checks.flag("typed", typed)
     return Domains(
         events=DEFAULT_EVENTS,
         environment=_merged({"at_boundary": (True, False), "input_policy": tuple(InputPolicy)}),

@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
+from agentfsm import _checks
 from agentfsm.errors import IllegalTransitionError
 from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE, Emitter, Machine, RunData
 from agentfsm.states.events import Event
@@ -441,6 +442,7 @@ def verify_tree(max_iterations: int = 2) -> TreeReport:
         The configurations reached, and every property broken, with the moves to it.
 
     Raises:
+        TypeError: ``max_iterations`` is not an int.
         ValueError: ``max_iterations`` is below 1.
 
     Example:
@@ -448,8 +450,7 @@ def verify_tree(max_iterations: int = 2) -> TreeReport:
         >>> report.ok, report.configurations > 10
         (True, True)
     """
-    if max_iterations < 1:
-        raise ValueError(f"max_iterations must be at least 1, not {max_iterations!r}")
+    _checks.whole("max_iterations", max_iterations, minimum=1)
     started = time.perf_counter()
     graph = _Graph()
     taken: set[tuple[str, str, str]] = set()

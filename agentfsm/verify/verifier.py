@@ -82,8 +82,20 @@ def verify(
     Raises:
         MachineDefinitionError: A class uses something the compiled machine cannot run.
         ValueError: A spec table names a guard ``spec_guards`` does not have.
-        TypeError: ``fail_fast`` is not a bool.
+        TypeError: ``run`` or ``loop`` is not a `StateChart` subclass, ``max_iterations``
+            not an int, ``domains`` not a `Domains`, ``data`` not callable, or ``strict``
+            or ``fail_fast`` not a bool.
+        ValueError: ``max_iterations`` is below 1.
     """
+    for name, chart in (("run", run), ("loop", loop)):
+        if not (isinstance(chart, type) and issubclass(chart, StateChart)):
+            _checks.refuse_type(name, chart, "a statemachine.StateChart subclass (the class)")
+    _checks.whole("max_iterations", max_iterations, minimum=1)
+    if domains is not None and not isinstance(domains, Domains):
+        _checks.refuse_type("domains", domains, "a Domains (see default_domains) or None")
+    if not callable(data):
+        _checks.refuse_type("data", data, "RunData or a subclass (called with the run id)")
+    _checks.flag("strict", strict)
     _checks.flag("fail_fast", fail_fast)
     started = time.perf_counter()
     compiled_loop = compile_machine(loop, MachineName.LOOP, "loop_state")
@@ -214,7 +226,10 @@ def load_class(reference: str) -> type[StateChart[RunData]]:
     Raises:
         ValueError: The reference is not of that form, or does not name a class.
         ImportError: The module cannot be imported.
+        TypeError: The reference is not a str.
     """
+    if not isinstance(reference, str):
+        _checks.refuse_type("reference", reference, "a str of the form 'package.module:Class'")
     module_name, colon, qualname = reference.partition(":")
     if not colon or not module_name or not qualname:
         raise ValueError(f"expected 'package.module:Class', got {reference!r}")

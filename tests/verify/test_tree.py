@@ -75,7 +75,7 @@ def test_a_move_that_strands_the_tree_is_caught(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_verify_tree_refuses_a_bound_below_one() -> None:
-    with pytest.raises(ValueError, match="max_iterations must be at least 1, not 0"):
+    with pytest.raises(ValueError, match="max_iterations must be a whole number >= 1, not 0"):
         verify_tree(0)
 
 
