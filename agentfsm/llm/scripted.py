@@ -208,7 +208,11 @@ class ScriptedModel:
         return self
 
     def reply_with(self, responder: Responder) -> ScriptedModel:
-        """Append a step computed by ``responder(messages, tools)``."""
+        """Append a step computed by ``responder(messages, tools)`` (sync or async).
+
+        The responder returns a `ModelResponse`; anything else fails that call with a
+        `ModelResponseError` (``reason="not_a_response"``), as an unusable answer would.
+        """
         if not callable(responder):
             checks.refuse_type(
                 "responder", responder, "a callable (messages, tools) -> ModelResponse"
@@ -292,7 +296,15 @@ class ScriptedModel:
         if isinstance(step, ModelResponse):
             return step
         answer = cast("Responder", step)(messages, tools)  # the retries were taken before
-        return await answer if inspect.isawaitable(answer) else answer
+        response = await answer if inspect.isawaitable(answer) else answer
+        if not isinstance(response, ModelResponse):
+            raise ModelResponseError(
+                f"scripted model {self._name!r}: the responder of call {len(self.requests)} "
+                f"returned {checks.given(response)}; a responder returns a ModelResponse",
+                model=self._name,
+                reason="not_a_response",
+            )
+        return response
 
     def _stream(self, on_delta: DeltaListener, response: ModelResponse, attempt: int) -> None:
         """Tell ``on_delta`` of ``response`` in pieces of ``chunk_size`` characters."""

@@ -24,6 +24,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from agentfsm import _checks
 from agentfsm.agent import checks
 from agentfsm.agent.checks import SHUT_DOWN_IS_FINAL
 from agentfsm.agent.vocabulary import DecisionLike, TurnOutcome, to_decision
@@ -163,6 +164,11 @@ class TemporalRuns:
         settings: The runs' timeouts (`RunSettings`).
         task_timeout: Seconds a workflow task may take before another worker takes it
             over (Temporal's default is 10; part of how fast a lost worker's run resumes).
+
+    Raises:
+        TypeError: An argument of the wrong kind (a client that is not a Temporal
+            `Client`, a task queue that is not a str, settings that are not `RunSettings`).
+        ValueError: An empty task queue or agent name, a ``task_timeout`` not > 0.
     """
 
     def __init__(
@@ -174,6 +180,13 @@ class TemporalRuns:
         settings: RunSettings | None = None,
         task_timeout: float | None = None,
     ) -> None:
+        if not isinstance(client, Client):
+            _checks.refuse_type("client", client, "a connected temporalio Client")
+        _checks.text("task_queue", task_queue)
+        _checks.text("agent", agent)
+        if settings is not None and not isinstance(settings, RunSettings):
+            _checks.refuse_type("settings", settings, "a RunSettings or None")
+        _checks.seconds("task_timeout", task_timeout, optional=True)
         self.client = client
         self.task_timeout = None if task_timeout is None else timedelta(seconds=task_timeout)
         self.task_queue = task_queue

@@ -44,8 +44,10 @@ class RunSettings:
     """The timeouts a run's activities and its history are held to (the takeover knobs).
 
     Raises:
-        TypeError: ``model_timeout`` not a number, ``lost_model_attempts`` not an int.
-        ValueError: ``model_timeout`` not > 0, ``lost_model_attempts`` below 1.
+        TypeError: A timeout or ``heartbeat_every`` not a number, ``history_events`` or
+            ``lost_model_attempts`` not an int, ``local_model_calls`` not a bool.
+        ValueError: A timeout or ``heartbeat_every`` not > 0 (or not finite),
+            ``history_events`` or ``lost_model_attempts`` below 1.
 
     Attributes:
         model_timeout: Seconds one model attempt may take, enforced by the model activity: a
@@ -87,7 +89,16 @@ class RunSettings:
     lost_model_attempts: int = 3
 
     def __post_init__(self) -> None:
-        checks.seconds("model_timeout", self.model_timeout)
+        for name in (
+            "model_timeout",
+            "tool_timeout",
+            "heartbeat_timeout",
+            "heartbeat_every",
+            "store_timeout",
+        ):
+            checks.seconds(name, getattr(self, name))
+        checks.whole("history_events", self.history_events, minimum=1)
+        checks.flag("local_model_calls", self.local_model_calls)
         checks.whole("lost_model_attempts", self.lost_model_attempts, minimum=1)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Replayer, Worker
 
+from agentfsm import _checks
 from agentfsm.stores.base import RunStore
 from agentfsm.temporal.activities import RunActivities
 from agentfsm.temporal.payloads import DEFAULT_AGENT, RunSettings
@@ -53,11 +54,24 @@ def create_worker(
             ``max_concurrent_activities``…).
 
     Raises:
-        ValueError: No agent, or an agent that cannot run in a workflow.
-        TypeError: A factory that does not return an `Agent`.
+        ValueError: No agent, or an agent that cannot run in a workflow; an empty task
+            queue or agent name; ``heartbeat_every`` not > 0.
+        TypeError: A factory that does not return an `Agent`; an argument of the wrong
+            kind (``agents`` not a mapping of names to callables, ``store`` not a
+            `RunStore`, a task queue that is not a str).
     """
+    _checks.text("task_queue", task_queue)
+    if not isinstance(agents, Mapping):
+        _checks.refuse_type("agents", agents, "a mapping of names to factories returning an Agent")
     if not agents:
         raise ValueError("agents is empty; give at least one {name: factory}")
+    for name, factory in agents.items():
+        _checks.text("each name of agents", name)
+        if not callable(factory):
+            _checks.refuse_type(f"agents[{name!r}]", factory, "a factory returning an Agent")
+    if not isinstance(store, RunStore):
+        _checks.refuse_type("store", store, "a RunStore (SQLiteStore, PostgresStore, …)")
+    _checks.seconds("heartbeat_every", heartbeat_every)
     templates = register_agents(agents)
     activities = RunActivities(templates, store, heartbeat_every)
     return Worker(

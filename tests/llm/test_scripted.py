@@ -268,3 +268,31 @@ def test_the_demo_answers_in_words_when_no_tool_fits(
     response = complete(ScriptedModel.demo(), messages, tools)
 
     assert (response.content, response.tool_calls) == (answer, ())
+
+
+def test_a_responder_that_returns_no_response_fails_the_call_naming_what_it_returned() -> None:
+    """A model error (the turn fails as for any unusable response), not an AttributeError."""
+
+    async def answers_a_dict(messages: Sequence[Message], tools: Sequence[JSONObject]) -> object:
+        return {"content": "hi"}
+
+    model = ScriptedModel().reply_with(lambda messages, tools: 42).reply_with(answers_a_dict)  # type: ignore[arg-type, return-value]
+    for shown in ("42 (int)", "{'content': 'hi'} (dict)"):
+        with pytest.raises(ModelResponseError) as caught:
+            complete(model)
+        assert caught.value.reason == "not_a_response"
+        assert f"returned {shown}; a responder returns a ModelResponse" in str(caught.value)
+
+
+def test_a_bad_step_is_refused_when_scripted_not_when_reached() -> None:
+    with pytest.raises(TypeError, match=r"^steps\[1\] must be a script step"):
+        ScriptedModel(["fine", 42])  # type: ignore[list-item]
+    model = ScriptedModel(["fine"])
+    for append, bad, name in (
+        (model.respond, "text", "response"),
+        (model.fail, ValueError, "error"),
+        (model.reply_with, "text", "responder"),
+    ):
+        with pytest.raises(TypeError, match=f"^{name} must be "):
+            append(bad)  # type: ignore[operator]
+    assert model.remaining == 1  # nothing was appended

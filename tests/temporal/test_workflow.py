@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client
@@ -141,6 +142,62 @@ def test_create_worker_needs_an_agent(temporal_target: str) -> None:
             create_worker(client, task_queue="q", agents={}, store=MemoryStore())
 
     asyncio.run(main())
+
+
+def test_workers_and_runs_refuse_bad_arguments_naming_them(temporal_target: str) -> None:
+    """Refused before a worker polls or a run starts: each error names its argument."""
+
+    async def main() -> None:
+        client = await connect(temporal_target)
+        store = MemoryStore()
+        good: dict[str, Any] = {"task_queue": "q", "agents": {"a": agents.make_agent}}
+        worker_cases: list[tuple[dict[str, Any], type[Exception], str]] = [
+            ({"task_queue": ""}, ValueError, "task_queue must be a non-empty string"),
+            ({"task_queue": 5}, TypeError, "task_queue must be a non-empty string"),
+            ({"agents": [agents.make_agent]}, TypeError, "agents must be a mapping"),
+            ({"agents": {"a": "make_agent"}}, TypeError, "agents['a'] must be a factory"),
+            ({"agents": {"": agents.make_agent}}, ValueError, "each name of agents"),
+            ({"store": "runs.db"}, TypeError, "store must be a RunStore"),
+            ({"heartbeat_every": 0}, ValueError, "heartbeat_every must be a number of seconds"),
+        ]
+        for change, error, words in worker_cases:
+            arguments = {"store": store, **good, **change}
+            with pytest.raises(error) as raised:
+                create_worker(client, **arguments)
+            assert str(raised.value).startswith(words), change
+        runs_cases: list[tuple[dict[str, Any], type[Exception], str]] = [
+            ({"task_queue": ""}, ValueError, "task_queue must be a non-empty string"),
+            ({"agent": 7}, TypeError, "agent must be a non-empty string"),
+            ({"settings": {"model_timeout": 5}}, TypeError, "settings must be a RunSettings"),
+            ({"task_timeout": -1}, ValueError, "task_timeout must be a number of seconds > 0"),
+        ]
+        for change, error, words in runs_cases:
+            with pytest.raises(error) as raised:
+                TemporalRuns(client, **{"task_queue": "q", **change})
+            assert str(raised.value).startswith(words), change
+        with pytest.raises(TypeError, match=r"^client must be a connected temporalio Client"):
+            TemporalRuns(temporal_target, task_queue="q")  # type: ignore[arg-type]
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("tool_timeout", 0, ValueError),
+        ("heartbeat_timeout", "10s", TypeError),
+        ("heartbeat_every", float("inf"), ValueError),
+        ("store_timeout", -1.0, ValueError),
+        ("history_events", 0, ValueError),
+        ("history_events", 1e4, TypeError),
+        ("local_model_calls", 1, TypeError),
+    ],
+)
+def test_run_settings_refuse_a_bad_field_naming_it(
+    field: str, value: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=f"^{field} must be "):
+        RunSettings(**{field: value})  # type: ignore[arg-type]
 
 
 def test_errors_and_outcomes_cross_the_wire_unchanged() -> None:
