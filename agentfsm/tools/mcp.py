@@ -41,6 +41,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # n
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]  # no stubs
 from pydantic import TypeAdapter
 
+from agentfsm import _checks
 from agentfsm.errors import (
     InvalidToolNameError,
     MCPConnectionError,
@@ -117,7 +118,8 @@ class MCPServer:
             take; a call that takes longer ends with status ``timeout``.
 
     Raises:
-        ValueError: The prefix, a policy or the timeout is not allowed.
+        ValueError: The prefix, a policy, the target or the timeout is not allowed.
+        TypeError: ``trusted`` is not a bool, or ``policies`` not a mapping of str names.
     """
 
     __slots__ = ("_changed", "policies", "prefix", "target", "timeout", "trusted")
@@ -140,6 +142,13 @@ class MCPServer:
             isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)
         ):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        _checks.flag("trusted", trusted)
+        if policies is not None and not isinstance(policies, Mapping):
+            _checks.refuse_type(
+                "policies", policies, "a mapping of the server's tool names to policies, or None"
+            )
+        for name in policies or {}:
+            _checks.text("each tool name of policies", name)
         self.prefix = prefix
         """What the server's tool names are prefixed with."""
         self.target = _target(target)
@@ -365,7 +374,10 @@ async def load_tools(*servers: MCPServer, taken: Collection[str] = ()) -> tuple[
     Raises:
         MCPServerError: Two tools would share a name, or a server's listing failed or
             cannot be offered (`MCPServer.tools`).
+        TypeError: A server that is not an `MCPServer`, or ``taken`` not a collection of
+            names (checked before any server is contacted).
     """
+    _loadable(servers, taken)
     seen = dict.fromkeys(taken, "the application")
     tools: list[AnyTool] = []
     for server in servers:
@@ -382,17 +394,31 @@ async def load_tools(*servers: MCPServer, taken: Collection[str] = ()) -> tuple[
     return tuple(tools)
 
 
+def _loadable(servers: tuple[object, ...], taken: object) -> None:
+    for index, server in enumerate(servers):
+        if not isinstance(server, MCPServer):
+            _checks.refuse_type(f"servers[{index}]", server, "an MCPServer")
+    _checks.names("taken", taken)
+
+
 def load_tools_sync(*servers: MCPServer, taken: Collection[str] = ()) -> tuple[AnyTool, ...]:
     """`load_tools`, for synchronous code (runs it in a new event loop).
 
     Raises:
         MCPServerError: As `load_tools`.
+        TypeError: As `load_tools`.
         RuntimeError: Called inside a running event loop (await `load_tools` there).
     """
+    _loadable(servers, taken)
     return asyncio.run(load_tools(*servers, taken=taken))
 
 
 def _target(target: Target) -> str | mcp.StdioServerParameters | Server[Any] | SDKServer[Any]:
+    if isinstance(target, str) and not target.lower().startswith(("http://", "https://")):
+        raise ValueError(
+            f"target {target!r} is not a Streamable HTTP URL (http:// or https://); a command "
+            "line is a list of strings (['python', 'server.py'])"
+        )
     if isinstance(target, (str, mcp.StdioServerParameters, Server, SDKServer)):
         return target
     argv = list(target) if isinstance(target, Sequence) else []

@@ -138,23 +138,60 @@ def test_a_tool_name_models_refuse_is_refused_with_the_allowed_pattern(name: str
     assert info.value.server == "raw"
 
 
+URL = "http://127.0.0.1:1/mcp"
+
+
 @pytest.mark.parametrize(
-    ("arguments", "problem"),
+    ("arguments", "error", "problem"),
     [
-        ({"prefix": "a.b", "target": "http://127.0.0.1:1/mcp"}, "prefix must be"),
-        ({"prefix": "a__b", "target": "http://127.0.0.1:1/mcp"}, "prefix must be"),
-        ({"prefix": "a", "target": []}, "target must be"),
-        ({"prefix": "a", "target": 42}, "target must be"),
-        ({"prefix": "a", "target": "u", "timeout": 0}, "timeout must be"),
-        ({"prefix": "a", "target": "u", "timeout": True}, "timeout must be"),
-        ({"prefix": "a", "target": "u", "policies": {"x": "maybe"}}, r"policies\['x'\]"),
+        ({"prefix": "a.b", "target": URL}, ValueError, "prefix must be"),
+        ({"prefix": "a__b", "target": URL}, ValueError, "prefix must be"),
+        ({"prefix": "a", "target": []}, ValueError, "target must be"),
+        ({"prefix": "a", "target": 42}, ValueError, "target must be"),
+        ({"prefix": "a", "target": ""}, ValueError, "target '' is not a Streamable HTTP URL"),
+        (
+            {"prefix": "a", "target": "python server.py"},
+            ValueError,
+            r"a command line is a list of strings",
+        ),
+        ({"prefix": "a", "target": URL, "timeout": 0}, ValueError, "timeout must be"),
+        ({"prefix": "a", "target": URL, "timeout": True}, ValueError, "timeout must be"),
+        (
+            {"prefix": "a", "target": URL, "policies": {"x": "maybe"}},
+            ValueError,
+            r"policies\['x'\]",
+        ),
+        (
+            {"prefix": "a", "target": URL, "policies": ["x"]},
+            TypeError,
+            "policies must be a mapping",
+        ),
+        (
+            {"prefix": "a", "target": URL, "policies": {1: "allow"}},
+            TypeError,
+            "tool name of policies",
+        ),
+        (
+            {"prefix": "a", "target": URL, "trusted": "yes"},
+            TypeError,
+            "trusted must be True or False",
+        ),
     ],
 )
 def test_a_server_declared_wrongly_is_refused_with_what_is_allowed(
-    arguments: dict[str, Any], problem: str
+    arguments: dict[str, Any], error: type[Exception], problem: str
 ) -> None:
-    with pytest.raises(ValueError, match=problem):
+    with pytest.raises(error, match=problem):
         MCPServer(**arguments)
+
+
+def test_loading_refuses_what_is_no_server_before_contacting_any() -> None:
+    with pytest.raises(
+        TypeError, match=r"^servers\[1\] must be an MCPServer, not 'files' \(str\)"
+    ):
+        load_tools_sync(MCPServer("tb", toolbox()), "files")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^taken must be a collection of names"):
+        load_tools_sync(MCPServer("tb", toolbox()), taken="tb__add")
 
 
 def test_policies_for_tools_the_server_does_not_list_are_refused() -> None:
