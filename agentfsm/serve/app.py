@@ -32,6 +32,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from agentfsm import _checks
 from agentfsm.errors import ActionError
 from agentfsm.serve.actions import AgentFactory, RunDriver, parse_action, perform
 from agentfsm.serve.feed import DEFAULT_INTERVAL, ChangeFeed, PollingFeed
@@ -116,6 +117,22 @@ class _RunStream:
         }
 
 
+def _view_arguments(
+    store: object, agent: object, runs: object, feed: object, poll_interval: object
+) -> None:
+    """Refuse what the view cannot use, before any store is opened."""
+    if not isinstance(store, (str, os.PathLike, RunStore)):
+        _checks.refuse_type(
+            "store", store, "a store URL, a SQLite file's path, or a RunStore (SQLiteStore, …)"
+        )
+    _checks.callable_or_none("agent", agent)
+    if runs is not None and not callable(getattr(runs, "get", None)):
+        _checks.refuse_type("runs", runs, "a run driver such as TemporalRuns, or None")
+    if feed is not None and not isinstance(feed, ChangeFeed):
+        _checks.refuse_type("feed", feed, "a ChangeFeed (PollingFeed, …) or None")
+    _checks.seconds("poll_interval", poll_interval)
+
+
 class _LiveView:
     """The app's handlers over one store, one feed and an optional agent factory.
 
@@ -138,6 +155,7 @@ class _LiveView:
         feed: ChangeFeed | None = None,
         poll_interval: float = DEFAULT_INTERVAL,
     ) -> None:
+        _view_arguments(store, agent, runs, feed, poll_interval)
         self.stores = _Stores(store)
         self.agent = agent
         self.driver = runs
@@ -243,6 +261,10 @@ def create_app(
         StoreURLError: ``store`` is a URL of no store agentfsm knows.
         StoreError: There is no store there (nothing is created), or it is not a run
             store; a password in the URL is never shown.
+        TypeError: An argument of the wrong kind (a ``store`` that is neither a URL, a
+            path nor a `RunStore`; an ``agent`` that is not callable; a ``runs`` without
+            ``get``; a ``feed`` that is no `ChangeFeed`; a ``poll_interval`` not a number).
+        ValueError: A ``poll_interval`` not > 0.
     """
     view = _LiveView(store, agent=agent, runs=runs, feed=feed, poll_interval=poll_interval)
 

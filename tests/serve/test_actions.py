@@ -237,3 +237,29 @@ def test_a_busy_run_is_left_to_the_process_driving_it() -> None:
 def test_the_model_of_a_view_without_a_factory_refuses_to_be_called() -> None:
     with pytest.raises(AgentFSMError, match="no agent factory"):
         asyncio.run(_NoModel().complete([], []))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "words"),
+    [
+        (
+            {"store": 5},
+            TypeError,
+            "store must be a store URL, a SQLite file's path, or a RunStore",
+        ),
+        ({"agent": "travel_agent"}, TypeError, "agent must be a callable or None"),
+        ({"runs": object()}, TypeError, "runs must be a run driver such as TemporalRuns"),
+        ({"feed": [1, 2]}, TypeError, "feed must be a ChangeFeed"),
+        ({"poll_interval": 0}, ValueError, "poll_interval must be a number of seconds > 0"),
+        ({"poll_interval": "1s"}, TypeError, "poll_interval must be a number of seconds > 0"),
+    ],
+)
+def test_a_view_built_with_a_bad_argument_is_refused_naming_it(
+    tmp_path: Path, arguments: dict[str, object], error: type[Exception], words: str
+) -> None:
+    """Refused before any store is opened: a path given beside it is not created."""
+    path = tmp_path / "runs.db"
+    with pytest.raises(error) as raised:
+        create_app(**{"store": path, **arguments})  # type: ignore[arg-type]
+    assert str(raised.value).startswith(words)
+    assert not path.exists()
