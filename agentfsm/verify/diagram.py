@@ -72,6 +72,11 @@ class Counterexample:
     """For I3, the states no path reaches (there is no path to show)."""
     baseline: Mapping[str, object] = field(default_factory=dict)
     """The first valuation of the environment: steps show only where they differ."""
+    loaded: Mapping[str, object] = field(default_factory=dict)
+    """Fields set on the data just before the last step, when the failure needs them: the
+    values of fields no configuration holds (the queued inputs, the question, the reason,
+    a cancellation request) with which that step's effect breaks the effect table. Empty
+    for a path as explored."""
 
     def __str__(self) -> str:
         start = f"from created with {_values(self.initial)}" if self.initial else "from created"
@@ -80,6 +85,8 @@ class Counterexample:
             lines.append(f"  shortest path ({len(self.steps)} events, {start}):")
         for number, step in enumerate(self.steps, start=1):
             mark = "  ↻" if self.cycle is not None and number - 1 == self.cycle else "   "
+            if self.loaded and number == len(self.steps):
+                lines.append(f"        (the data holding {_values(self.loaded)})")
             lines.append(f"  {mark}{number:>3}. {step.describe(self.baseline)}")
         if self.cycle is not None:
             lines.append(f"     (events {self.cycle + 1} to {len(self.steps)} repeat forever)")

@@ -17,12 +17,14 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping
 from operator import attrgetter
+from typing import cast
 
 from agentfsm.errors import IllegalTransitionError
 from agentfsm.fsm.compiled import CompiledMachine, CompiledTransition, Machine
 from agentfsm.fsm.data import RunData
 from agentfsm.fsm.emitter import Emitter
 from agentfsm.fsm.guards import Guard
+from agentfsm.states.effects import Postcondition
 from agentfsm.states.names import MachineName, RunEvent
 from agentfsm.states.tables import MachineTable
 from agentfsm.verify.domains import Domains
@@ -101,6 +103,13 @@ class Explorer:
             for values in itertools.product(*domains.environment.values())
         )
         self._environment_fields = frozenset(names)
+        held = {"state", "loop_state", *domains.abstraction, *domains.initial, *names}
+        self._loads: tuple[tuple[str, Callable[[object], object]], ...] = tuple(
+            (name, load)
+            for name, load in LOADS.items()
+            if name in self._fields and name not in held
+        )
+        """The fields no configuration holds a value of, each with how to load it."""
         self.reads: dict[tuple[str, str, str, str, str], Reads] = {}
         """(kind, machine, event, source, target) → what its guards (kind ``guard``) or its
         effects and enter actions (``effect``) read; recorded on the first valuation of the
@@ -223,9 +232,17 @@ class Explorer:
 
     # -- one configuration's steps -----------------------------------------------------
 
-    def _violate(self, prop: str, node: int, move: int, outcome: str | None, message: str) -> None:
+    def _violate(
+        self,
+        prop: str,
+        node: int,
+        move: int,
+        outcome: str | None,
+        message: str,
+        loaded: Mapping[str, object] | None = None,
+    ) -> None:
         if prop not in self.violations:
-            self.violations[prop] = Violation(prop, node, move, outcome, message)
+            self.violations[prop] = Violation(prop, node, move, outcome, message, loaded or {})
 
     def _expand(self, nid: int) -> None:
         node = self.nodes[nid]
@@ -461,7 +478,7 @@ class Explorer:
                 f"enabled transition goes to {chosen.target!r}"
             )
             self._violate("determinism", nid, mid, emitted.target, message)
-        self._after(nid, side, mid, source, data, work)
+        self._after(nid, side, mid, source, data, work, acts=bool(chosen.effects or chosen.enters))
         if side is self.run and work.loop_state is None and work.state in self.domains.turn_states:
             try:
                 Machine(self.loop.compiled, work, self.emitter)  # the turn's loop starts
@@ -484,7 +501,15 @@ class Explorer:
         return set(reads)
 
     def _after(
-        self, nid: int, side: Side, mid: int, source: str, data: RunData, work: RunData
+        self,
+        nid: int,
+        side: Side,
+        mid: int,
+        source: str,
+        data: RunData,
+        work: RunData,
+        *,
+        acts: bool = True,
     ) -> None:
         """The checks on a step's outcome: I1, I5 and the effects' postconditions."""
         move = self.moves[mid]
@@ -507,6 +532,70 @@ class Explorer:
         if wrong is not None:
             message = f"{move.event!r} {source} → {target} left {wrong}"
             self._violate("effects", nid, mid, target, message)
+        elif acts and self._loads:  # a step with no action changes nothing
+            self._loaded(nid, side, mid, source, target, data, posts, fields)
+
+    def _loaded(
+        self,
+        nid: int,
+        side: Side,
+        mid: int,
+        source: str,
+        target: str,
+        data: RunData,
+        posts: tuple[Postcondition, ...],
+        fields: list[str],
+    ) -> None:
+        """The step again, with the fields outside the configuration loaded (`LOADS`).
+
+        A configuration holds no queued input, question, reason or cancellation request (no
+        guard reads them: `varied`), so the step from it cannot show an effect that loses
+        or rewrites one. Taken again with each holding a value, it must change them only as
+        the effect table says. A step that the loaded fields turn another way or refuse is
+        left to `varied` (a guard read them); one that then raises is an exception. The
+        counterexample names what was loaded (`Counterexample.loaded`).
+        """
+        move = self.moves[mid]
+        before = self.copy(data)
+        for name, load in self._loads:
+            setattr(before, name, load(getattr(before, name)))
+        loaded = {name: getattr(before, name) for name, _ in self._loads}
+        shown = ", ".join(f"{name}={value!r}" for name, value in loaded.items())
+        work = self.copy(before)
+        seq = self.emitter.seq
+        try:
+            Machine(side.compiled, work, self.emitter).send(move.event, **move.arguments)
+        except IllegalTransitionError:
+            return
+        except Exception as error:
+            message = (
+                f"an effect of {move.event!r} {source} → {target}, from data also holding "
+                f"{shown}, raised {type(error).__name__}: {error}"
+            )
+            self._violate("exceptions", nid, mid, None, message, loaded)
+            return
+        finally:
+            self.emitter.seq = seq
+        if getattr(work, side.compiled.state_field) != target:
+            return
+        wanted = expected(posts, move.event, source, target, before, move.arguments)
+        wrong = effect_mismatch(fields, before, work, wanted)
+        if wrong is not None:
+            message = (
+                f"{move.event!r} {source} → {target}, from data also holding {shown}, left {wrong}"
+            )
+            self._violate("effects", nid, mid, target, message, loaded)
+
+
+LOADS: Mapping[str, Callable[[object], object]] = {
+    "queued": lambda queued: (*cast("tuple[str, ...]", queued), "queued while busy"),
+    "question": lambda question: "a question asked before?" if question is None else question,
+    "reason": lambda reason: "a reason from before" if reason is None else reason,
+    "cancel_requested": lambda requested: not requested,
+}
+"""`RunData`'s fields that no guard reads, and a value of each that the explored
+configurations do not hold: the witness `Explorer` loads them with, to see that an effect
+keeps them (a machine that dropped the queued inputs at a wait passed every property)."""
 
 
 def _events(compiled: CompiledMachine) -> list[str]:

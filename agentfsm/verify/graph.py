@@ -61,6 +61,8 @@ class Violation:
     outcome: str | None
     """The target state the step reached, or None when the event was refused."""
     message: str
+    loaded: Mapping[str, object] = field(default_factory=dict)
+    """Fields set on the node's data before the step (see `Counterexample.loaded`)."""
 
 
 @dataclass(slots=True)

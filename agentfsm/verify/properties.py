@@ -8,8 +8,8 @@ and for a cycle the events that go round it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from agentfsm.states.names import LoopEvent, MachineName
 from agentfsm.verify.explore import Explorer
@@ -35,6 +35,8 @@ class Finding:
     path: tuple[Edge, ...] | None = None
     """When set, the whole path from an initial configuration to ``node`` (a path the
     Agent can produce), instead of the breadth-first one."""
+    loaded: Mapping[str, object] = field(default_factory=dict)
+    """Fields set on the data before the last step (see `Counterexample.loaded`)."""
 
 
 def _backwards(explorer: Explorer, goal: Iterable[int], loop_only: bool) -> set[int]:

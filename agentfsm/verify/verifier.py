@@ -111,7 +111,7 @@ def verify(
     explorer.fail_fast = fail_fast
     explorer.explore()
     findings: dict[str, Finding] = {
-        v.prop: Finding(v.prop, v.node, v.message, ((v.node, v.move, v.outcome),))
+        v.prop: Finding(v.prop, v.node, v.message, ((v.node, v.move, v.outcome),), loaded=v.loaded)
         if v.move >= 0
         else Finding(v.prop, v.node, v.message)
         for v in explorer.violations.values()
@@ -217,6 +217,7 @@ def _counterexample(explorer: Explorer, finding: Finding) -> Counterexample:
         cycle=cycle,
         unreached=finding.unreached,
         baseline=explorer.environments[0] if explorer.environments else {},
+        loaded=finding.loaded,
     )
 
 

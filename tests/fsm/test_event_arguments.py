@@ -155,17 +155,22 @@ def test_a_json_argument_is_taken_as_it_is(engine: Engine, value: object) -> Non
 # -- the wait's deadline ---------------------------------------------------------------------
 
 
+def wait_arguments(event: str, deadline: object) -> dict[str, Any]:
+    """The arguments of a ``need_action`` or ``need_input`` for one call, with ``deadline``."""
+    args: dict[str, Any] = {"calls": ["c1"], "deadline": deadline}
+    if event == "need_input":
+        args["question"] = "Which city?"
+    return args
+
+
 @pytest.mark.parametrize("deadline", ["soon", True, False, [], {"at": 1.0}])
 @pytest.mark.parametrize("event", ["need_action", "need_input"])
 def test_a_deadline_that_is_no_time_is_refused(
     engine: Engine, event: str, deadline: object
 ) -> None:
     machine, data, heard = busy(engine)
-    args: dict[str, Any] = {"calls": ["c1"], "deadline": deadline}
-    if event == "need_input":
-        args["question"] = "Which city?"
 
-    error = refused_unchanged(machine, data, heard, event, **args)
+    error = refused_unchanged(machine, data, heard, event, **wait_arguments(event, deadline))
 
     assert isinstance(error, GuardFailedError)
     guard = "has_calls" if event == "need_action" else "asks_question"
@@ -194,9 +199,7 @@ def test_a_wait_is_taken_exactly_with_a_number_or_no_deadline(
     engine: Engine, deadline: object, event: str
 ) -> None:
     machine, data, _ = busy(engine)
-    args: dict[str, Any] = {"calls": ["c1"], "deadline": deadline}
-    if event == "need_input":
-        args["question"] = "Which city?"
+    args = wait_arguments(event, deadline)
     is_time = deadline is None or (
         isinstance(deadline, int | float) and not isinstance(deadline, bool)
     )

@@ -53,6 +53,20 @@ def loop_with(name: str, *edits: Any, **options: Any) -> Pair:
     return SHIPPED_RUN, rebuild(LOOP, name, edit=edit, **options)
 
 
+def acting(only: Any, *actions: Any) -> Any:
+    """An edit: every edge whose one action is ``only`` runs ``actions`` instead."""
+
+    def edit(edges: list[Edge]) -> list[Edge]:
+        return [
+            Edge(e.event, e.source, e.target, e.cond, actions, e.internal)
+            if e.on == (only,)
+            else e
+            for e in edges
+        ]
+
+    return edit
+
+
 # -- guards and effects the mutants use -------------------------------------------------------
 
 
@@ -418,6 +432,48 @@ def exhausted_turn_reads_as_answered() -> Pair:
     return run_with("ForgetsTheCap", changed("complete", "busy", on=(answered_always,)))
 
 
+# -- effects on what no configuration holds (queued inputs, a cancellation request) ---------
+
+
+def record_and_drop_the_queue(
+    model: RunData, source: object = None, calls: Any = (), **args: Any
+) -> None:
+    """record_pending, and the inputs queued while busy are lost."""
+    fx.record_pending(model, source, calls=calls, **args)
+    model.queued = ()
+
+
+def pause_and_drop_the_queue(model: RunData, source: object = None, **_: object) -> None:
+    """remember_pause, and the inputs queued while busy are lost."""
+    fx.remember_pause(model, source)
+    model.queued = ()
+
+
+def clear_and_forget_the_interrupt(model: RunData, source: object = None, **_: object) -> None:
+    """clear_pending, and an interrupt the user asked for is forgotten."""
+    fx.clear_pending(model, source)
+    model.cancel_requested = False
+
+
+@mutant("effects", "effects", 3)
+def need_action_drops_the_queue() -> Pair:
+    return run_with(
+        "QueueDroppingWait", changed("need_action", "busy", on=(record_and_drop_the_queue,))
+    )
+
+
+@mutant("effects", "effects", 2)
+def pause_drops_the_queue() -> Pair:
+    return run_with("QueueDroppingPause", changed("pause", None, on=(pause_and_drop_the_queue,)))
+
+
+@mutant("effects", "effects", 5)
+def resolved_forgets_the_interrupt() -> Pair:
+    return loop_with(
+        "InterruptForgettingLoop", changed("resolved", None, on=(clear_and_forget_the_interrupt,))
+    )
+
+
 # -- I5 --------------------------------------------------------------------------------------
 
 
@@ -428,15 +484,7 @@ def submit_counts_two_turns() -> Pair:
 
 @mutant("I5", "I5", 3)
 def queued_input_counts_a_turn() -> Pair:
-    def edit(edges: list[Edge]) -> list[Edge]:
-        return [
-            Edge(e.event, e.source, e.target, e.cond, (*e.on, one_more_turn), e.internal)
-            if e.on == (fx.queue_input,)
-            else e
-            for e in edges
-        ]
-
-    return run_with("QueueCountsTurns", edit)
+    return run_with("QueueCountsTurns", acting(fx.queue_input, fx.queue_input, one_more_turn))
 
 
 @mutant("I5", "I5", 3)
@@ -508,6 +556,20 @@ def resolve_looks_at_the_first_call() -> Pair:
 @mutant("raises", "exceptions", 3)
 def effect_converts_a_missing_deadline() -> Pair:
     return run_with("StrictDeadline", changed("need_action", "busy", on=(record_float_deadline,)))
+
+
+def interrupt_once(
+    model: RunData, source: object = None, text: object = None, **_: object
+) -> None:
+    """interrupt_turn, assuming no interrupt is pending (a second one raises)."""
+    if model.cancel_requested:
+        raise RuntimeError("an interrupt is already pending")
+    fx.interrupt_turn(model, source, text=text)
+
+
+@mutant("raises", "exceptions", 3)
+def second_interrupt_raises() -> Pair:
+    return run_with("SingleInterruptRun", acting(fx.interrupt_turn, interrupt_once))
 
 
 # -- vacuity: a guard reads what the exploration does not vary -------------------------------

@@ -16,7 +16,8 @@ def replay(run: type[Any], loop: type[Any], counterexample: Counterexample) -> l
     """Send each step to fresh machines; returns the data before each step and at the end.
 
     Every step must start in its recorded source and end in its recorded target (or be
-    refused when its target is None).
+    refused when its target is None). The counterexample's ``loaded`` fields are set on the
+    data just before its last step.
     """
     compiled = {
         MachineName.RUN: compile_machine(run, MachineName.RUN, "state"),
@@ -27,9 +28,13 @@ def replay(run: type[Any], loop: type[Any], counterexample: Counterexample) -> l
         setattr(data, name, value)
     emitter = Emitter("replay")
     seen: list[RunData] = []
-    for step in counterexample.steps:
+    last = len(counterexample.steps) - 1
+    for number, step in enumerate(counterexample.steps):
         for name, value in step.environment.items():
             setattr(data, name, value)
+        if number == last:  # the values no configuration holds, that the failure needs
+            for name, value in counterexample.loaded.items():
+                setattr(data, name, value)
         seen.append(_copy(data))
         machine = Machine(compiled[step.machine], data, emitter)
         assert machine.state == step.source, (step, machine.state)

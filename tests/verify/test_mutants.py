@@ -259,8 +259,10 @@ def test_counterexample_replays_to_the_failure(broken: Built) -> None:
     cex = report[mutant.prop].counterexample
     assert cex is not None
     if mutant.prop == "exceptions":
-        seen = replay(run, loop, dataclasses.replace(cex, steps=cex.steps[:-1]))
+        seen = replay(run, loop, dataclasses.replace(cex, steps=cex.steps[:-1], loaded={}))
         last, data = cex.steps[-1], seen[-1]
+        for name, value in {**last.environment, **cex.loaded}.items():
+            setattr(data, name, value)
         machine = Machine(_compiled(run, loop)[last.machine], data, Emitter("replay"))
         with pytest.raises(Exception) as raised:  # noqa: PT011 - any exception but a refusal
             machine.send(last.event, **last.arguments)
@@ -283,10 +285,30 @@ def test_counterexample_is_printed_and_drawn(broken: Built) -> None:
     assert f"{mutant.prop}: {cex.message}" in text
     for step in cex.steps:
         assert step.describe(cex.baseline) in text
+    if cex.loaded:  # said just before the last step, which needs it
+        shown = ", ".join(f"{name}={value!r}" for name, value in cex.loaded.items())
+        lines = text.splitlines()
+        at = lines.index(f"        (the data holding {shown})")
+        assert lines[at + 1].endswith(cex.steps[-1].describe(cex.baseline))
     assert dot.startswith("digraph counterexample")
     assert dot.count("color=red") >= len({(s.machine, s.source, s.event) for s in cex.steps})
     for unreached in cex.unreached:
         assert f'"{unreached}" [label={unreached.split(".")[1]}' in dot
+
+
+LOADED = ("need_action_drops_the_queue", "pause_drops_the_queue", "second_interrupt_raises")
+
+
+@pytest.mark.parametrize("name", LOADED)
+def test_a_failure_on_data_no_configuration_holds_says_what_it_held(name: str) -> None:
+    """Without the loaded step these mutants passed every property (queued inputs lost)."""
+    mutant = MUTANTS[name]
+    report = check(mutant, *mutant.build())
+    cex = report[mutant.prop].counterexample
+    assert cex is not None
+    assert cex.loaded["queued"] == ("queued while busy",)
+    assert cex.loaded["cancel_requested"] is True
+    assert "from data also holding queued=('queued while busy',)" in cex.message
 
 
 def test_fail_fast_finds_the_full_explorations_counterexample() -> None:

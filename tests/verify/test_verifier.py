@@ -170,7 +170,7 @@ def test_extended_domains_merge_mappings_and_join_sets() -> None:
 
 
 def test_the_bound_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match="max_iterations must be a whole number >= 1, not 0"):
         default_domains(0)
 
 
