@@ -374,10 +374,15 @@ class ToolOutputError(ToolCallError):
         super().__init__(
             tool_name,
             call_id,
-            f"{_call(tool_name, call_id)} returned a {output_type} that is not JSON "
+            f"{_call(tool_name, call_id)} returned {_article(output_type)} {output_type} that "
+            "is not JSON "
             f"({detail}); return str, int, float, bool, None, lists and dicts of them, "
             "or a pydantic model",
         )
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1].lower() in "aeiou" else "a"
 
 
 class SubAgentError(ToolCallError):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 from pydantic import BaseModel
 
-from agentfsm.errors import ToolRoundError
+from agentfsm.errors import ToolOutputError, ToolRoundError
 from agentfsm.states.messages import Message
 from agentfsm.tools import (
     ArgumentLimits,
@@ -501,3 +501,11 @@ def test_the_agents_unchecked_system_is_the_checked_one(hooked: bool) -> None:
         slot: getattr(checked, slot) for slot in ToolSystem.__slots__
     }
     assert unchecked._retry is checked._retry  # the shared default settings
+
+
+@pytest.mark.parametrize(
+    ("output_type", "said"), [("object", "an object"), ("set", "a set"), ("Item", "an Item")]
+)
+def test_a_tool_output_error_names_the_type_with_its_article(output_type: str, said: str) -> None:
+    error = ToolOutputError("forecast", "c1", output_type, "not serialisable")
+    assert str(error).startswith(f"call 'c1' to tool 'forecast' returned {said} that is not JSON")
