@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
 import graphviz
 
@@ -24,7 +24,7 @@ from agentfsm.states.tables import LOOP_TABLE, RUN_TABLE, MachineTable, Transiti
 View = Literal["run", "loop", "combined"]
 """Which diagram: ``run`` (RunLifecycle), ``loop`` (TurnLoop) or ``combined`` (both)."""
 
-_VIEWS = ("run", "loop", "combined")
+_VIEWS: tuple[str, ...] = get_args(View)
 
 
 def check_view(view: object) -> None:

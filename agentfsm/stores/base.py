@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, TypeVar, runtime_checkable
 
+from agentfsm import _checks
 from agentfsm.errors import InvalidSaveError
 from agentfsm.states.events import Event
 from agentfsm.stores._lane import Hop, Lane
@@ -180,6 +181,45 @@ async def off_loop(function: Callable[[], T]) -> T:
         finally:
             del error  # (no cycle through this frame either)
     return result  # type: ignore[return-value]  # (None only with an error)
+
+
+def save_arguments(snapshot: object, events: object, expected_version: object) -> None:
+    """Refuse a save whose arguments are of the wrong kind, before anything is read or written.
+
+    Values of the right kind are the store's to judge: a version that is not the stored one
+    (0 included) is a `SnapshotConflictError`, as the conformance suite says.
+
+    Raises:
+        TypeError: ``snapshot`` is not a `Snapshot`, ``events`` not a list or tuple of
+            `Event`, or ``expected_version`` neither an int nor None.
+    """
+    if not isinstance(snapshot, Snapshot):
+        _checks.refuse_type("snapshot", snapshot, "a Snapshot (Agent.snapshot())")
+    if not isinstance(events, (list, tuple)):
+        _checks.refuse_type("events", events, "a list of the Events to append")
+    for index, event in enumerate(events):
+        if not isinstance(event, Event):
+            _checks.refuse_type(f"events[{index}]", event, "an Event")
+    if expected_version is not None and not _is_int(expected_version):
+        _checks.refuse_type("expected_version", expected_version, "an int or None")
+
+
+def run_arguments(run_id: object, after_seq: object = 0) -> None:
+    """Refuse a run id that is not a str, or an ``after_seq`` that is not an int.
+
+    (A negative ``after_seq`` reads the whole log, as 0 does: the conformance suite says so.)
+
+    Raises:
+        TypeError: Either of the wrong kind.
+    """
+    if type(run_id) is not str:
+        _checks.text("run_id", run_id, empty=True)
+    if not _is_int(after_seq):
+        _checks.refuse_type("after_seq", after_seq, "an int (the seq the events come after)")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_save(

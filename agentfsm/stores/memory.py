@@ -7,7 +7,13 @@ from collections.abc import Sequence
 
 from agentfsm.errors import SnapshotConflictError
 from agentfsm.states.events import Event
-from agentfsm.stores.base import ClosesOnExit, RunSummary, check_save
+from agentfsm.stores.base import (
+    ClosesOnExit,
+    RunSummary,
+    check_save,
+    run_arguments,
+    save_arguments,
+)
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.watch import PollingWatch
 
@@ -28,6 +34,7 @@ class MemoryStore(PollingWatch, ClosesOnExit):
         self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
     ) -> None:
         """Append ``events`` and store ``snapshot`` atomically (see `RunStore.save`)."""
+        save_arguments(snapshot, events, expected_version)
         run_id = snapshot.run_id
         with self._lock:
             stored = self._snapshots.get(run_id)
@@ -41,11 +48,13 @@ class MemoryStore(PollingWatch, ClosesOnExit):
 
     def load(self, run_id: str) -> Snapshot | None:
         """The run's latest snapshot, or None."""
+        run_arguments(run_id)
         with self._lock:
             return self._snapshots.get(run_id)
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         """The run's events after ``after_seq``, in order."""
+        run_arguments(run_id, after_seq)
         with self._lock:
             # seq n is at index n - 1, since the log is contiguous from 1.
             return self._events.get(run_id, [])[max(after_seq, 0) :]
@@ -58,6 +67,7 @@ class MemoryStore(PollingWatch, ClosesOnExit):
 
     def delete(self, run_id: str) -> None:
         """Forget the run; no error if it is not stored."""
+        run_arguments(run_id)
         with self._lock:
             self._snapshots.pop(run_id, None)
             self._events.pop(run_id, None)

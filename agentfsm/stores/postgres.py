@@ -46,7 +46,14 @@ from agentfsm.states.events import Event
 from agentfsm.stores import _postgres_sql as sql
 from agentfsm.stores._credentials import redact, scrub
 from agentfsm.stores._items import RecentWrites, Written, assemble, new_items
-from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
+from agentfsm.stores.base import (
+    ClosesOnExit,
+    RunSummary,
+    ThreadedAsync,
+    check_save,
+    run_arguments,
+    save_arguments,
+)
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 
 
@@ -182,6 +189,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
     ) -> None:
         """Append ``events`` and store ``snapshot`` in one transaction (see `RunStore.save`)."""
+        save_arguments(snapshot, events, expected_version)
         run_id = snapshot.run_id
         try:
             check_save(snapshot, events, expected_version, _follows(snapshot, events))
@@ -281,6 +289,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             SchemaVersionError: The snapshot was written by a newer agentfsm.
             StoreCorruptError: The snapshot cannot be read.
         """
+        run_arguments(run_id)
         rows = self._read(sql.LOAD, run_id)  # one statement: one committed state
         if not rows:
             return None
@@ -303,6 +312,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         Raises:
             StoreCorruptError: An event cannot be read.
         """
+        run_arguments(run_id, after_seq)
         rows = self._read(sql.EVENTS, run_id, after_seq)
         try:
             return [Event.model_validate_json(row[0]) for row in rows]
@@ -317,6 +327,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
 
     def delete(self, run_id: str) -> None:
         """Remove the run and its events, in one transaction; no error if it is not stored."""
+        run_arguments(run_id)
         try:
             with self._pool.connection() as conn, conn.transaction():
                 for statement in sql.DELETE_RUN:

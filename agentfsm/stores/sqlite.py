@@ -77,7 +77,14 @@ from agentfsm.stores._sqlite_layout import (
     migrate,
 )
 from agentfsm.stores._sqlite_rows import INSERT_RUN, UPDATE_RUN, insert_rows
-from agentfsm.stores.base import ClosesOnExit, RunSummary, ThreadedAsync, check_save
+from agentfsm.stores.base import (
+    ClosesOnExit,
+    RunSummary,
+    ThreadedAsync,
+    check_save,
+    run_arguments,
+    save_arguments,
+)
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 from agentfsm.stores.watch import PollingWatch
 
@@ -262,6 +269,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
     ) -> None:
         """Append ``events`` and store ``snapshot`` in one transaction (see `RunStore.save`)."""
+        save_arguments(snapshot, events, expected_version)
         run_id = snapshot.run_id
         self._check_writable(run_id)
         with self._lock:
@@ -404,6 +412,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             SchemaVersionError: The snapshot was written by a newer agentfsm.
             StoreCorruptError: The snapshot, or the file, cannot be read.
         """
+        run_arguments(run_id)
         with self._lock:
             try:
                 with self._reading() as conn:
@@ -453,6 +462,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         Raises:
             StoreCorruptError: An event, or the file, cannot be read.
         """
+        run_arguments(run_id, after_seq)
         rows = self._query(
             self._reads[0],
             run_id,
@@ -472,6 +482,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
 
     def delete(self, run_id: str) -> None:
         """Remove the run and its events, in one transaction; no error if it is not stored."""
+        run_arguments(run_id)
         self._check_writable(run_id)
         with self._lock:
             try:
