@@ -30,6 +30,16 @@ def is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def is_whole(value: object) -> bool:
+    """Whether ``value`` is an int (a bool is not one here)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_time(value: object) -> bool:
+    """Whether ``value`` is a finite number: a time, in seconds since the epoch."""
+    return is_number(value) and math.isfinite(value)  # type: ignore[arg-type]  # a number
+
+
 def seconds(name: str, value: object, *, optional: bool = False, zero: bool = False) -> None:
     """Check a duration: a finite number of seconds > 0 (>= 0 with ``zero``), or None.
 

@@ -389,6 +389,13 @@ def check_arguments(
         )
 
 
+def arguments_refused(args: Args) -> bool:
+    """Whether `check_arguments` would refuse ``args`` (for ``can_send``: no error built)."""
+    return bool(args) and (
+        not RESERVED_ARGS.isdisjoint(args) or arguments_problem(args) is not None
+    )
+
+
 def arguments_problem(args: Args) -> str | None:
     """What keeps an event's arguments from being JSON values, naming the argument; or None."""
     for name, value in args.items():
@@ -467,7 +474,7 @@ class Machine(MachineView):
         """Whether `send` with these arguments would be accepted (guards included)."""
         # `send`'s selection without the refusal: building the error only to throw it away
         # would cost more than the question (asked at every submit: is a wait overdue?).
-        if args and (not RESERVED_ARGS.isdisjoint(args) or arguments_problem(args) is not None):
+        if arguments_refused(args):
             return False
         compiled, model = self.compiled, self.model
         state = getattr(model, compiled.state_field)

@@ -7,7 +7,6 @@ turn's iteration count, the run sees the loop's outcome.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from agentfsm import _checks
@@ -118,13 +117,12 @@ class RunData:
         self.pending = _texts("pending", self.pending)
         self.queued = _texts("queued", self.queued)
         deadline = self.deadline
-        if deadline is not None:
+        if deadline is not None and not _checks.is_time(deadline):
             if not _checks.is_number(deadline):
                 _checks.refuse_type(
                     "deadline", deadline, "a time (seconds since the epoch) or None"
                 )
-            if not math.isfinite(deadline):
-                raise ValueError(f"deadline must be a finite time or None, not {deadline!r}")
+            raise ValueError(f"deadline must be a finite time or None, not {deadline!r}")
 
 
 def _policy(value: object) -> InputPolicy:

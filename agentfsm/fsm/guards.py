@@ -11,9 +11,9 @@ in words what each checks.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 
+from agentfsm import _checks
 from agentfsm.fsm.data import RunData
 from agentfsm.states.names import InputPolicy, LoopState
 from agentfsm.states.tables import PAUSABLE
@@ -67,11 +67,7 @@ def _is_message(text: object) -> bool:
 
 def _is_deadline(deadline: object) -> bool:
     """None, or a finite number that is not a bool (``True`` is no time)."""
-    return deadline is None or (
-        isinstance(deadline, (int, float))
-        and not isinstance(deadline, bool)
-        and math.isfinite(deadline)
-    )
+    return deadline is None or _checks.is_time(deadline)
 
 
 @guard

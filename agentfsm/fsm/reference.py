@@ -11,10 +11,9 @@ from typing import Any
 from statemachine.exceptions import TransitionNotAllowed
 
 from agentfsm.fsm.compiled import (
-    RESERVED_ARGS,
     CompiledMachine,
     MachineView,
-    arguments_problem,
+    arguments_refused,
     check_arguments,
     refusal,
 )
@@ -63,7 +62,7 @@ class ReferenceMachine(MachineView):
 
     def can_send(self, event: str, /, **args: JSONValue) -> bool:
         """Whether `send` with these arguments would be accepted (guards included)."""
-        if args and (not RESERVED_ARGS.isdisjoint(args) or arguments_problem(args) is not None):
+        if arguments_refused(args):
             return False
         return event in {str(e.id) for e in self.chart.enabled_events(**args)}
 

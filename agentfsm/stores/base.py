@@ -200,7 +200,7 @@ def save_arguments(snapshot: object, events: object, expected_version: object) -
     for index, event in enumerate(events):
         if not isinstance(event, Event):
             _checks.refuse_type(f"events[{index}]", event, "an Event")
-    if expected_version is not None and not _is_int(expected_version):
+    if expected_version is not None and not _checks.is_whole(expected_version):
         _checks.refuse_type("expected_version", expected_version, "an int or None")
 
 
@@ -214,12 +214,8 @@ def run_arguments(run_id: object, after_seq: object = 0) -> None:
     """
     if type(run_id) is not str:
         _checks.text("run_id", run_id, empty=True)
-    if not _is_int(after_seq):
+    if not _checks.is_whole(after_seq):
         _checks.refuse_type("after_seq", after_seq, "an int (the seq the events come after)")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_save(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from agentfsm import _checks
 
 
@@ -27,10 +25,10 @@ class FakeClock:
     __slots__ = ("now",)
 
     def __init__(self, start: float = 1_700_000_000.0) -> None:
-        allowed = "a finite time (seconds since the epoch)"
-        if not _checks.is_number(start):
-            _checks.refuse_type("start", start, allowed)
-        if not math.isfinite(start):
+        if not _checks.is_time(start):
+            allowed = "a finite time (seconds since the epoch)"
+            if not _checks.is_number(start):
+                _checks.refuse_type("start", start, allowed)
             raise ValueError(f"start must be {allowed}, not {_checks.given(start)}")
         self.now = start
         """The current time."""

@@ -559,15 +559,16 @@ class Explorer:
         before = self.copy(data)
         for name, load in self._loads:
             setattr(before, name, load(getattr(before, name)))
-        loaded = {name: getattr(before, name) for name, _ in self._loads}
-        shown = ", ".join(f"{name}={value!r}" for name, value in loaded.items())
         work = self.copy(before)
         seq = self.emitter.seq
-        try:
-            Machine(side.compiled, work, self.emitter).send(move.event, **move.arguments)
+        try:  # the arguments passed `send`'s check when the step was first taken
+            Machine(side.compiled, work, self.emitter).send_trusted(
+                move.event, dict(move.arguments)
+            )
         except IllegalTransitionError:
             return
         except Exception as error:
+            loaded, shown = self._shown_loads(before)
             message = (
                 f"an effect of {move.event!r} {source} → {target}, from data also holding "
                 f"{shown}, raised {type(error).__name__}: {error}"
@@ -581,10 +582,16 @@ class Explorer:
         wanted = expected(posts, move.event, source, target, before, move.arguments)
         wrong = effect_mismatch(fields, before, work, wanted)
         if wrong is not None:
+            loaded, shown = self._shown_loads(before)
             message = (
                 f"{move.event!r} {source} → {target}, from data also holding {shown}, left {wrong}"
             )
             self._violate("effects", nid, mid, target, message, loaded)
+
+    def _shown_loads(self, data: RunData) -> tuple[dict[str, object], str]:
+        """The loaded fields of ``data``, and the same as text, for a counterexample."""
+        loaded = {name: getattr(data, name) for name, _ in self._loads}
+        return loaded, ", ".join(f"{name}={value!r}" for name, value in loaded.items())
 
 
 LOADS: Mapping[str, Callable[[object], object]] = {
