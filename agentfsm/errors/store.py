@@ -1,0 +1,184 @@
+"""Errors of run stores, replay and forks."""
+
+from __future__ import annotations
+
+from agentfsm.errors._base import AgentFSMError
+
+
+class StoreError(AgentFSMError):
+    """A run store refused or failed an operation; what was stored before is unchanged."""
+
+
+class SnapshotConflictError(StoreError):
+    """A save expected another stored version of the run (optimistic concurrency).
+
+    Another writer saved the run since ``expected`` was read (or the run already exists,
+    or no longer does). Nothing was written: reload the run and decide again.
+
+    Attributes:
+        run_id: The run that was saved.
+        expected: The version the save expected (None: the run must not exist yet).
+        actual: The version stored (None: there is no such run).
+    """
+
+    def __init__(self, run_id: str, expected: int | None, actual: int | None) -> None:
+        self.run_id = run_id
+        self.expected = expected
+        self.actual = actual
+        want = "no stored run" if expected is None else f"version {expected}"
+        have = "none is stored" if actual is None else f"version {actual} is stored"
+        super().__init__(
+            f"cannot save run {run_id!r}: the save expected {want} but {have}; nothing was "
+            "written (load the run again and retry with its version)"
+        )
+
+
+class InvalidSaveError(StoreError):
+    """A save whose snapshot and events do not continue the stored run; nothing was written.
+
+    For example the first new event's ``seq`` is not the stored ``seq + 1``, the events are
+    not contiguous, belong to another run, or the snapshot's ``seq`` or ``version`` do not
+    follow from them.
+
+    Attributes:
+        run_id: The run that was saved.
+        problem: What does not fit, and what was expected.
+    """
+
+    def __init__(self, run_id: str, problem: str) -> None:
+        self.run_id = run_id
+        self.problem = problem
+        super().__init__(f"cannot save run {run_id!r}: {problem}; nothing was written")
+
+
+class StoreWriteError(StoreError):
+    """The database failed a save (disk full, I/O error, locked too long).
+
+    The transaction was rolled back: the previous snapshot and events still load. The
+    database's own exception is the ``__cause__``.
+
+    Attributes:
+        run_id: The run that was saved.
+        path: The store's file.
+        detail: What the database reported.
+    """
+
+    def __init__(self, run_id: str, path: str, detail: str) -> None:
+        self.run_id = run_id
+        self.path = path
+        self.detail = detail
+        super().__init__(
+            f"cannot save run {run_id!r} to {path!r}: {detail}; the transaction was rolled "
+            "back and the previous snapshot is intact"
+        )
+
+
+class StoreCorruptError(StoreError):
+    """The store's file, or a record in it, cannot be read as agentfsm's run database.
+
+    Nothing was written to it. The database's own exception, if any, is the ``__cause__``.
+
+    Attributes:
+        path: The store's file.
+        detail: What is wrong, and what was expected.
+        run_id: The run whose record is unreadable, or None for the whole file.
+    """
+
+    def __init__(self, path: str, detail: str, run_id: str | None = None) -> None:
+        self.path = path
+        self.detail = detail
+        self.run_id = run_id
+        where = f"run {run_id!r} in {path!r}" if run_id is not None else f"{path!r}"
+        super().__init__(f"cannot read {where}: {detail}; nothing was overwritten")
+
+
+class SchemaVersionError(StoreError):
+    """A stored snapshot, or the store's file, has a schema version this agentfsm cannot read.
+
+    It was written by another (probably newer) agentfsm; nothing was overwritten.
+
+    Attributes:
+        path: The store's file.
+        run_id: The run whose snapshot has that version, or None for the file's format.
+        found: The schema version found.
+        expected: The schema versions this agentfsm reads.
+    """
+
+    def __init__(
+        self, path: str, run_id: str | None, found: int, expected: tuple[int, ...]
+    ) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.found = found
+        self.expected = expected
+        what = f"the snapshot of run {run_id!r}" if run_id is not None else "the file format"
+        readable = ", ".join(str(v) for v in expected)
+        older = bool(expected) and found < min(expected)
+        advice = (
+            "it was written by an older agentfsm: read it with that version, or start a new store"
+            if older
+            else "upgrade agentfsm to read it"
+        )
+        super().__init__(
+            f"{what} in {path!r} has schema version {found}, but this agentfsm reads only "
+            f"{readable}; {advice} (nothing was overwritten)"
+        )
+
+
+class StoreURLError(StoreError, ValueError):
+    """A store URL (``open_store``, a CLI's ``--store``) that names no store agentfsm can open.
+
+    Nothing was opened or created.
+
+    Attributes:
+        url: The URL given, its password (if any) already replaced by ``***`` by the caller.
+        problem: What is wrong with it.
+        allowed: The URL forms accepted.
+    """
+
+    def __init__(self, url: str, problem: str, allowed: tuple[str, ...]) -> None:
+        self.url = url
+        self.problem = problem
+        self.allowed = allowed
+        super().__init__(
+            f"cannot open the store {self.url!r}: {problem}; a store is named by "
+            f"{', '.join(allowed)}… or a plain path to a SQLite file"
+        )
+
+
+class ReplayError(AgentFSMError):
+    """An event log cannot be replayed into a run: it is not one an Agent recorded.
+
+    A gap or repeat in ``seq``, an event of another run, a transition the machines do not
+    take from where the replay is, a record whose data is not what its kind carries: the
+    first such event is named.
+
+    Attributes:
+        run_id: The run the log is of.
+        seq: The ``seq`` of the first event that does not fit (0 for an empty log).
+        problem: What does not fit, and what was expected.
+    """
+
+    def __init__(self, run_id: str, seq: int, problem: str) -> None:
+        self.run_id = run_id
+        self.seq = seq
+        self.problem = problem
+        super().__init__(f"cannot replay run {run_id!r} at event {seq}: {problem}")
+
+
+class ForkError(AgentFSMError, ValueError):
+    """A run cannot be forked as asked; nothing was stored.
+
+    No such run, a ``seq`` outside its log or before its first rest point, or an edit that
+    does not fit the run at the fork point (no user message to replace, a call that is not
+    pending, a message that would break the conversation's order).
+
+    Attributes:
+        run_id: The run that was to be forked.
+        problem: What is wrong, with what was given and what is allowed.
+    """
+
+    def __init__(self, run_id: str, problem: str) -> None:
+        self.run_id = run_id
+        self.problem = problem
+        super().__init__(f"cannot fork run {run_id!r}: {problem}")
