@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from agentfsm import _checks
 from agentfsm.agent.turn import TurnDriver
-from agentfsm.errors import SubAgentError, ToolDefinitionError
+from agentfsm.errors import StoreError, SubAgentError, ToolDefinitionError
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import ToolCall
 from agentfsm.states.names import LoopState, RunState
@@ -220,6 +220,13 @@ class ChildRuns(TurnDriver):
         try:
             child = self._active_child = self._child(self._agent_tools[call.name], call.id)
             await self._advance(child, call.id, str(arguments.get("task", "")))
+        except StoreError:
+            # Not the child's failure: the store refused (another process moved the tree on,
+            # or it is down). Nothing is recorded; this run becomes what the store holds
+            # (I12) and the caller gets the error (I14).
+            self._forget_child(run_id)
+            self._store_failed = True
+            raise
         except Exception as error:  # the child is at rest (I12); its failure is the call's
             self._forget_child(run_id)
             loop.send("child_returned")
