@@ -17,6 +17,7 @@ import pytest
 
 from agentfsm import Agent, MemoryStore, tool
 from agentfsm.agent import agent_tool, child_run_id
+from agentfsm.agent.children import DEFAULT_MAX_DEPTH
 from agentfsm.errors import SnapshotConflictError
 from agentfsm.llm.base import ModelResponse
 from agentfsm.llm.scripted import ScriptedModel
@@ -188,3 +189,57 @@ def test_the_tree_checker_still_catches_a_child_gone_missing_after_it_answered()
     store.delete(CHILD)  # its answer is recorded, but the child is gone
     with pytest.raises(AssertionError, match="never stored"):
         assert_tree_valid(store, "parent")
+
+
+# -- a sub-agent that calls itself -----------------------------------------------------------
+
+
+def _looping(store: RunStore | None = None, **limit: int) -> Agent:
+    """An agent whose one tool is an agent tool of itself (each call nests one level more)."""
+
+    def again() -> Agent:
+        return _looping(**limit)
+
+    myself = agent_tool(again, name="myself", description="Asks myself.", **limit)
+    run_id = "root" if store is not None else None
+    return Agent(responder("myself", "Done."), [myself], store=store, run_id=run_id)
+
+
+def _depths(store: MemoryStore) -> dict[int, str]:
+    """Each stored run's depth (0 for the root), and its run id."""
+    return {run.run_id.count(".myself_"): run.run_id for run in store.list_runs()}
+
+
+def test_a_sub_agent_calling_itself_nests_max_depth_levels_then_its_call_is_refused() -> None:
+    store = MemoryStore()
+    root = _looping(store)
+    outcome = root.start("Go")
+    assert (outcome.state, outcome.reply) == ("completed", "Done.")
+    depths = _depths(store)
+    assert sorted(depths) == list(range(DEFAULT_MAX_DEPTH + 1))  # the root and 8 levels
+    deepest = store.load(depths[DEFAULT_MAX_DEPTH])
+    assert deepest is not None
+    assert deepest.state == "completed"
+    [refused] = [str(m.content) for m in deepest.messages if m.role == "tool"]
+    assert refused.startswith("[error] SubAgentDepthError")
+    assert "depth 9" in refused
+    assert "max_depth of 8" in refused
+    assert_tree_valid(store, "root")
+
+
+def test_max_depth_is_set_per_agent_tool() -> None:
+    store = MemoryStore()
+    assert _looping(store, max_depth=2).start("Go").state == "completed"
+    assert sorted(_depths(store)) == [0, 1, 2]
+    shallow = MemoryStore()
+    root = _looping(shallow, max_depth=1)
+    root.start("Go")
+    assert sorted(_depths(shallow)) == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("value", "error"), [(0, ValueError), (-1, ValueError), (2.5, TypeError), (True, TypeError)]
+)
+def test_a_bad_max_depth_is_refused(value: object, error: type[Exception]) -> None:
+    with pytest.raises(error, match="max_depth must be a whole number >= 1"):
+        agent_tool(lambda: Agent("scripted:demo"), name="h", description="H.", max_depth=value)  # type: ignore[arg-type]
