@@ -9,6 +9,7 @@ store first: no decision is applied twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -16,7 +17,9 @@ import pytest
 from agentfsm import ScriptedModel
 from agentfsm.agent import Agent
 from agentfsm.errors import IllegalTransitionError, StoreError, StoreWriteError
-from agentfsm.states import Event
+from agentfsm.llm.base import ModelResponse
+from agentfsm.states import Event, Message
+from agentfsm.states.json import JSONObject
 from agentfsm.stores import MemoryStore
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.tools import tool
@@ -45,12 +48,17 @@ class OutageStore(MemoryStore):
         self.down = False
         self.lose_answer = False
         """The next save commits, then raises as if the connection dropped before its ack."""
+        self.down_at = 0
+        """The server goes down at this save from now on (0: it stays up)."""
 
     def _reachable(self) -> None:
         if self.down:
             raise StoreError("cannot use the run store 'memory': the server is not reachable")
 
     def save(self, snapshot: Snapshot, events: Any, *, expected_version: int | None) -> None:
+        if self.down_at:
+            self.down_at -= 1
+            self.down = self.down_at == 0
         self._reachable()
         super().save(snapshot, events, expected_version=expected_version)
         if self.lose_answer:
@@ -199,3 +207,41 @@ class TestALostAcknowledgement:
         assert agent.start().state == "completed"
         assert RAN == []  # (its start was stored: outcome unknown, I11)
         assert log(store).count("resolve_action") == 1
+
+
+def test_an_outage_under_a_nested_approval_leaves_the_tree_as_stored() -> None:
+    """The approval of a child's call, addressed by its path: the same edge, one level down."""
+    from agentfsm.agent import agent_tool
+    from agentfsm.testing import assert_tree_valid
+
+    def respond(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+        if messages[-1].role == "user":  # (a pure function: a child taken up anew answers alike)
+            return calls(("c1", "refund", {"amount": 2.0}))
+        return answer("child done")
+
+    def helper() -> Agent:
+        return Agent(ScriptedModel(fallback=respond), [refund])
+
+    store = OutageStore()
+    model = ScriptedModel([calls(("h1", "helper", {"task": "refund"})), answer("all done")])
+    tool_ = agent_tool(helper, name="helper", description="Refunds.")
+    agent = Agent(model, [tool_], store=store, run_id="r")
+    waiting = agent.start("go")
+    [path] = [call.id for call in waiting.pending]
+    before = held(store)
+    for down_at in (1, 2):  # at the parent's save, then at its child's
+        store.down_at = down_at
+        with pytest.raises(StoreError):
+            agent.resolve_action({path: "approve"})
+        store.down = False
+        assert agent.snapshot() == held(store)
+    # The first outage refused the parent's save: it waited as before. The second came after
+    # the parent's save (the decision, stored), at its child's: the parent is busy as stored,
+    # and `start` takes the stored turn up, giving the child the stored decision.
+    assert before.state == "requires_action"
+    assert agent.state == "busy"
+    assert RAN == []
+    outcome = agent.start()
+    assert (outcome.state, outcome.reply) == ("completed", "all done")
+    assert RAN == ["refund:2.0"]
+    assert_tree_valid(store, "r")
