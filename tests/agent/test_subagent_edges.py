@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agentfsm import Agent, MemoryStore, tool
+from agentfsm import Agent, MemoryStore, replay, tool
 from agentfsm.agent import agent_tool, child_run_id
 from agentfsm.agent.children import DEFAULT_MAX_DEPTH
 from agentfsm.errors import SnapshotConflictError
@@ -225,6 +225,8 @@ def test_a_sub_agent_calling_itself_nests_max_depth_levels_then_its_call_is_refu
     assert "depth 9" in refused
     assert "max_depth of 8" in refused
     assert_tree_valid(store, "root")
+    for run in store.list_runs():  # every log replays to its snapshot (I10)
+        replay(store.events(run.run_id), store.load(run.run_id))
 
 
 def test_max_depth_is_set_per_agent_tool() -> None:
