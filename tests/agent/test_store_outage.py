@@ -10,6 +10,7 @@ store first: no decision is applied twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,8 @@ from agentfsm.errors import IllegalTransitionError, StoreError, StoreWriteError
 from agentfsm.llm.base import ModelResponse
 from agentfsm.states import Event, Message
 from agentfsm.states.json import JSONObject
-from agentfsm.stores import MemoryStore
+from agentfsm.stores import MemoryStore, SQLiteStore
+from agentfsm.stores.base import DelegatingStore, RunStore, writes_behind
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.tools import tool
 from tests.agent.agent_support import answer, calls
@@ -245,3 +247,43 @@ def test_an_outage_under_a_nested_approval_leaves_the_tree_as_stored() -> None:
     assert (outcome.state, outcome.reply) == ("completed", "all done")
     assert RAN == ["refund:2.0"]
     assert_tree_valid(store, "r")
+
+
+class Unreachable(DelegatingStore):
+    """Any store behind a connection that can go down (every call then raises)."""
+
+    down = False
+
+    def _reachable(self) -> None:
+        if self.down:
+            raise StoreError("cannot use the run store: the server is not reachable")
+
+    def save(self, snapshot: Snapshot, events: Any, *, expected_version: int | None) -> None:
+        self._reachable()
+        super().save(snapshot, events, expected_version=expected_version)
+
+    def load(self, run_id: str) -> Snapshot | None:
+        self._reachable()
+        return super().load(run_id)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_an_outage_during_a_decision_on_each_store(kind: str, tmp_path: Path) -> None:
+    """On SQLite the saves are written behind, in worker threads: the same edge, in flight."""
+    inner: RunStore = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "runs.db")
+    store = Unreachable(inner)
+    assert writes_behind(store) == (kind == "sqlite")
+    model = ScriptedModel([calls(("c1", "refund", {"amount": 5.0})), answer("done")])
+    agent = Agent(model, [refund], store=store, run_id="r")
+    assert agent.start("refund me").state == "requires_action"
+    waiting = inner.load("r")
+    store.down = True
+    with pytest.raises(StoreError):
+        agent.resolve_action({"c1": "approve"})
+    assert agent.snapshot() == waiting
+    assert RAN == []
+    store.down = False
+    assert agent.resolve_action({"c1": "approve"}).reply == "done"
+    assert RAN == ["refund:5.0"]
+    assert [e.event for e in inner.events("r")].count("resolve_action") == 1
+    inner.close()

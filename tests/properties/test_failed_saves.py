@@ -5,12 +5,15 @@ random save of a random call (an outage: it refuses reads too), or committing a 
 losing its answer (then down for a while). After each failure the Agent's snapshot is the
 store's latest (for a lost answer: from the next call on, which reads the store first); once
 the store is back, the call made again (or `start`, for a turn stored busy mid-way) does what
-it does on a twin run that never failed; and no decision is ever stored twice.
+it does on a twin run that never failed; and no decision is ever stored twice. On a
+MemoryStore, and on SQLite, whose saves are written behind in worker threads.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -22,7 +25,8 @@ from agentfsm.errors import AgentFSMError, StoreError
 from agentfsm.llm.base import ModelResponse
 from agentfsm.states import Event, Message
 from agentfsm.states.json import JSONObject
-from agentfsm.stores import MemoryStore
+from agentfsm.stores import MemoryStore, SQLiteStore
+from agentfsm.stores.base import DelegatingStore, RunStore
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.tools import tool
 from tests.agent.agent_support import answer, calls
@@ -41,11 +45,16 @@ def respond(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelRe
     return answer("done")
 
 
-class FlakyStore(MemoryStore):
-    """Goes down at its ``fail_at``-th save from now (refusing it, or committing it first)."""
+class FlakyStore(DelegatingStore):
+    """Goes down at its ``fail_at``-th save from now (refusing it, or committing it first).
 
-    def __init__(self) -> None:
-        super().__init__()
+    Over a `MemoryStore` each save is made from the event loop; over a `SQLiteStore` the
+    saves are written behind, in worker threads (`writes_behind`), so a failure surfaces
+    from a save in flight.
+    """
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
         self.down = False
         self.countdown = 0
         self.commit_first = False
@@ -53,9 +62,12 @@ class FlakyStore(MemoryStore):
     def arm(self, fail_at: int, commit_first: bool) -> None:
         self.countdown, self.commit_first = fail_at, commit_first
 
-    def save(self, snapshot: Snapshot, events: Any, *, expected_version: int | None) -> None:
+    def _reachable(self) -> None:
         if self.down:
             raise StoreError("the store is not reachable")
+
+    def save(self, snapshot: Snapshot, events: Any, *, expected_version: int | None) -> None:
+        self._reachable()
         if self.countdown:
             self.countdown -= 1
             if self.countdown == 0:
@@ -66,17 +78,15 @@ class FlakyStore(MemoryStore):
         super().save(snapshot, events, expected_version=expected_version)
 
     def load(self, run_id: str) -> Snapshot | None:
-        if self.down:
-            raise StoreError("the store is not reachable")
+        self._reachable()
         return super().load(run_id)
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        if self.down:
-            raise StoreError("the store is not reachable")
+        self._reachable()
         return super().events(run_id, after_seq)
 
     def held(self) -> Snapshot | None:
-        return MemoryStore.load(self, "r")
+        return self.inner.load("r")
 
 
 Call = Callable[[Agent], TurnOutcome]
@@ -131,12 +141,8 @@ STEPS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
-@given(STEPS)
-def test_a_failed_save_leaves_the_agent_as_stored_and_the_call_succeeds_later(
-    steps: list[tuple[str, int, bool]],
-) -> None:
-    store, twin_store = FlakyStore(), MemoryStore()
+def check(steps: list[tuple[str, int, bool]], inner: RunStore) -> None:
+    store, twin_store = FlakyStore(inner), MemoryStore()
     agent, twin = make(store), make(twin_store)
     diverged = False  # a save that committed unbeknown: the twin no longer compares
     for call, fail_at, commit_first in steps:
@@ -167,6 +173,24 @@ def test_a_failed_save_leaves_the_agent_as_stored_and_the_call_succeeds_later(
             assert done == attempt(twin, call)
             assert same_run(agent, twin)
     # No decision is stored twice: one resolve_action per wait, at most.
-    log = [event.event for event in MemoryStore.events(store, "r")]
-    waits = log.count("need_action")
-    assert log.count("resolve_action") <= waits
+    log = [event.event for event in inner.events("r")]
+    assert log.count("resolve_action") <= log.count("need_action")
+
+
+@settings(max_examples=60, deadline=None)
+@given(STEPS)
+def test_a_failed_save_leaves_the_agent_as_stored_and_the_call_succeeds_later(
+    steps: list[tuple[str, int, bool]],
+) -> None:
+    check(steps, MemoryStore())
+
+
+@settings(max_examples=20, deadline=None)
+@given(STEPS)
+def test_the_same_with_saves_written_behind_on_sqlite(steps: list[tuple[str, int, bool]]) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        inner = SQLiteStore(Path(directory) / "runs.db")
+        try:
+            check(steps, inner)
+        finally:
+            inner.close()
