@@ -245,3 +245,41 @@ def test_max_depth_is_set_per_agent_tool() -> None:
 def test_a_bad_max_depth_is_refused(value: object, error: type[Exception]) -> None:
     with pytest.raises(error, match="max_depth must be a whole number >= 1"):
         agent_tool(lambda: Agent("scripted:demo"), name="h", description="H.", max_depth=value)  # type: ignore[arg-type]
+
+
+class _Crash(BaseException):
+    """The process dies: nothing it does afterwards reaches the store."""
+
+
+class _Dying(DelegatingStore):
+    """Dies at the first save of ``run_id``: that save and every later one never happen."""
+
+    def __init__(self, inner: RunStore, run_id: str) -> None:
+        super().__init__(inner)
+        self.run_id, self.dead = run_id, False
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Any], *, expected_version: int | None
+    ) -> None:
+        self.dead = self.dead or snapshot.run_id == self.run_id
+        if self.dead:
+            raise _Crash
+        super().save(snapshot, events, expected_version=expected_version)
+
+
+def test_a_parent_cancelled_before_its_child_was_ever_stored_leaves_a_valid_tree() -> None:
+    """A crash after the parent stored 'delegated', before its child's first save."""
+    store = MemoryStore()
+    dying = _Dying(store, CHILD)
+    parent = _parent_of(lambda: Agent(ScriptedModel().text("Tidied.")), dying)
+    with pytest.raises(_Crash):
+        parent.start("Tidy")
+    held = store.load("parent")
+    assert held is not None
+    assert (held.state, held.loop_state) == ("busy", "delegating")
+    assert store.load(CHILD) is None
+    # Another process takes the parent up and cancels it before it takes its child up.
+    again = _parent_of(lambda: Agent(ScriptedModel().text("Tidied.")), store)
+    assert again.cancel().state == "failed"
+    assert store.load(CHILD) is None  # the child never existed, and nothing waits on it
+    assert_tree_valid(store, "parent")
