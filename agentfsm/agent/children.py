@@ -374,6 +374,22 @@ class ChildRuns(TurnDriver):
             return self._child(tool, call.id) if exists else None
         return None
 
+    async def _pause_stranded_child(self) -> None:
+        """Before a busy run with no step running pauses: pause the child it left busy.
+
+        A run taken up from its store mid-round (its process stopped while its child worked)
+        may find its child busy in the store too; paused alone, it would be at rest while its
+        child is busy (I14). Its `resume` takes the child up again.
+
+        Raises:
+            GuardFailedError: The child cannot pause (a call of its was running when its
+                process stopped); nothing is paused.
+        """
+        if self._round and self._loop_machine().state == LoopState.DELEGATING:
+            child = self._open_child()
+            if child is not None and child.state == RunState.BUSY:
+                await child.apause()
+
     def _close_turn(self, why: str) -> None:
         """Close the turn; a child left waiting or paused in it is closed at the step's end."""
         child = self._open_child() if self._agent_tools and self._round else None

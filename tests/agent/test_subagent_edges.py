@@ -283,3 +283,32 @@ def test_a_parent_cancelled_before_its_child_was_ever_stored_leaves_a_valid_tree
     assert again.cancel().state == "failed"
     assert store.load(CHILD) is None  # the child never existed, and nothing waits on it
     assert_tree_valid(store, "parent")
+
+
+def test_a_parent_taken_up_and_paused_at_once_pauses_the_child_it_left_busy() -> None:
+    """A crash while the child works; another process pauses the tree, then resumes it."""
+    store = MemoryStore()
+    dying = _Dying(store, "nobody")
+
+    def crashing(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+        dying.dead = True  # the process dies during the child's model call
+        raise _Crash
+
+    def tidied(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+        return answer("Tidied.")
+
+    with pytest.raises(_Crash):
+        _parent_of(lambda: Agent(ScriptedModel(fallback=crashing)), dying).start("Tidy")
+    child = store.load(CHILD)
+    assert child is not None
+    assert child.state == "busy"
+    again = _parent_of(lambda: Agent(ScriptedModel(fallback=tidied)), store)
+    assert again.pause().state == "paused"
+    child = store.load(CHILD)
+    assert child is not None
+    assert child.state == "paused"  # at rest with its parent (I14)
+    assert_tree_valid(store, "parent")
+    outcome = again.resume()
+    assert (outcome.state, outcome.reply) == ("completed", "Done anyway.")
+    assert [m.content for m in again.messages if m.role == "tool"] == ["Tidied."]
+    assert_tree_valid(store, "parent")
