@@ -94,7 +94,7 @@ class Point(NamedTuple):
 class WriteBehind:
     """The saves a run has in flight on a store that writes behind; `RunRecord` holds it."""
 
-    __slots__ = ("_claim_due", "_flight", "_queued", "_store_failed", "_version")
+    __slots__ = ("_claim_due", "_flight", "_queued", "_saved", "_store_failed", "_version")
 
     store: RunStore | None
     _emitter: Emitter
@@ -105,6 +105,7 @@ class WriteBehind:
     _undelivered: list[AgentEvent]
     _flight: InFlight | None
     _queued: Point | None
+    _saved: Snapshot | None
 
     def _snapshot(self, seq: int, version: int) -> Snapshot:  # pragma: no cover - RunRecord's
         raise NotImplementedError
@@ -166,7 +167,8 @@ class WriteBehind:
                 raise error
             finally:
                 del error  # (no reference cycle through this frame)
-        self._version = flight.saves[-1][0].version
+        self._saved = flight.saves[-1][0]
+        self._version = self._saved.version
         del self._unsaved[: flight.events]
         if tell and flight.told:
             queued = self._queued

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from agentfsm import _checks
 from agentfsm.agent.turn import TurnDriver
-from agentfsm.errors import SubAgentError, ToolDefinitionError
+from agentfsm.errors import StoreError, SubAgentDepthError, SubAgentError, ToolDefinitionError
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import ToolCall
 from agentfsm.states.names import LoopState, RunState
@@ -44,9 +44,12 @@ from agentfsm.tools.system import Delegate
 if TYPE_CHECKING:
     from agentfsm.agent.core import Agent
 
-__all__ = ["AgentTool", "agent_tool", "child_run_id"]
+__all__ = ["DEFAULT_MAX_DEPTH", "AgentTool", "agent_tool", "child_run_id"]
 
 _WAITS = (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED)
+
+DEFAULT_MAX_DEPTH = 8
+"""How deep an agent tool's child runs may nest by default (the top run is depth 0)."""
 
 
 class AgentTool(Tool[..., Awaitable[str]]):
@@ -56,7 +59,7 @@ class AgentTool(Tool[..., Awaitable[str]]):
     (not through an Agent's round) it raises `ToolDefinitionError`.
     """
 
-    __slots__ = ("factory",)
+    __slots__ = ("factory", "max_depth")
 
     def __init__(
         self,
@@ -65,12 +68,14 @@ class AgentTool(Tool[..., Awaitable[str]]):
         name: str,
         description: str,
         policy: ToolPolicy | PolicyName = ToolPolicy.ALLOW,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
         if not callable(factory):
             raise TypeError(
                 "factory must be a callable that returns a new Agent (lambda: Agent(...)), "
                 f"not {_checks.given(factory)}"
             )
+        _checks.whole("max_depth", max_depth, minimum=1)
         tool_name = name
 
         async def sub_agent(task: str) -> str:
@@ -87,6 +92,9 @@ class AgentTool(Tool[..., Awaitable[str]]):
         self.factory = factory
         """Builds the sub-agent: a new `Agent` for each call (the parent gives it its run id
         and its store)."""
+        self.max_depth = max_depth
+        """The deepest a child run of this tool may be (the top run is depth 0): a call
+        whose child would be deeper is refused with `SubAgentDepthError`."""
 
 
 def agent_tool(
@@ -95,6 +103,7 @@ def agent_tool(
     name: str,
     description: str,
     policy: ToolPolicy | PolicyName = ToolPolicy.ALLOW,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> AgentTool:
     """An agent usable as a tool of another: each call runs a new child run of ``factory()``.
 
@@ -105,12 +114,18 @@ def agent_tool(
         name: The name the parent's model calls it by.
         description: What it does, for the parent's model.
         policy: Whether its calls run freely or need the application's approval first.
+        max_depth: The deepest its child runs may nest, counting from the top run of the
+            tree (depth 0) as taken up in this process (default 8). A call whose child would
+            be deeper starts nothing: its result is a `SubAgentDepthError` naming both
+            depths, which the calling run's model reads (so a sub-agent that has itself
+            among its tools stops there).
 
     Returns:
         The tool, to put among the parent's tools.
 
     Raises:
-        TypeError: ``factory`` is not callable.
+        TypeError: ``factory`` is not callable, or ``max_depth`` is not an int.
+        ValueError: ``max_depth`` is below 1.
         InvalidToolNameError: ``name`` is not a name the model API accepts.
 
     Example:
@@ -120,7 +135,9 @@ def agent_tool(
         >>> helper.parameters["required"] == ["task"]
         True
     """
-    return AgentTool(factory, name=name, description=description, policy=policy)
+    return AgentTool(
+        factory, name=name, description=description, policy=policy, max_depth=max_depth
+    )
 
 
 def child_run_id(parent_run_id: str, turn: int, iteration: int, call_id: str) -> str:
@@ -152,7 +169,7 @@ _NO_CHILDREN: Mapping[str, Agent] = MappingProxyType({})
 class ChildRuns(TurnDriver):
     """What an Agent does for its calls to sub-agents: the child runs, their waits and ends."""
 
-    __slots__ = ("_active_child", "_agent_tools", "_children", "_orphans", "_parent")
+    __slots__ = ("_active_child", "_agent_tools", "_children", "_nesting", "_orphans", "_parent")
 
     _agent_tools: Mapping[str, AgentTool]
     """The sub-agent tools among the registered ones, by name."""
@@ -166,6 +183,8 @@ class ChildRuns(TurnDriver):
     closed too at the end of the step."""
     _parent: tuple[str, str] | None
     """This run's parent run and the parent's call id, for a child run."""
+    _nesting: int
+    """This run's depth in its tree as taken up in this process (0: the top run)."""
 
     def _init_children(self, registry: ToolRegistry) -> None:
         found = registry._of_kind(AgentTool)  # (the same for every registry alike)
@@ -180,6 +199,7 @@ class ChildRuns(TurnDriver):
         self._active_child = None
         self._orphans = ()
         self._parent = None
+        self._nesting = 0
 
     def _forget_child(self, run_id: str) -> None:
         if run_id in self._children:
@@ -200,6 +220,7 @@ class ChildRuns(TurnDriver):
                     f"{_checks.given(child)}"
                 )
             child._adopt(run_id, self.store, (data.run_id, call_id))
+            child._nesting = self._nesting + 1
             self._children = {**self._children, run_id: child}
         return child
 
@@ -209,6 +230,13 @@ class ChildRuns(TurnDriver):
     async def _delegate(self, call: ToolCall, arguments: dict[str, object]) -> Attempted | None:
         """Run (or take up again) the child run of ``call``; None while it is not at its end."""
         loop = self._loop_machine()
+        tool = self._agent_tools[call.name]
+        if loop.state == LoopState.ACTING and self._nesting >= tool.max_depth:
+            # Refused before anything starts, as a call its policy denies: no child run.
+            depth = self._nesting + 1
+            return Attempted(
+                None, SubAgentDepthError(call.name, call.id, depth, tool.max_depth), 0
+            )
         data = self._data
         run_id = child_run_id(data.run_id, data.turn, data.iteration, call.id)
         # Nothing of this run is in flight while its child works: the child has its own
@@ -218,8 +246,15 @@ class ChildRuns(TurnDriver):
             loop.send("delegated", call_id=call.id, child=run_id)
         await self._commit()  # the child's steps are this run's external effects
         try:
-            child = self._active_child = self._child(self._agent_tools[call.name], call.id)
+            child = self._active_child = self._child(tool, call.id)
             await self._advance(child, call.id, str(arguments.get("task", "")))
+        except StoreError:
+            # Not the child's failure: the store refused (another process moved the tree on,
+            # or it is down). Nothing is recorded; this run becomes what the store holds
+            # (I12) and the caller gets the error (I14).
+            self._forget_child(run_id)
+            self._store_failed = True
+            raise
         except Exception as error:  # the child is at rest (I12); its failure is the call's
             self._forget_child(run_id)
             loop.send("child_returned")
@@ -338,6 +373,22 @@ class ChildRuns(TurnDriver):
             )
             return self._child(tool, call.id) if exists else None
         return None
+
+    async def _pause_stranded_child(self) -> None:
+        """Before a busy run with no step running pauses: pause the child it left busy.
+
+        A run taken up from its store mid-round (its process stopped while its child worked)
+        may find its child busy in the store too; paused alone, it would be at rest while its
+        child is busy (I14). Its `resume` takes the child up again.
+
+        Raises:
+            GuardFailedError: The child cannot pause (a call of its was running when its
+                process stopped); nothing is paused.
+        """
+        if self._round and self._loop_machine().state == LoopState.DELEGATING:
+            child = self._open_child()
+            if child is not None and child.state == RunState.BUSY:
+                await child.apause()
 
     def _close_turn(self, why: str) -> None:
         """Close the turn; a child left waiting or paused in it is closed at the step's end."""

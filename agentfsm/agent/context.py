@@ -110,6 +110,8 @@ class ContextControl(TurnDriver):
     def _at_rest(self, call: str) -> None:
         if self._depth:
             raise ReentrantCallError(self._data.run_id, call, self._data.state)
+        if self._unsure:  # see agentfsm.agent.rollback
+            self._recheck()
         if self._data.state not in (RunState.READY, RunState.COMPLETED, RunState.FAILED):
             raise IllegalTransitionError(
                 run_id=self._data.run_id,

@@ -551,6 +551,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             return self.outcome()
         if busy:  # no step is running; unless a call may still be (a crash mid-call)
             self._data.at_boundary = not self._started
+            if self._agent_tools:  # a child it left busy pauses with it (I14)
+                await self._pause_stranded_child()
         self._run.send("pause")
         return self.outcome()
 

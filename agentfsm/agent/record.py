@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from agentfsm.agent.behind import InFlight, Point, WriteBehind
+from agentfsm.agent.behind import InFlight, Point
+from agentfsm.agent.rollback import StoredRun
 from agentfsm.agent.vocabulary import AgentEvent, AgentListener
 from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
@@ -59,7 +60,7 @@ unless grouping, and grouping needs a store): shared and always empty, so such a
 no lists of its own."""
 
 
-class RunRecord(WriteBehind):
+class RunRecord(StoredRun):
     """A run's data, machines, conversation and trace, and how they are saved and told.
 
     The `Agent` sets them; `TurnDriver` and the `Agent` add their own slots.
@@ -68,7 +69,6 @@ class RunRecord(WriteBehind):
     __slots__ = (
         "_answers",
         "_behind",
-        "_cancel_requested",
         "_config",
         "_data",
         "_decisions",
@@ -86,7 +86,6 @@ class RunRecord(WriteBehind):
         "_origin",
         "_own",
         "_packed",
-        "_pause_requested",
         "_pipelined",
         "_quiet",
         "_round",
@@ -222,6 +221,7 @@ class RunRecord(WriteBehind):
             self._listed = NO_LISTINGS
             self._offer(self._registry(self._listed))
         self._version = 0
+        self._saved, self._unsure = None, False
         self._origin = None
         self._emitter.seq = 0
         self._ungrouped()
@@ -249,21 +249,10 @@ class RunRecord(WriteBehind):
             self._offer(self._registry(self._listed))
         self._round = open_round(self._messages)
         self._version = snapshot.version
+        self._saved, self._unsure = snapshot, False
         self._origin = snapshot.origin
         self._emitter.seq = snapshot.seq
         self._ungrouped()
-
-    def _reload(self) -> None:
-        """After a failed save: be exactly what the store holds (nothing unsaved is kept)."""
-        if self._flight is not None and not self._flight.future.cancel():
-            self._flight.future.result()  # (what the store holds: wait for its outcome)
-        self._flight = self._queued = None
-        stored = self.store.load(self._data.run_id) if self.store is not None else None
-        if stored is None:
-            self._fresh()
-        else:
-            self._restore(stored)
-        self._cancel_requested = self._pause_requested = False
 
     def _on_event(self, event: Event) -> None:
         if self._data.loop_state is None and self._data.state == _BUSY:
@@ -276,16 +265,13 @@ class RunRecord(WriteBehind):
             return
         if self.store is not None:
             version = self._version + 1
+            snapshot = self._snapshot(event.seq, version)
             try:
-                self.store.save(
-                    self._snapshot(event.seq, version),
-                    (event,),
-                    expected_version=self._version or None,
-                )
+                self.store.save(snapshot, (event,), expected_version=self._version or None)
             except BaseException:
                 self._store_failed = True
                 raise
-            self._version = version
+            self._version, self._saved = version, snapshot
         if self._quiet is None:  # `_deliver`, inlined: every event of a run comes here
             for listener in self._listeners:
                 listener(event)
@@ -376,7 +362,7 @@ class RunRecord(WriteBehind):
         except BaseException:
             self._store_failed = True
             raise
-        self._version = version
+        self._version, self._saved = version, snapshot
         self._claim_due = False
         del self._unsaved[: len(events)]
 
@@ -394,16 +380,13 @@ class RunRecord(WriteBehind):
         if self.store is not None and self._unsaved:
             events = tuple(self._unsaved)
             version = self._version + 1
+            snapshot = self._snapshot(events[-1].seq, version)
             try:
-                self.store.save(
-                    self._snapshot(events[-1].seq, version),
-                    events,
-                    expected_version=self._version or None,
-                )
+                self.store.save(snapshot, events, expected_version=self._version or None)
             except BaseException:
                 self._store_failed = True
                 raise
-            self._version = version
+            self._version, self._saved = version, snapshot
         self._unsaved = []
         items, self._undelivered = self._undelivered, []
         for item in items:
@@ -466,14 +449,13 @@ class RunRecord(WriteBehind):
             return
         if self.store is not None:
             version = self._version + 1
+            snapshot = self._snapshot(self._emitter.seq, version)
             try:
-                self.store.save(
-                    self._snapshot(self._emitter.seq, version), (), expected_version=self._version
-                )
+                self.store.save(snapshot, (), expected_version=self._version)
             except BaseException:
                 self._store_failed = True
                 raise
-            self._version = version
+            self._version, self._saved = version, snapshot
 
     def _dump(self, model: Message | ToolResult) -> JSONObject:
         """``model`` as a record's JSON, if anyone hears of records: a store or a listener.

@@ -61,6 +61,8 @@ def step(
         del args, kwargs
         if self._depth:
             return await _nested(self, name, call)
+        if self._unsure:  # a failed save's outcome is unknown: read the store first
+            _reread(self, call)
         self._depth = 1
         self._store_failed = self._driven = False
         self._group()  # group commit (agentfsm.agent.record)
@@ -81,11 +83,7 @@ def step(
                 await self._commit()
                 outcome = self.outcome()
         except BaseException as error:
-            # A call refused before it moved anything (I4) leaves the run as it was.
-            if self._driven or self._emitter.seq != seq or self._due():
-                self._settle(error)
-            if self._orphans and isinstance(error, Exception):
-                await self._close_orphans_after(error)
+            await _settled(self, error, seq)
             raise
         finally:
             self._grouping = False
@@ -93,6 +91,28 @@ def step(
         return outcome
 
     return wrapper
+
+
+async def _settled(agent: Agent, error: BaseException, seq: int) -> None:
+    """Bring the run to rest after ``error`` escaped the step begun at ``seq``."""
+    # A call refused before it moved anything (I4) leaves the run as it was.
+    if agent._driven or agent._emitter.seq != seq or agent._due():
+        agent._settle(error)
+    if agent._orphans and isinstance(error, Exception):
+        await agent._close_orphans_after(error)
+
+
+def _reread(agent: Agent, call: Coroutine[Any, Any, TurnOutcome]) -> None:
+    """Take up what the store holds before ``call`` (see agentfsm.agent.rollback).
+
+    Raises:
+        StoreError: The store still cannot be read: ``call`` is not made, nothing changed.
+    """
+    try:
+        agent._recheck()
+    except BaseException:
+        call.close()  # never started: not left to warn that it was never awaited
+        raise
 
 
 async def _nested(agent: Agent, name: str, call: Coroutine[Any, Any, TurnOutcome]) -> TurnOutcome:
@@ -119,9 +139,7 @@ async def _driven_on(agent: Agent) -> TurnOutcome:
 class StepGuard(ChildRuns):
     """Settles what escapes a step, and refuses calls that would break the contract mid-step."""
 
-    __slots__ = ("_restored",)
-
-    _restored: bool
+    __slots__ = ()
 
     def _check_mid_step(self, name: str) -> None:
         """Refuse ``name`` while a step runs, unless the contract gives it a meaning there."""

@@ -18,7 +18,8 @@
     │   ├── ToolArgumentsError      arguments too big, too deep, not JSON, or off-schema
     │   ├── ToolTimeoutError        the body outlived its timeout (also a TimeoutError)
     │   ├── ToolOutputError         the body returned something that is not JSON
-    │   └── SubAgentError           a sub-agent's child run failed (any way)
+    │   ├── SubAgentError           a sub-agent's child run failed (any way)
+    │   └── SubAgentDepthError      a sub-agent call that would nest past its max_depth
     ├── ToolRoundError              a tool round asked for with inconsistent inputs
     ├── MCPServerError              an MCP server failed: listing, protocol, transport, output
     │   └── MCPConnectionError      the server could not be reached or went away mid-call
@@ -95,6 +96,7 @@ from agentfsm.errors.tools import (
     HookFailedError,
     HookMessageError,
     InvalidToolNameError,
+    SubAgentDepthError,
     SubAgentError,
     ToolArgumentsError,
     ToolCallError,
@@ -141,6 +143,7 @@ __all__ = [
     "StoreError",
     "StoreURLError",
     "StoreWriteError",
+    "SubAgentDepthError",
     "SubAgentError",
     "ToolArgumentsError",
     "ToolCallError",

@@ -225,6 +225,31 @@ class SubAgentError(ToolCallError):
         )
 
 
+class SubAgentDepthError(ToolCallError):
+    """A sub-agent call refused: its child run would nest deeper than the tool allows.
+
+    The call's error tool result (the parent's model reads it, and its turn goes on); no
+    child run is started. It stops a sub-agent that has itself (or an agent that calls it
+    back) among its tools.
+
+    Attributes:
+        depth: The depth the child run would have (the top run is depth 0).
+        max_depth: The agent tool's ``max_depth``.
+    """
+
+    def __init__(self, tool_name: str, call_id: str, depth: int, max_depth: int) -> None:
+        self.depth = depth
+        self.max_depth = max_depth
+        super().__init__(
+            tool_name,
+            call_id,
+            f"{_call(tool_name, call_id)} refused: its sub-agent run would be at depth {depth}, "
+            f"past the max_depth of {max_depth} of agent tool {tool_name!r} (the top run is "
+            "depth 0; does the sub-agent call itself?); answer without it, or give "
+            "agent_tool a larger max_depth",
+        )
+
+
 class ToolRoundError(AgentFSMError):
     """A tool round was asked for with inconsistent inputs; nothing in it ran.
 

@@ -274,10 +274,12 @@ class DurabilityProbe:
 def assert_tree_valid(store: RunStore, run_id: str) -> None:
     """I14 on the stored tree of runs under ``run_id`` (its sub-agents' child runs, any depth).
 
-    For each child run that a ``delegated`` event of its parent names: the child exists once
-    its parent is at rest, and is then at rest too (not ``busy``); its result is recorded
-    at most once, after its ``child_returned``; an answered child's result is its last
-    answer, and a child that ended without one is an error result (``SubAgentError``).
+    For each child run that a ``delegated`` event of its parent names: the child is at rest
+    once its parent is (not ``busy``); its result is recorded at most once, after its
+    ``child_returned``; an answered child's result is its last answer, and a child that ended
+    without one is an error result (``SubAgentError``). A child that was never stored (its
+    factory failed before it existed, or its parent's turn ended first) has no answer: its
+    result, if any, is such an error, and its parent never waits on it.
     """
     parent = store.load(run_id)
     _check(parent is not None, "I14", f"the store holds no run {run_id!r}")
@@ -286,7 +288,25 @@ def assert_tree_valid(store: RunStore, run_id: str) -> None:
     for child_id, (call_id, results) in _children(store.events(run_id)).items():
         child = store.load(child_id)
         if child is None:
-            _check(not at_rest, "I14", f"run {run_id!r} is at rest, child {child_id!r} absent")
+            # A child that never existed: its factory raised, returned no Agent or one with a
+            # store of its own (the call's result is its error), or its parent's turn ended
+            # before it was stored (the call was answered 'cancelled'). Either way nothing
+            # waits on it (the contract's I14).
+            address = f"{run_id}/{call_id}/{child_id}/"
+            _check(
+                not (at_rest and any(p.startswith(address) for p in parent.pending)),
+                "I14",
+                f"run {run_id!r} waits on a call of its child {child_id!r}, which was never "
+                "stored",
+            )
+            _check(
+                len(results) <= 1,
+                "I14",
+                f"the result of child {child_id!r} (never stored) was recorded "
+                f"{len(results)} times",
+            )
+            for result in results:
+                _check_child_result(child_id, "never stored", (), result)
             continue
         _check(
             not (at_rest and child.state == RunState.BUSY),

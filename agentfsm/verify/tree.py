@@ -6,7 +6,8 @@ each through the real compiled machines, moved as the Agent moves them
 (`agentfsm.agent.children`): the parent delegates (``delegated``), the child runs its turn
 (answers, fails, waits for an approval or an answer, pauses, is cancelled), and the parent
 reacts to the child at rest (``child_returned``, ``child_asked`` then ``need_action`` /
-``need_input``, a pause), answers at the top go down, and the application's cancel, pause,
+``need_input``, a pause) or to a child that never existed (its factory failed: an error
+result), answers at the top go down, and the application's cancel, pause,
 resume and shutdown propagate. Every move is a sequence of real events; the child's turn is
 abstracted to its outcomes (its own machines are what `verify` checks).
 
@@ -242,20 +243,41 @@ def _child_at_rest(pair: _Pair) -> None:
     elif child.state == RunState.PAUSED:
         pair.send(parent, "run", "pause")
     else:
-        pair.send(parent, "loop", LoopEvent.CHILD_RETURNED)
-        pair.consumed = (
-            *pair.consumed,
-            "answer" if child.state == RunState.COMPLETED else "error",
-        )
-        pair.send(parent, "loop", LoopEvent.TOOLS_FINISHED)  # the round's last call
-        if parent.cancel_requested:
-            pair.send(parent, "run", "cancel")
-            pair.send(parent, "loop", LoopEvent.ABORT, reason="cancelled")
-        elif parent.loop_state == LoopState.THINKING:
-            pair.send(parent, "loop", LoopEvent.MODEL_REPLIED, tool_calls=0)
-            pair.send(parent, "run", "complete")
-        else:
-            pair.send(parent, "run", "complete")
+        _record(pair, "answer" if child.state == RunState.COMPLETED else "error")
+
+
+def _record(pair: _Pair, result: str) -> None:
+    """``child_returned``: the call's result (``answer`` / ``error``) recorded, the turn on."""
+    parent = pair.parent
+    pair.send(parent, "loop", LoopEvent.CHILD_RETURNED)
+    pair.consumed = (*pair.consumed, result)
+    pair.send(parent, "loop", LoopEvent.TOOLS_FINISHED)  # the round's last call
+    if parent.cancel_requested:
+        pair.send(parent, "run", "cancel")
+        pair.send(parent, "loop", LoopEvent.ABORT, reason="cancelled")
+    elif parent.loop_state == LoopState.THINKING:
+        pair.send(parent, "loop", LoopEvent.MODEL_REPLIED, tool_calls=0)
+        pair.send(parent, "run", "complete")
+    else:
+        pair.send(parent, "run", "complete")
+
+
+def _never_made(pair: _Pair) -> None:
+    """The factory fails (raises, returns no Agent, or one with a store of its own).
+
+    The child never exists (it stays ``created``, stored nowhere); the call's result is its
+    error, recorded once, as for a child that failed.
+    """
+    parent = pair.parent
+    if (
+        pair.consumed
+        or parent.state != RunState.BUSY
+        or parent.loop_state != LoopState.ACTING
+        or pair.child.state != RunState.CREATED
+    ):
+        raise _RefusedError
+    pair.send(parent, "loop", LoopEvent.DELEGATED, call_id=CALL, child=CHILD)
+    _record(pair, "error")
 
 
 def _child_returns(pair: _Pair) -> None:
@@ -316,6 +338,7 @@ def _resume(pair: _Pair) -> None:
 
 PARENT_MOVES: dict[str, Move] = {
     "the round reaches the call": _delegate,
+    "the child's factory fails": _never_made,
     "the child returns": _child_returns,
     "the application answers": _answer,
     "the application cancels": _cancel,

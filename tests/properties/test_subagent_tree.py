@@ -1,7 +1,8 @@
 """Property: I14 and I6 hold for a tree of runs, whatever the children do and the user answers.
 
 Hypothesis draws what each child does (answer, ask for an approval, ask a question, fail
-its model call, have an exception escape it, delegate to a grandchild), and at every wait
+its model call, have an exception escape it, delegate to a grandchild, or never exist: its
+factory raises or returns no Agent or one with a store of its own), and at every wait
 what the application does (answer, deny, cancel, pause then resume, or restart the
 process: the tree rebuilt from the store by the root's run id). After every call into the
 API the whole stored tree is checked: a child at rest whenever its parent is, no child
@@ -23,7 +24,17 @@ from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states import RUN_WAITING, RunState
 from agentfsm.testing import assert_history_valid, assert_pending_valid, assert_tree_valid
 
-BEHAVIOURS = ("answer", "approval", "question", "model_fails", "escapes", "grandchild")
+BEHAVIOURS = (
+    "answer",
+    "approval",
+    "question",
+    "model_fails",
+    "escapes",
+    "grandchild",
+    "factory_raises",
+    "not_an_agent",
+    "own_store",
+)
 
 
 @tool(policy="require_approval")
@@ -36,9 +47,19 @@ def _broken(context: object) -> None:
     raise RuntimeError("a hook of the child broke")
 
 
+def _factory_raises() -> Agent:
+    raise RuntimeError("the factory broke")
+
+
 def _agent_of(behaviour: str, models: list[ScriptedModel]) -> Callable[[], Agent]:
     """A factory of a child run that does ``behaviour`` (its model made once, kept)."""
     model = ScriptedModel()
+    if behaviour == "factory_raises":  # the child never exists
+        return _factory_raises
+    if behaviour == "not_an_agent":
+        return lambda: "not an agent"  # type: ignore[return-value,return-value]
+    if behaviour == "own_store":
+        return lambda: Agent(model, store=MemoryStore())
     models.append(model)
     if behaviour == "approval":
         model.tool_call("delete", path="a.txt").text("Deleted, or not.")

@@ -81,3 +81,24 @@ def test_verify_tree_refuses_a_bound_below_one() -> None:
 
 def test_the_docstring_example_holds() -> None:
     assert doctest.testmod(tree).failed == 0
+
+
+def test_a_child_whose_factory_fails_is_an_error_result_and_a_mistaken_answer_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = verify_tree(1)
+    assert report.ok, report.findings
+    assert "the child's factory fails" in tree.PARENT_MOVES
+
+    def as_an_answer(pair: tree._Pair) -> None:
+        tree._never_made(pair)
+        pair.consumed = ("answer",)  # a recorder that took it for the child's answer
+
+    moves = {**tree.PARENT_MOVES, "the child's factory fails": as_an_answer}
+    monkeypatch.setattr(tree, "PARENT_MOVES", moves)
+
+    report = verify_tree(1)
+
+    [finding] = [f for f in report.findings if f.prop == "I14"]
+    assert finding.message == "the child ended created but its result is an answer"
+    assert finding.path[-1] == "the child's factory fails"
