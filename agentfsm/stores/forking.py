@@ -159,11 +159,13 @@ def _rests(log: list[Event], store: RunStore) -> list[tuple[int, str | None]]:
 
 
 def _nested_wait(pending: tuple[str, ...], loop_state: str | None) -> str | None:
-    """The sub-agent call a run at rest waits on (its address), if it waits on one."""
+    """What a run at rest waits on in a sub-agent (a call's address), if it waits on one."""
     nested = [address for address in pending if "/" in address]
     if nested:
-        return nested[0]
-    return "a sub-agent's run" if loop_state == LoopState.DELEGATING else None
+        return f"a sub-agent's call {nested[0]!r}"
+    return (
+        "a sub-agent's run (its delegation paused)" if loop_state == LoopState.DELEGATING else None
+    )
 
 
 def _stored_log(store: RunStore, run_id: object) -> list[Event]:
@@ -251,7 +253,7 @@ def _nested_refusal(
     allowed = ", ".join(free) if free else "none: this run waits on a sub-agent at each"
     return ForkError(
         run_id,
-        f"at seq {point} the run waits on a sub-agent's call {waiting!r}: a fork carries no "
+        f"at seq {point} the run waits on {waiting}: a fork carries no "
         "sub-agent run, so the fork could never resolve that wait; allowed: a rest point "
         f"where it waits on no sub-agent ({allowed}); or fork the sub-agent's run itself",
     )

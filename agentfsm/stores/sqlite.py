@@ -166,7 +166,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             except OSError as exc:
                 raise StoreError(f"cannot create the run store {str(where)!r}: {exc}") from exc
         fixed = opening.read_only_place(where)
-        if fixed is not None and not read_only:
+        if fixed is not None and not read_only and connect is None:
             raise StoreError(
                 f"cannot open the run store {str(where)!r} to write: it is on a read-only "
                 f"place ({fixed}); open it with read_only=True to read it, or move it to a "

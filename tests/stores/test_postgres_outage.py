@@ -120,3 +120,45 @@ def test_a_watch_whose_server_stays_away_is_a_store_error(
     assert not isinstance(error, psycopg.Error)
     assert "lost its connection" in str(error)
     assert 1.0 <= took < 3.0
+
+
+def test_a_pool_whose_connections_are_all_in_use_fails_after_its_timeout(
+    server: TemporaryPostgres,
+) -> None:
+    with PostgresStore(server.new_database(), max_size=1, timeout=0.2) as store:
+        with store._pool.connection():  # the one connection, held
+            took, error = timed(lambda: store.load("r1"))
+        assert isinstance(error, StoreError)
+        assert "all 1 connections stayed in use for 0.2 s" in str(error)
+        assert 0.2 <= took < 1.0
+        assert store.load("r1") is None  # given back: the next call has it
+
+
+def test_unchecked_a_lost_connection_fails_one_call_and_drops_the_idle_ones(
+    server: TemporaryPostgres,
+) -> None:
+    url = server.new_database()
+    with PostgresStore(url, min_size=4, max_size=4, check_connections=False) as store:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        with pytest.raises(StoreError):
+            store.list_runs()
+        assert store.list_runs() == []  # not a second failure: the dead idle ones are gone
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"connect_timeout": 1}, "connect_timeout must be a whole number >= 2"),
+        ({"connect_timeout": 2.5}, "connect_timeout must be a whole number >= 2"),
+        ({"timeout": 0}, "timeout must be a number of seconds > 0"),
+    ],
+)
+def test_timeouts_out_of_range_are_refused(
+    server: TemporaryPostgres, options: dict[str, float], words: str
+) -> None:
+    with pytest.raises((ValueError, TypeError), match=words):
+        PostgresStore(server.url(), **options)  # type: ignore[arg-type]
