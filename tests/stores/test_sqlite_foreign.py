@@ -2,7 +2,7 @@
 
 A file that is not agentfsm's is refused byte-identical, with nothing left beside it
 (no ``-wal``, no ``-shm``), however it is opened. A store on a read-only place (here a
-read-only bind mount: file modes do not stop root, a read-only file system does) is read
+read-only bind mount, or an immutable folder: file modes do not stop root, these do) is read
 with ``read_only=True`` and otherwise named read-only, not "corrupt".
 """
 
@@ -77,31 +77,41 @@ def test_a_foreign_file_in_use_by_its_app_is_refused_untouched(tmp_path: Path) -
         app.close()
 
 
-@pytest.fixture
-def read_only_place(tmp_path: Path) -> Iterator[Path]:
-    """A folder holding a healthy store, seen through a read-only bind mount."""
+@pytest.fixture(params=["read-only-mount", "immutable-folder"])
+def read_only_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """A folder holding a healthy store, that not even root can write.
+
+    Either a read-only bind mount of it, or the folder made immutable (``chattr +i``: no
+    file can be made in it). File modes (a 0444 file in a 0555 folder) do not stop root.
+    """
     source, place = tmp_path / "source", tmp_path / "place"
     source.mkdir()
-    place.mkdir()
     with SQLiteStore(source / "runs.db") as store:
         store.save(make_snapshot("r1", 2, 1), make_events("r1", 1, 2), expected_version=None)
-    mounted = subprocess.run(
-        ["mount", "--bind", str(source), str(place)], capture_output=True, check=False
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"a read-only bind mount needs mount rights: {mounted.stderr!r}")
+    if request.param == "read-only-mount":
+        place.mkdir()
+        commands = [
+            ["mount", "--bind", str(source), str(place)],
+            ["mount", "-o", "remount,ro,bind", str(place)],
+        ]
+        undo = ["umount", str(place)]
+    else:
+        place = source
+        commands = [["chattr", "+i", str(place)]]
+        undo = ["chattr", "-i", str(place)]
     try:
-        subprocess.run(
-            ["mount", "-o", "remount,ro,bind", str(place)], capture_output=True, check=True
-        )
+        for command in commands:
+            done = subprocess.run(command, capture_output=True, check=False)
+            if done.returncode != 0:
+                pytest.skip(f"{command[0]} is not allowed here: {done.stderr!r}")
         yield place
     finally:
-        subprocess.run(["umount", str(place)], capture_output=True, check=False)
+        subprocess.run(undo, capture_output=True, check=False)
 
 
 def test_a_store_on_a_read_only_place_is_read_with_read_only(read_only_place: Path) -> None:
     path = read_only_place / "runs.db"
-    with pytest.raises(OSError, match="Read-only file system"):
+    with pytest.raises(OSError, match=r"Read-only file system|Operation not permitted"):
         (read_only_place / "probe").write_text("x")  # truly read-only, even for root
     before = state_of(read_only_place)
 
