@@ -16,7 +16,7 @@ import psycopg
 
 from agentfsm.stores import _postgres_sql as sql
 
-RECONNECT_TIMEOUT = 60.0
+RECONNECT_TIMEOUT = 300.0
 """Seconds a watch keeps trying to reconnect after its connection is lost, by default."""
 
 RECONNECT_DELAY = 2.0
