@@ -280,17 +280,30 @@ def fork_command(
     new_run_id: str | None,
     edits: Sequence[Edit],
     out: TextIO,
+    *,
+    nearest: bool = False,
 ) -> int:
-    """``agentfsm fork RUN_ID --at SEQ``: fork a stored run; returns the exit code."""
+    """``agentfsm fork RUN_ID --at SEQ``: fork a stored run; returns the exit code.
+
+    Its first line says the seq the fork begins at, and why when ``nearest`` moved it.
+    """
     try:
         with open_store(store_path, writable=True) as store:
             _load(store, run_id, store_path)
-            forked = fork(store, run_id, at=at, edit=list(edits), new_run_id=new_run_id)
+            forked = fork(
+                store, run_id, at=at, nearest=nearest, edit=list(edits), new_run_id=new_run_id
+            )
     except (CommandError, StoreError, ForkError, ReplayError) as error:
         return _fail("fork", error)
     assert forked.origin is not None
+    used = forked.origin.seq
+    moved = f" (the nearest rest point before --at {at})" if at is not None and at != used else ""
     pending = f", {len(forked.pending)} pending" if forked.pending else ""
-    print(f"forked run {run_id} into run {forked.run_id}: {forked.state}{pending}", file=out)
+    print(
+        f"forked run {run_id} at seq {used}{moved} into run {forked.run_id}: "
+        f"{forked.state}{pending}",
+        file=out,
+    )
     print(f"forked from  {run_id} at seq {forked.origin.seq}", file=out)
     return 0
 

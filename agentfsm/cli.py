@@ -78,13 +78,19 @@ def _add_fork_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     fork = commands.add_parser(
         "fork",
         help="fork a stored run: a new run that begins where it was at a rest point",
-        description="Make a new run that begins where RUN_ID was at its last rest point at or "
-        "before --at (default: its last one). The origin is not changed; the new run's log "
-        "references the origin's up to there. Take it up with an Agent on the same store.",
+        description="Make a new run that begins where RUN_ID was at the rest point --at "
+        "(default: its last one; with --nearest, the last one at or before --at). The origin "
+        "is not changed; the new run's log references the origin's up to there. Take it up "
+        "with an Agent on the same store.",
     )
     fork.add_argument("run_id", metavar="RUN_ID")
     fork.add_argument("--store", metavar="STORE", help=_STORE_HELP.replace("read", "use"))
-    fork.add_argument("--at", type=_positive, metavar="SEQ", help="the seq to fork at")
+    fork.add_argument("--at", type=_positive, metavar="SEQ", help="the rest point to fork at")
+    fork.add_argument(
+        "--nearest",
+        action="store_true",
+        help="if --at is no rest point, fork at the last rest point before it (else an error)",
+    )
     fork.add_argument("--run-id", dest="new_run_id", metavar="ID", help="the new run's id")
     fork.add_argument(
         "--replace-user-message", metavar="TEXT", help="the last user message says TEXT"
@@ -309,7 +315,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return inspect_command(args.run_id, args.store, args.events, out)
     if args.command == "fork":
         edits = fork_edits(args.replace_user_message, args.edit_call, args.add_message)
-        return fork_command(args.run_id, args.store, args.at, args.new_run_id, edits, out)
+        return fork_command(
+            args.run_id, args.store, args.at, args.new_run_id, edits, out, nearest=args.nearest
+        )
     if args.command == "ui":
         return _ui(args)
     if args.command == "serve-a2a":

@@ -36,14 +36,14 @@ def test_fork_makes_a_new_run_that_runs_and_inspect_show_with_its_origin(
     store_file: Path, tmp_path: Path
 ) -> None:
     done = agentfsm(
-        "fork", "origin", "--store", str(store_file), "--at", "7", "--run-id", "f",
+        "fork", "origin", "--store", str(store_file), "--at", "4", "--run-id", "f",
         "--edit-call", "k0", '{"item": "coffee"}',
         cwd=tmp_path,
     )  # fmt: skip
 
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == [
-        "forked run origin into run f: requires_action, 1 pending",
+        "forked run origin at seq 4 into run f: requires_action, 1 pending",
         "forked from  origin at seq 4",
     ]
     listed = agentfsm("runs", "--store", str(store_file), cwd=tmp_path)
@@ -67,9 +67,38 @@ def test_fork_at_the_end_by_default_with_a_new_id(store_file: Path, tmp_path: Pa
 
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.splitlines()
-    assert first.startswith("forked run origin into run ")
+    assert first.startswith("forked run origin at seq 22 into run ")
     assert first.endswith(": completed")
     assert second == "forked from  origin at seq 22"
+
+
+def test_a_seq_that_is_no_rest_point_is_an_error_naming_the_nearest_ones(
+    store_file: Path, tmp_path: Path
+) -> None:
+    before = store_file.read_bytes()
+
+    done = agentfsm("fork", "origin", "--store", str(store_file), "--at", "7", cwd=tmp_path)
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "at=7 is not a rest point" in done.stderr
+    assert "seq 4 (before) and seq 12 (after)" in done.stderr
+    assert "--nearest" in done.stderr
+    assert store_file.read_bytes() == before
+
+
+def test_nearest_forks_at_the_rest_point_before_and_says_so_first(
+    store_file: Path, tmp_path: Path
+) -> None:
+    done = agentfsm(
+        "fork", "origin", "--store", str(store_file), "--at", "7", "--nearest", "--run-id", "f",
+        cwd=tmp_path,
+    )  # fmt: skip
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[0] == (
+        "forked run origin at seq 4 (the nearest rest point before --at 7) into run f: "
+        "requires_action, 1 pending"
+    )
 
 
 @pytest.mark.parametrize(

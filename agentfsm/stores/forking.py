@@ -19,12 +19,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from agentfsm import _checks as checks
 from agentfsm._checks import refuse_type, text
 from agentfsm.errors import ForkError, ReplayError
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message
-from agentfsm.states.names import MachineName, RecordKind, RunState
+from agentfsm.states.names import LoopState, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.exact_replay import replay, replaying
 from agentfsm.stores.snapshot import ForkPoint, Snapshot
@@ -144,12 +145,27 @@ def replay_run(store: RunStore, run_id: str) -> Snapshot:
 
 
 def _points(log: list[Event], store: RunStore) -> list[int]:
+    return [seq for seq, _ in _rests(log, store)]
+
+
+def _rests(log: list[Event], store: RunStore) -> list[tuple[int, str | None]]:
+    """Each rest point's seq, and the sub-agent call the run waits on there (or None)."""
     points = []
     for index, run in enumerate(replaying(log, _origins(store))):
         following = log[index + 1] if index + 1 < len(log) else None
         if _at_rest(run.data.state, bool(run.data.queued), following):
-            points.append(index + 1)
+            points.append((index + 1, _nested_wait(run.data.pending, run.data.loop_state)))
     return points
+
+
+def _nested_wait(pending: tuple[str, ...], loop_state: str | None) -> str | None:
+    """What a run at rest waits on in a sub-agent (a call's address), if it waits on one."""
+    nested = [address for address in pending if "/" in address]
+    if nested:
+        return f"a sub-agent's call {nested[0]!r}"
+    return (
+        "a sub-agent's run (its delegation paused)" if loop_state == LoopState.DELEGATING else None
+    )
 
 
 def _stored_log(store: RunStore, run_id: object) -> list[Event]:
@@ -194,18 +210,53 @@ def _check_seq(run_id: str, seq: object, last: int) -> None:
         raise ForkError(run_id, f"at={seq} is past its last event; allowed: 1 to {last}")
 
 
-def _fork_point(store: RunStore, run_id: str, log: list[Event], at: int | None) -> int:
-    """The last rest point at or before ``at`` (the log's end when None)."""
+def _fork_point(
+    store: RunStore, run_id: str, log: list[Event], at: int | None, nearest: bool
+) -> int:
+    """The seq to fork at: ``at``, if it is a rest point, or the last one before it.
+
+    The last one before it only with ``nearest`` (else `ForkError`, naming the nearest); the
+    run's last rest point when ``at`` is None.
+    """
     if at is not None:
         _check_seq(run_id, at, len(log))
     upto = len(log) if at is None else at
-    points = _points(log[: upto + 1], store)
-    before = [point for point in points if point <= upto]
-    if before:
+    before = [point for point in _points(log[: upto + 1], store) if point <= upto]
+    if before and (at is None or nearest or before[-1] == upto):
         return before[-1]
     later = [point for point in _points(log, store) if point > upto]
-    first = f"its first rest point is seq {later[0]}" if later else "it has no rest point"
-    raise ForkError(run_id, f"at={upto} is before the run's first rest point: {first}")
+    if not before:
+        first = f"its first rest point is seq {later[0]}" if later else "it has no rest point"
+        raise ForkError(run_id, f"at={upto} is before the run's first rest point: {first}")
+    around = (
+        f"the nearest rest points are seq {before[-1]} (before) and seq {later[0]} (after)"
+        if later
+        else f"the nearest rest point is seq {before[-1]} (before; none after it)"
+    )
+    raise ForkError(
+        run_id,
+        f"at={upto} is not a rest point (the run was inside a call there): {around}; fork at "
+        f"one of them, or pass nearest=True (CLI: --nearest) to fork at seq {before[-1]}",
+    )
+
+
+def _nested_refusal(
+    store: RunStore, run_id: str, log: list[Event], point: int, waiting: str
+) -> ForkError:
+    """Why a fork point where the run waits on a sub-agent is refused: it could never go on.
+
+    The wait is a call of a child run (addressed ``<run>/<call>/<child run>/<child call>``)
+    whose run the fork would not have: a resolve of it would find no child to take up.
+    """
+    rests = _rests(log, store)
+    free = [f"seq {seq}" for seq, nested in rests if nested is None]
+    allowed = ", ".join(free) if free else "none: this run waits on a sub-agent at each"
+    return ForkError(
+        run_id,
+        f"at seq {point} the run waits on {waiting}: a fork carries no "
+        "sub-agent run, so the fork could never resolve that wait; allowed: a rest point "
+        f"where it waits on no sub-agent ({allowed}); or fork the sub-agent's run itself",
+    )
 
 
 class _Forking:
@@ -349,6 +400,7 @@ def fork(
     run_id: str,
     *,
     at: int | None = None,
+    nearest: bool = False,
     edit: Edit | Sequence[Edit] | None = None,
     new_run_id: str | None = None,
     clock: Callable[[], float] = time.time,
@@ -363,8 +415,10 @@ def fork(
     Args:
         store: The store that holds the run; the fork is saved there too.
         run_id: The run to fork (a fork may be forked again).
-        at: A ``seq`` of its log: the fork begins at the last rest point at or before it.
+        at: The ``seq`` of a rest point of its log (`rest_points`), where the fork begins.
             None for the run's last rest point.
+        nearest: When ``at`` is no rest point, begin at the last rest point before it
+            instead of refusing; the returned snapshot's ``origin.seq`` is the seq used.
         edit: What the fork changes first, recorded as its next events: `ReplaceUserMessage`,
             `EditCall`, `AddMessage`, or a sequence of them applied in order.
         new_run_id: The fork's id (a new UUID by default); it must not be stored yet.
@@ -374,10 +428,11 @@ def fork(
         The fork's stored snapshot: its ``run_id``, and its ``origin`` (run and rest point).
 
     Raises:
-        ForkError: No such run; ``at`` past its log or before its first rest point; a
+        ForkError: No such run; ``at`` past its log, before its first rest point, or (without
+            ``nearest``) no rest point, the message naming the nearest ones; a
             ``new_run_id`` already stored; a fork point where the run is shut down
-            (final); an edit that does not fit the run at the fork
-            point. Nothing is stored.
+            (final), or waits on a sub-agent's call (a fork carries no child run); an edit
+            that does not fit the run at the fork point. Nothing is stored.
         TypeError: An argument of the wrong type. Nothing is stored.
         ReplayError: The origin's log cannot be replayed.
     """
@@ -386,8 +441,12 @@ def fork(
     edits = _edits(edit)
     if new_run_id is not None and store.load(new_run_id) is not None:
         raise ForkError(run_id, f"new_run_id={new_run_id!r} is a stored run already")
-    point = _fork_point(store, run_id, log, at)
+    checks.flag("nearest", nearest)
+    point = _fork_point(store, run_id, log, at, nearest)
     start = replay(log[:point], origin=_origins(store))
+    waiting = _nested_wait(start.pending, start.loop_state)
+    if waiting is not None:
+        raise _nested_refusal(store, run_id, log, point, waiting)
     if start.state == RunState.SHUTDOWN:
         raise ForkError(
             run_id,

@@ -19,7 +19,13 @@ them on psycopg's synchronous API, the one the Agent calls today.
   of a newer schema version, or holding another application's tables, is refused untouched.
 - **A lost connection** during a save is resolved: the save's stamp, read back, says whether
   it committed before the connection went (then `save` returns as if nothing happened).
-- **Watching.** `PostgresStore.watch` LISTENs before it reads, so it misses nothing.
+- **An outage** is a `StoreError` at once: a call makes one connection attempt of its own,
+  bounded by ``connect_timeout``, and never waits for a background reconnection; the first
+  call once the server is back succeeds, as dead pooled connections are checked and dropped
+  (`agentfsm.stores._pg_pool`).
+- **Watching.** `PostgresStore.watch` LISTENs before it reads, so it misses nothing; when
+  its connection is lost (a server restart) it reconnects by itself and goes on after the
+  last event it yielded.
 """
 
 from __future__ import annotations
@@ -31,9 +37,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
 from pydantic import ValidationError
 
+from agentfsm import _checks as checks
 from agentfsm.errors import (
     InvalidSaveError,
     SchemaVersionError,
@@ -43,9 +49,16 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.states.events import Event
+from agentfsm.stores import _pg_watch as watching
 from agentfsm.stores import _postgres_sql as sql
 from agentfsm.stores._credentials import redact, scrub
 from agentfsm.stores._items import RecentWrites, Written, assemble, new_items
+from agentfsm.stores._pg_pool import (
+    MIN_CONNECT_TIMEOUT,
+    AllConnectionsBusy,
+    Connections,
+    ServerUnreachable,
+)
 from agentfsm.stores.base import (
     ClosesOnExit,
     RunSummary,
@@ -71,10 +84,17 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             once they are open. With ``min_size == max_size`` the pool never opens one in
             the background while runs go on.
         max_size: The most connections the store's pool opens (threads beyond wait).
-        timeout: Seconds to wait for a pooled connection before a call fails.
+        timeout: Seconds a call waits for a free connection while all ``max_size`` are in
+            use by other threads, before it fails. It is no wait for the server: see
+            ``connect_timeout``.
+        connect_timeout: Seconds one attempt to open a connection may take (whole seconds,
+            at least 2: libpq's least). A call that needs a new connection makes one
+            attempt: while the server is down it fails at once (refused) or after this
+            (no answer), with a `StoreError`.
         check_connections: Check each pooled connection before use (one round trip), so
             that after the server restarts or drops connections no call fails; with False
-            each lost connection fails one call (with nothing written) and is replaced.
+            a lost connection fails one call (with nothing written) and the pool's idle
+            connections are dropped with it.
 
     Raises:
         StoreError: The database cannot be reached, or (``create=False``) is empty.
@@ -90,6 +110,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         min_size: int = 1,
         max_size: int = 8,
         timeout: float = 30.0,
+        connect_timeout: int = 5,
         check_connections: bool = True,
     ) -> None:
         self.url = redact(url)
@@ -99,35 +120,30 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
                 f"PostgresStore needs 1 <= min_size <= max_size, got min_size={min_size!r}, "
                 f"max_size={max_size!r}"
             )
+        checks.seconds("timeout", timeout)
+        checks.whole("connect_timeout", connect_timeout, minimum=MIN_CONNECT_TIMEOUT)
         self._conninfo = url
+        self.connect_timeout = connect_timeout
+        """Seconds one attempt to open a connection may take."""
         self._lock = threading.Lock()
         self._written = RecentWrites()
         self._closed = False
         try:
-            with psycopg.connect(url, autocommit=True) as conn:  # direct: its error is clear
+            # direct: its error is clear
+            with psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout) as conn:
                 self._prepare(conn, create)
+            self._pool = Connections(
+                url,
+                min_size=min_size,
+                max_size=max_size,
+                timeout=timeout,
+                connect_timeout=connect_timeout,
+                check=check_connections,
+            )
         except psycopg.Error as exc:
             # not chained: a driver's message about a malformed URL may quote it whole
             raise StoreError(
                 f"cannot open the run store {self.url!r}: {scrub(str(exc), url)}"
-            ) from None
-        self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
-            url,
-            min_size=min_size,
-            max_size=max_size,
-            timeout=timeout,
-            kwargs={"autocommit": True},
-            check=ConnectionPool.check_connection if check_connections else None,
-            name="agentfsm-store",
-            open=True,
-        )
-        try:
-            self._pool.wait(timeout)
-        except PoolTimeout:
-            self._pool.close()
-            raise StoreError(
-                f"cannot open the run store {self.url!r}: {min_size} connections were not "
-                f"open within {timeout} s"
             ) from None
 
     def __repr__(self) -> str:
@@ -179,6 +195,8 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
 
     def _failure(self, exc: psycopg.Error, run_id: str | None, writing: bool) -> StoreError:
         detail = scrub(str(exc).strip(), self._conninfo)
+        if isinstance(exc, ServerUnreachable):
+            detail = f"cannot reach the database ({detail})"
         if (exc.sqlstate or "").startswith("XX"):  # data or index corrupted, internal error
             return StoreCorruptError(self.url, f"the database reports damage ({detail})", run_id)
         if writing and run_id is not None:
@@ -209,6 +227,9 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
                 outcome, actual, stored_seq = self._save(
                     snapshot, events, expected_version, None, stamp
                 )
+        except (ServerUnreachable, AllConnectionsBusy) as exc:  # nothing was sent
+            self._forget(run_id)
+            raise self._failure(exc, run_id, writing=True) from exc
         except psycopg.OperationalError as exc:
             # The connection failed: the commit may have happened before it did. The stamp,
             # unique to this save, says whether it did.
@@ -313,7 +334,9 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             StoreCorruptError: An event cannot be read.
         """
         run_arguments(run_id, after_seq)
-        rows = self._read(sql.EVENTS, run_id, after_seq)
+        return self._events(run_id, self._read(sql.EVENTS, run_id, after_seq))
+
+    def _events(self, run_id: str, rows: list[tuple[Any, ...]]) -> list[Event]:
         try:
             return [Event.model_validate_json(row[0]) for row in rows]
         except ValidationError as exc:
@@ -338,38 +361,86 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             self._forget(run_id)
 
     def watch(
-        self, run_id: str, after_seq: int = 0, *, timeout: float | None = None
+        self,
+        run_id: str,
+        after_seq: int = 0,
+        *,
+        timeout: float | None = None,
+        reconnect_timeout: float = watching.RECONNECT_TIMEOUT,
     ) -> Iterator[Event]:
         """The run's events after ``after_seq`` as they are stored, by any process.
 
         It LISTENs on its own connection first, then reads what is stored, then reads again
         at each notification of the run: an event committed at any moment is yielded
-        exactly once, in order.
+        exactly once, in order. When its connection is lost (the server restarted), it
+        reconnects by itself, at once and then after 0.1 s, 0.2 s… (at most
+        ``RECONNECT_DELAY`` s apart), LISTENs again and reads on after the last event it
+        yielded: each event is still yielded once, in order.
 
         Args:
             run_id: The run to watch (it need not exist yet).
             after_seq: Yield only events after this one.
             timeout: Stop after this many seconds without a new event; None: never stop
                 (close the generator, or break out of the loop, to stop watching).
+            reconnect_timeout: Seconds to keep trying to reconnect after the connection is
+                lost (never beyond ``timeout``) before raising `StoreError`.
 
         Raises:
-            StoreError: The database cannot be reached.
+            StoreError: The database cannot be reached (at the start), or not again within
+                ``reconnect_timeout`` once the connection was lost.
         """
+        run_arguments(run_id, after_seq)
+        checks.seconds("timeout", timeout, optional=True, zero=True)
+        checks.seconds("reconnect_timeout", reconnect_timeout)
         key = sql.run_key(run_id)
         try:
-            listener = psycopg.connect(self._conninfo, autocommit=True)
-            listener.execute(sql.LISTEN)
+            listener = watching.listener(self._conninfo, self.connect_timeout)
         except psycopg.Error as exc:
             raise self._failure(exc, run_id, writing=False) from None
-        with listener:
-            last = after_seq
+        last = after_seq
+        idle_since = time.monotonic()
+        try:
             while True:
-                for event in self.events(run_id, last):
-                    yield event
-                    last = event.seq
-                deadline = None if timeout is None else time.monotonic() + timeout
-                if not _wait(listener, key, last, deadline):
-                    return
+                try:
+                    for event in self._events(run_id, self._rows_after(run_id, last)):
+                        yield event
+                        last = event.seq
+                        idle_since = time.monotonic()
+                    deadline = None if timeout is None else idle_since + timeout
+                    if not watching.wait(listener, key, last, deadline):
+                        return
+                except psycopg.OperationalError as exc:
+                    listener.close()
+                    give_up = time.monotonic() + reconnect_timeout
+                    if timeout is not None:
+                        give_up = min(give_up, idle_since + timeout)
+                    listener = self._reconnect(run_id, exc, give_up, reconnect_timeout)
+                except psycopg.Error as exc:  # pragma: no cover - the server's own refusal
+                    raise self._failure(exc, run_id, writing=False) from exc
+        finally:
+            listener.close()
+
+    def _rows_after(self, run_id: str, after_seq: int) -> list[tuple[Any, ...]]:
+        """The run's event rows after ``after_seq``; a lost connection is raised as it is."""
+        try:
+            with self._pool.connection() as conn:
+                return conn.execute(sql.EVENTS, (run_id, after_seq)).fetchall()
+        except psycopg.OperationalError:
+            raise  # (the watch reconnects)
+        except psycopg.Error as exc:
+            raise self._failure(exc, run_id, writing=False) from exc
+
+    def _reconnect(
+        self, run_id: str, lost: psycopg.Error, give_up: float, reconnect_timeout: float
+    ) -> psycopg.Connection[tuple[Any, ...]]:
+        try:
+            return watching.reconnect(self._conninfo, self.connect_timeout, give_up, lost)
+        except psycopg.OperationalError as exc:
+            raise StoreError(
+                f"the watch of run {run_id!r} in {self.url!r} lost its connection and could "
+                f"not reconnect within {reconnect_timeout} s (or its timeout): "
+                f"{scrub(str(exc).strip(), self._conninfo)}"
+            ) from None
 
     async def listen(self) -> psycopg.AsyncConnection[tuple[Any, ...]]:
         """A new asynchronous connection, already LISTENing to every save of the store.
@@ -381,7 +452,9 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             StoreError: The database cannot be reached (the password masked).
         """
         try:
-            conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+            conn = await psycopg.AsyncConnection.connect(
+                self._conninfo, autocommit=True, connect_timeout=self.connect_timeout
+            )
         except psycopg.Error as exc:
             raise self._failure(exc, None, writing=False) from None
         try:
@@ -403,17 +476,3 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
 def _follows(snapshot: Snapshot, events: Sequence[Event]) -> int:
     """The seq the stored run must have for this save to continue it."""
     return events[0].seq - 1 if events else snapshot.seq
-
-
-def _wait(
-    listener: psycopg.Connection[tuple[Any, ...]], key: str, last: int, deadline: float | None
-) -> bool:
-    """Wait for a notification of events of the run ``key`` after ``last``; False: timed out."""
-    while True:
-        remaining = None if deadline is None else deadline - time.monotonic()
-        if remaining is not None and remaining <= 0:
-            return False
-        for note in listener.notifies(timeout=remaining, stop_after=1):
-            notified, seq = sql.parse_notice(note.payload)
-            if notified == key and seq > last:
-                return True

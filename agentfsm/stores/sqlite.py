@@ -47,6 +47,7 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.states.events import Event
+from agentfsm.stores import _sqlite_open as opening
 from agentfsm.stores._items import (
     ITEMS,
     RecentWrites,
@@ -60,8 +61,6 @@ from agentfsm.stores._lane import Lane
 from agentfsm.stores._sqlite_layout import (
     FILE_FORMAT,
     MIGRATED_FORMATS,
-    OUR_TABLES,
-    READABLE_FORMATS,
     SCHEMA,
     SPAN,
     OrphanRowsError,
@@ -111,8 +110,11 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
     """Keeps runs in one SQLite file: durable, atomic, safe for several processes.
 
     A file that is not agentfsm's is refused before anything is written to it: no table,
-    no journal mode, no ``user_version`` is changed. So is a file of another layout version
-    (`SchemaVersionError`, naming both versions).
+    no journal mode, no ``user_version`` is changed, no ``-wal`` or ``-shm`` file is left
+    beside it, read-only or not (`agentfsm.stores._sqlite_open`). So is a file of another
+    layout version (`SchemaVersionError`, naming both versions). A file on a read-only
+    place (a read-only file system, a file or folder no one may write) is read with
+    ``read_only=True``; without it, it is refused as read-only.
 
     Args:
         path: The database file; ``.agentfsm/runs.db`` under the working directory by
@@ -122,12 +124,17 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         connect: Opens the connection (for tests that inject faults); it should pass
             ``check_same_thread=False`` if the store is shared between threads.
         read_only: Only read: the file must exist and is never written (its journal mode
-            included); `save` and `delete` raise `StoreError`.
+            included); `save` and `delete` raise `StoreError`. SQLite may leave the
+            (empty) ``-wal`` and ``-shm`` files of agentfsm's file beside it: it needs them
+            to read a file in WAL mode while others write it. On a read-only place, a file
+            with no ``-wal`` beside it is read as it is (``immutable``): it must not change
+            meanwhile (no one can write it there).
 
     Raises:
         TypeError: An argument of the wrong type.
         ValueError: ``path`` is a directory, or ``synchronous`` is not FULL or NORMAL.
-        StoreError: The file cannot be opened (or, ``read_only``, does not exist).
+        StoreError: The file cannot be opened (or, ``read_only``, does not exist); or it is
+            on a read-only place and ``read_only`` is False (the message says so).
         StoreCorruptError: The file is not a SQLite database, or not one of agentfsm's.
         SchemaVersionError: The file was written in another layout version.
     """
@@ -150,17 +157,29 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         """Whether this store only reads its file."""
         if read_only and not where.is_file():
             raise StoreError(f"cannot open the run store {str(where)!r} read-only: no such file")
+        seen = opening.look(where)  # refuses a foreign file before it is opened at all
+        if seen is not None:
+            opening.check_layout(where, seen)
         if not read_only:
             try:
                 where.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the run store {str(where)!r}: {exc}") from exc
+        fixed = opening.read_only_place(where)
+        if fixed is not None and not read_only and connect is None:
+            raise StoreError(
+                f"cannot open the run store {str(where)!r} to write: it is on a read-only "
+                f"place ({fixed}); open it with read_only=True to read it, or move it to a "
+                "place that can be written"
+            )
         self._synchronous = synchronous
         self._lock = threading.RLock()  # (held by save_many around its saves)
         self._written = RecentWrites()
         self.lane = Lane()
         """The thread write-behind makes this store's saves in (`start_saves`)."""
         opener = connect or (connect_read_only if read_only else connect_writing)
+        if connect is None and fixed is not None and opening.readable_in_place(where):
+            opener = opening.connect_immutable  # (read_only: SQLite could make no -shm there)
         try:
             self._conn = opener(self.path)
         except sqlite3.Error as exc:
@@ -173,36 +192,12 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
             self._conn.close()
             raise
 
-    def _probe(self) -> tuple[int, set[str]]:
-        """The file's layout version and schema names, read without writing anything."""
-        try:
-            file_format = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
-            names = {
-                row[0]
-                for row in self._conn.execute("SELECT name FROM sqlite_master")
-                if not str(row[0]).startswith("sqlite_")
-            }
-        except sqlite3.Error as exc:
-            raise StoreCorruptError(
-                str(self.path), f"it is not a readable SQLite database ({exc})"
-            ) from exc
-        return file_format, names
-
     def _open(self, synchronous: str) -> None:
         # Read-only probes first: a foreign, corrupt or other-version file is refused
         # before any write, the journal mode included.
-        file_format, names = self._probe()
-        foreign = file_format == 0 and names - OUR_TABLES
-        if file_format not in (0, *READABLE_FORMATS) and names <= OUR_TABLES:
-            raise SchemaVersionError(str(self.path), None, file_format, READABLE_FORMATS)
-        missing = file_format in READABLE_FORMATS and not names >= OUR_TABLES
-        if foreign or missing or file_format not in (0, *READABLE_FORMATS):
-            raise StoreCorruptError(
-                str(self.path),
-                f"it is a SQLite database of something else (user_version {file_format}, "
-                f"tables {sorted(names)!r}), expected agentfsm's run database (file format "
-                f"{FILE_FORMAT}, tables {sorted(OUR_TABLES)!r})",
-            )
+        seen = opening.probe(self._conn, self.path)
+        opening.check_layout(self.path, seen)
+        file_format = seen.file_format
         self._reads = (events_sql(file_format), items_sql(file_format))
         if self.read_only:
             if file_format == 0:

@@ -119,6 +119,10 @@ class TemporaryPostgres:
             str(self.bin / "initdb"), "-D", str(self.data), "-U", SUPERUSER,
             "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions",
         )  # fmt: skip
+        self._start_server()
+        return self
+
+    def _start_server(self) -> None:
         settings = f"-k {self.socket_dir} -c listen_addresses='' -c max_connections=200"
         if not self.durable:
             settings += " -c fsync=off -c full_page_writes=off"
@@ -127,7 +131,18 @@ class TemporaryPostgres:
             "-o", settings, "-w", "-t", "60", "start",
         )  # fmt: skip
         self._started = True
-        return self
+
+    def crash(self) -> None:
+        """Stop the server as a crash would (``pg_ctl stop -m immediate``); its data stays.
+
+        Every connection is cut at once and the socket is gone until `restart`.
+        """
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        self._started = False
+
+    def restart(self) -> None:
+        """Start the server again after `crash`, on the same socket (it recovers its data)."""
+        self._start_server()
 
     def url(self, database: str = "postgres") -> str:
         """The URL of ``database`` on this server (over its Unix socket)."""

@@ -89,7 +89,7 @@ def test_a_fork_at_an_approval_wait_is_waiting_again_and_the_origin_is_untouched
 ) -> None:
     before = (store.load("origin"), store.events("origin"))
 
-    forked = fork(store, "origin", at=7, new_run_id="f")
+    forked = fork(store, "origin", at=7, nearest=True, new_run_id="f")
 
     assert (store.load("origin"), store.events("origin")) == before
     assert forked.origin is not None
@@ -318,7 +318,7 @@ def test_a_fork_works_the_same_on_every_durable_store(store_url: str) -> None:
     with open_store(store_url) as store:
         recorded_run(store)
         before = (store.load("origin"), store.events("origin"))
-        forked = fork(store, "origin", at=5, edit=EditCall("k0", {"item": "coffee"}))
+        forked = fork(store, "origin", at=4, edit=EditCall("k0", {"item": "coffee"}))
     with open_store(store_url) as store:  # another connection, as another process
         agent = taken_up(store, forked.run_id, ModelResponse(content="Coffee."))
         assert agent.pending[0].arguments == '{"item": "coffee"}'

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentfsm import Agent, MemoryStore, ScriptedModel
+from agentfsm.errors import ForkError
 from agentfsm.llm.base import ModelResponse
 from agentfsm.states import InputPolicy
 from agentfsm.stores import Snapshot, fork, replay_run, rest_points, state_at
@@ -94,3 +96,34 @@ def test_a_fork_at_any_rest_point_is_the_origin_there_and_replays_exactly(
     )
     assert_history_valid(again.messages, open_round=waiting)
     assert store.events("origin") == origin_log
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    responses=st.lists(RESPONSES, max_size=8),
+    actions=st.lists(ACTIONS, max_size=8),
+)
+def test_a_fork_begins_exactly_at_the_seq_asked_or_is_refused_unless_nearest(
+    responses: list[ModelResponse], actions: list[str]
+) -> None:
+    store = MemoryStore()
+    agent = agent_on(store, "origin", responses)
+    agent.start()
+    for action in actions:
+        act(agent, action)
+    points = rest_points(store, "origin")
+    final = {seq for seq in points if state_at(store, "origin", seq).state == "shutdown"}
+    for seq in range(1, len(store.events("origin")) + 1):
+        before = [point for point in points if point <= seq]
+        runs = store.list_runs()
+        if seq in points and seq not in final:
+            assert fork(store, "origin", at=seq, new_run_id=f"at-{seq}").origin.seq == seq  # type: ignore[union-attr]
+            continue
+        reason = "shut down" if seq in final else "not a rest point" if before else "before"
+        with pytest.raises(ForkError, match=reason):
+            fork(store, "origin", at=seq)
+        assert store.list_runs() == runs  # a refusal stores nothing
+        if before and before[-1] not in final:
+            moved = fork(store, "origin", at=seq, nearest=True, new_run_id=f"near-{seq}")
+            assert moved.origin is not None
+            assert moved.origin.seq == before[-1]

@@ -35,8 +35,7 @@ _runs = itertools.count()
 
 @pytest.fixture
 def store(postgres_url: str) -> Iterator[PostgresStore]:
-    # a pool that never grows: psycopg_pool draws from `random` when it opens a connection in
-    # the background, and hypothesis refuses a draw during which `random` moved
+    # all its connections open at once: none is opened during a hypothesis draw
     with PostgresStore(postgres_url, min_size=4, max_size=4) as opened:
         yield opened
 

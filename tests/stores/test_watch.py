@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentfsm import Event, MemoryStore, SQLiteStore
+from agentfsm import MemoryStore, SQLiteStore
 from agentfsm.stores import RunStore, WatchableStore
 from agentfsm.stores.postgres import PostgresStore
 from agentfsm.stores.urls import open_store
@@ -95,9 +95,9 @@ def test_a_postgres_watch_misses_nothing_saved_between_its_read_and_its_wait(
     """An event committed right after the catch-up read is announced to the watcher."""
     with PostgresStore(postgres_url) as store, PostgresStore(postgres_url) as writer:
         writer.save(make_snapshot("r1", 2, 1), make_events("r1", 1, 2), expected_version=None)
-        read = store.events
+        read = store._rows_after  # the watch's read of the stored events
 
-        def read_then_save(run_id: str, after_seq: int = 0) -> list[Event]:
+        def read_then_save(run_id: str, after_seq: int = 0) -> list[tuple[object, ...]]:
             found = read(run_id, after_seq)
             if after_seq == 0:  # the catch-up: another writer commits before we wait
                 writer.save(
@@ -106,7 +106,7 @@ def test_a_postgres_watch_misses_nothing_saved_between_its_read_and_its_wait(
                 writer.save(make_snapshot("r1", 3, 2), make_events("r1", 3, 1), expected_version=1)
             return found
 
-        store.events = read_then_save  # type: ignore[method-assign]
+        store._rows_after = read_then_save  # type: ignore[method-assign]
         seen = []
         for event in store.watch("r1", timeout=30):
             seen.append(event)

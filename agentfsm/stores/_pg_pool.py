@@ -1,0 +1,168 @@
+"""The connections of a `PostgresStore`: a small pool that never waits on an outage.
+
+Each call takes an idle connection (checked first: one empty round trip) or, if there is
+none, opens one itself, in one attempt bounded by ``connect_timeout``. So:
+
+- **during an outage** a call fails at once, with `ServerUnreachable` (the server refused
+  the connection), or after ``connect_timeout`` at most (no answer): it never waits for a
+  background reconnection that the next try of the server would need;
+- **once the server is back**, the first call finds the idle connections dead (each check
+  fails at once), drops them and opens a new one: no stale connection is handed out and no
+  backoff delays it.
+
+``timeout`` bounds only the wait for a free connection when all ``max_size`` are in use by
+other threads. psycopg_pool's `ConnectionPool` is not used: its callers wait in a queue for
+connections that background workers open with an exponential backoff (1 s, 2 s, 4 s…), so a
+call during an outage waited the whole pool timeout, and the first call after one waited
+for the workers' next try (27 s, or a failure, after a 90 s outage).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+MIN_CONNECT_TIMEOUT = 2
+"""libpq's least ``connect_timeout``, in seconds (a smaller one is taken as 2)."""
+
+
+class ServerUnreachable(psycopg.OperationalError):
+    """A new connection could not be opened: nothing of the call was sent."""
+
+
+class AllConnectionsBusy(psycopg.OperationalError):
+    """All ``max_size`` connections stayed in use by other threads for ``timeout`` s."""
+
+
+class Connections:
+    """Up to ``max_size`` connections to one database, shared by the store's threads.
+
+    Args:
+        conninfo: The database's libpq URL or key=value string.
+        min_size: Connections opened at once (by the constructor) and kept.
+        max_size: The most connections open at a time; a thread beyond waits.
+        timeout: Seconds a call waits for a free connection before `AllConnectionsBusy`.
+        connect_timeout: Seconds one connection attempt may take (whole, at least 2).
+        check: Check an idle connection (one empty round trip) before handing it out.
+
+    Raises:
+        ServerUnreachable: One of the first ``min_size`` connections cannot be opened.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        min_size: int,
+        max_size: int,
+        timeout: float,
+        connect_timeout: int,
+        check: bool,
+    ) -> None:
+        self._conninfo = conninfo
+        self._max_size = max_size
+        self._timeout = timeout
+        self._connect_timeout = connect_timeout
+        self._check = check
+        self._slots = threading.BoundedSemaphore(max_size)
+        self._lock = threading.Lock()
+        self._idle: list[Connection] = []
+        self._closed = False
+        try:
+            for _ in range(min_size):
+                self._idle.append(self.connect())
+        except BaseException:
+            self.close()
+            raise
+
+    def connect(self) -> Connection:
+        """A new autocommit connection, in one attempt bounded by ``connect_timeout``.
+
+        Raises:
+            ServerUnreachable: The attempt failed (the message is the driver's).
+        """
+        try:
+            return psycopg.connect(
+                self._conninfo, autocommit=True, connect_timeout=self._connect_timeout
+            )
+        except psycopg.OperationalError as exc:
+            raise ServerUnreachable(str(exc).strip()) from None
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A live connection for one call, given back (or dropped if broken) after it.
+
+        Raises:
+            AllConnectionsBusy: No connection was free within ``timeout`` s.
+            ServerUnreachable: No idle connection was alive and a new one cannot be opened.
+        """
+        if not self._slots.acquire(timeout=self._timeout):
+            raise AllConnectionsBusy(
+                f"all {self._max_size} connections stayed in use for {self._timeout} s"
+            )
+        try:
+            conn = self._take()
+            try:
+                yield conn
+            finally:
+                self._give_back(conn)
+        finally:
+            self._slots.release()
+
+    def _take(self) -> Connection:
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise psycopg.OperationalError("the store is closed")
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                return self.connect()
+            if not self._check or _alive(conn):
+                return conn
+            conn.close()
+
+    def _give_back(self, conn: Connection) -> None:
+        broken = conn.closed or conn.broken
+        dropped: list[Connection] = []
+        with self._lock:
+            if not broken and not self._closed and _idle(conn):
+                self._idle.append(conn)
+                return
+            if broken:
+                # The server most likely restarted or cut its connections: the idle ones
+                # are dropped too, rather than failing (or checking) one call each.
+                dropped, self._idle = self._idle, []
+        conn.close()
+        for other in dropped:
+            other.close()
+
+    def close(self) -> None:
+        """Close every idle connection; one in use is closed when it is given back."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+def _idle(conn: Connection) -> bool:
+    """Whether ``conn`` is in no transaction (a call always ends its own)."""
+    return conn.info.transaction_status == TransactionStatus.IDLE
+
+
+def _alive(conn: Connection) -> bool:
+    """Whether ``conn`` answers an empty query (psycopg_pool's check_connection, autocommit)."""
+    if conn.closed or conn.broken:
+        return False
+    try:
+        conn.execute("")
+    except psycopg.Error:
+        return False
+    return True
