@@ -399,13 +399,20 @@ class Explorer:
         enabled: list[CompiledTransition],
         spec: tuple[str, str | None] | None,
     ) -> None:
-        """Two-way: the machine takes exactly the edge the spec's first holding row names."""
+        """Two-way: the machine takes exactly the edge the spec's first holding row names.
+
+        The contract is closed: between two states it knows, an edge of an event it does not
+        know is an extra row too. Only edges from or to an extension's own states are free.
+        """
         event = self.moves[mid].event
         took = enabled[0].target if enabled else None
         governed = (source, event) in side.spec
-        if not governed and not (source in side.spec_states and event in side.spec_events):
-            return  # a state or event the spec does not know: an extension
-        message = nonconformance(event, source, took, spec, governed=governed)
+        if not governed and source not in side.spec_states:
+            return  # a state the spec does not know: an extension's
+        known = event in side.spec_events
+        if not governed and not known and took not in side.spec_states:
+            return  # an extension's event, refused here or into an extension's state
+        message = nonconformance(event, source, took, spec, governed=governed, known=known)
         if message is not None:
             self._violate("conformance", nid, mid, took, message)
 

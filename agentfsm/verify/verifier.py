@@ -64,8 +64,10 @@ def verify(
             to cover a subclass's own events, guards and data fields.
         data: Builds a run's data from its run id: `RunData` or a subclass of it.
         spec: The tables the machines must conform to (by default those of docs/contract.md),
-            both ways, with their effect postconditions; states and events a table does not
-            know (an extension's) are not checked. None skips conformance and effects.
+            both ways, with their effect postconditions. The tables are closed: an edge
+            between two states a table knows must be one of its rows, whatever its event;
+            only edges from or to a state it does not know (an extension's) are not
+            checked. None skips conformance and effects.
         spec_guards: The functions of the guards the spec tables name.
         strict: Whether the warning properties (`WARNINGS`: ``varied``,
             ``agent-coverage``) fail the verification instead of warning.
