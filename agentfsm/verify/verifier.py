@@ -153,6 +153,7 @@ def verify(
         machines=(explorer.run.compiled, explorer.loop.compiled),
         covered=_covered(explorer),
         stopped=explorer.stopped,
+        replayed=explorer.memo.hits,
     )
 
 
