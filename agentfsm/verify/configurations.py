@@ -93,8 +93,17 @@ class Configurations:
         self.restore(twin, self.snapshot(data))
         return twin
 
-    def _add(self, data: RunData, depth: int, parent: int, move: int, origin: int) -> int:
-        key = self.key(data)
+    def _add(
+        self,
+        data: RunData,
+        depth: int,
+        parent: int,
+        move: int,
+        origin: int,
+        key: Hashable | None = None,
+    ) -> int:
+        """The node of ``data``'s configuration, added if new (``key``: its key, if known)."""
+        key = self.key(data) if key is None else key
         found = self.index.get(key)
         if found is not None:
             return found

@@ -269,11 +269,22 @@ class Explorer(Stepping):
         if traced and not outcome.recorded:
             self._commit(outcome.records, (nid, mid))
             outcome.recorded = True
-        if outcome.delta is not None:
-            work = self.copy(data)
-            for name, value in outcome.delta:
-                setattr(work, name, value)
-            self._arrive(nid, mid, work)
+        delta = outcome.delta
+        if delta is not None:
+            # The step's changes made on the node's data for a moment, to read the key of
+            # the configuration it reaches: most are known already, and need no copy.
+            olds = [getattr(data, name) for name, _ in delta]
+            for name, value in delta:
+                setattr(data, name, value)
+            key = self.key(data)
+            found = self.index.get(key)
+            work = self.copy(data) if found is None else data
+            for (name, _), old in zip(delta, olds, strict=True):
+                setattr(data, name, old)
+            if found is None:
+                node = self.nodes[nid]
+                found = self._add(work, node.depth + 1, nid, mid, node.origin, key)
+            self.out[nid].append((found, mid))
         return outcome.names
 
 
