@@ -97,6 +97,8 @@ class Explorer(Stepping):
         """The fields no configuration holds a value of, each with how to load it."""
         for side in (self.run, self.loop):
             self._prepare(side, spec, spec_guards)
+        self._environment_of = tuple(tuple(move.environment.items()) for move in self.moves)
+        """Move → the environment fields it sets, with their values."""
 
     def _prepare(
         self,
@@ -247,7 +249,7 @@ class Explorer(Stepping):
         for `vacuity`, as the step first taken with the same values would have.
         """
         data = self.nodes[nid].data
-        for name, value in self.moves[mid].environment.items():
+        for name, value in self._environment_of[mid]:
             setattr(data, name, value)
         source: str = getattr(data, side.compiled.state_field)
         known = self.memo.find(mid, source, data)
