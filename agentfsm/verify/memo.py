@@ -64,10 +64,10 @@ class StepMemo:
         if groups is None:
             return None
         for read, outcomes in groups.values():
-            values = read(data)
             try:
+                values = read(data)
                 found = outcomes.get((values, tuple(map(type, values))))
-            except TypeError:  # an unhashable value: take the step
+            except (TypeError, AttributeError):  # unhashable, or a field not set: take it
                 return None
             if found is not None:
                 self.hits += 1
@@ -84,12 +84,12 @@ class StepMemo:
         if group is None:
             group = groups[fields] = (_reader(fields), {})
         read, outcomes = group
-        values = read(data)
         # Values with their types: 1, 1.0 and True are equal keys, but a guard may tell
         # them apart.
         try:
+            values = read(data)
             outcomes[values, tuple(map(type, values))] = outcome
-        except TypeError:  # an unhashable value: this step is never replayed
+        except (TypeError, AttributeError):  # unhashable, or written but not a field here
             return
 
 

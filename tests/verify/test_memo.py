@@ -82,3 +82,15 @@ def test_a_value_of_another_type_is_another_step() -> None:
     assert memo.find(8, "busy", data) is None
     assert memo.find(7, "ready", data) is None
     assert memo.hits == 1
+
+
+def test_a_value_that_cannot_be_a_key_is_never_replayed() -> None:
+    memo = StepMemo()
+    data = RunData("r")
+    data.deadline = ["not", "a", "time"]  # type: ignore[assignment]  # as a faulty effect might
+    outcome = Outcome(None, frozenset(), (), recorded=True)
+    memo.store(1, "busy", data, {"deadline"}, outcome)
+    memo.store(1, "busy", data, {"written_but_no_field"}, outcome)
+
+    assert memo.find(1, "busy", data) is None
+    assert memo.hits == 0
