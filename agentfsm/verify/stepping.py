@@ -177,14 +177,12 @@ class Stepping(Configurations):
         move = self.moves[mid]
         state = getattr(data, side.compiled.state_field)
         before = self.snapshot(data) if before is None else before
+        self._replica(side, mid, data)
         seq = self.emitter.seq
         self.sends += 1
-        reads: Reads = {}
         try:
-            model = Traced(data, reads, self.depends)
-            Machine(side.compiled, model, self.emitter).send(move.event, **move.arguments)
+            Machine(side.compiled, data, self.emitter).send(move.event, **move.arguments)
         except Exception as error:
-            self.depends.update(reads)
             if not isinstance(error, IllegalTransitionError):
                 self.restore(data, before)
                 self.emitter.seq = seq
@@ -216,14 +214,11 @@ class Stepping(Configurations):
     ) -> None:
         move = self.moves[mid]
         source = getattr(data, side.compiled.state_field)
+        self._replica(side, mid, data, enter_loop=True)
         work = self.copy(data)
         self.sends += 1
-        reads: Reads = {}
-        model = Traced(work, reads, self.depends)  # writes count as what the step depends on
         try:
-            emitted = Machine(side.compiled, model, self.emitter).send(
-                move.event, **move.arguments
-            )
+            emitted = Machine(side.compiled, work, self.emitter).send(move.event, **move.arguments)
         except IllegalTransitionError:
             message = (
                 f"the machine refused {move.event!r} though {chosen.target!r} was enabled a "
@@ -244,13 +239,12 @@ class Stepping(Configurations):
             )
             self._violate("determinism", nid, mid, emitted.target, message)
         self._after(nid, side, mid, source, data, work, acts=bool(chosen.effects or chosen.enters))
-        if side is self.run and work.loop_state is None and work.state in self.domains.turn_states:
+        if self._starts_loop(side, work):
             try:
-                Machine(self.loop.compiled, model, self.emitter)  # the turn's loop starts
+                Machine(self.loop.compiled, work, self.emitter)  # the turn's loop starts
             except Exception as error:  # or enter action
                 self._raised(nid, mid, "entering the loop's initial state", error)
                 return
-        self.depends.update(reads)
         self.delta = tuple(
             (name, new)
             for name, new, old in zip(
@@ -259,6 +253,36 @@ class Stepping(Configurations):
             if new is not old
         )
         self._arrive(nid, mid, work)
+
+    def _starts_loop(self, side: Side, work: RunData) -> bool:
+        """Whether a run step into a turn state, with no loop yet, starts the turn's loop."""
+        return (
+            side is self.run and work.loop_state is None and work.state in self.domains.turn_states
+        )
+
+    def _replica(self, side: Side, mid: int, data: RunData, *, enter_loop: bool = False) -> None:
+        """Send the step once more, on a traced copy of ``data``, to learn what it reads.
+
+        What it reads and writes (and, with ``enter_loop``, what a loop it starts reads)
+        goes into `depends`. The checks look at the real send, on the data itself, as a
+        run would; this copy only tells the memo what the outcome depends on. Its outcome is
+        the real send's business; a step on which the copy raised is never replayed.
+        """
+        move = self.moves[mid]
+        reads: Reads = {}
+        model = Traced(self.copy(data), reads, self.depends)
+        seq = self.emitter.seq
+        try:
+            Machine(side.compiled, model, self.emitter).send(move.event, **move.arguments)
+            if enter_loop and self._starts_loop(side, model):  # type: ignore[arg-type]
+                Machine(self.loop.compiled, model, self.emitter)
+        except IllegalTransitionError:
+            pass  # refused: what its guards read is what the refusal depends on
+        except Exception:  # the real send reports it; a step this raised on is not replayed
+            self.dirty = True
+        finally:
+            self.emitter.seq = seq
+            self.depends.update(reads)
 
     def _trace_effects(
         self, side: Side, mid: int, chosen: CompiledTransition, data: RunData
@@ -331,12 +355,11 @@ class Stepping(Configurations):
         for name, load in self._loads:
             self.depends.add(name)
             setattr(before, name, load(getattr(before, name)))
+        self._replica(side, mid, before)
         work = self.copy(before)
         seq = self.emitter.seq
-        reads: Reads = {}
         try:  # the arguments passed `send`'s check when the step was first taken
-            model = Traced(work, reads, self.depends)
-            Machine(side.compiled, model, self.emitter).send_trusted(
+            Machine(side.compiled, work, self.emitter).send_trusted(
                 move.event, dict(move.arguments)
             )
         except IllegalTransitionError:
@@ -351,7 +374,6 @@ class Stepping(Configurations):
             return
         finally:
             self.emitter.seq = seq
-            self.depends.update(reads)
         if getattr(work, side.compiled.state_field) != target:
             return
         wanted = expected(posts, move.event, source, target, before, move.arguments)
