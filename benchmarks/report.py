@@ -233,6 +233,16 @@ def temporal_table(temporal: dict[str, Any]) -> list[str]:
     return lines
 
 
+def verify_table(verify: dict[str, Any]) -> list[str]:
+    """The Markdown table of `agentfsm verify`'s seconds, from bench_verify."""
+    lines = ["| case | wall s | CPU s | configurations |", "|---|---:|---:|---:|"]
+    lines += [
+        f"| {name} | {row['wall_s']:.2f} | {row['cpu_s']:.2f} | {row['configurations']:,} |"
+        for name, row in verify.items()
+    ]
+    return lines
+
+
 def targets_table(targets: list[Target]) -> list[str]:
     """The Markdown table of the targets of performance.md, met or missed."""
     lines = ["| target | measured | met? |", "|---|---|:---:|"]
@@ -318,6 +328,14 @@ def render(results: dict[str, Any], appendix: dict[str, str]) -> str:
         "",
         *temporal_table(results["temporal"]),
         "",
+        "## agentfsm verify",
+        "",
+        "bench_verify.py: the exhaustive verifier of the shipped machines (as `agentfsm verify "
+        "--strict`), and of one wrong machine (a `skip` from busy straight to completed) "
+        "explored fully and with `fail_fast`; the best of several runs in one process.",
+        "",
+        *verify_table(results["verify"]),
+        "",
         "## Micro-benchmarks",
         "",
     ]
@@ -342,6 +360,7 @@ def main() -> None:
         "persist": run_json("bench_persist.py", *quick),
         "store": store_results(),
         "temporal": run_json("bench_temporal.py", *quick),
+        "verify": run_json("bench_verify.py", *quick),
     }
     appendix = {
         script: run_text(script)

@@ -36,6 +36,11 @@ call, 30 in this workload, which no design can hide behind a run that costs abou
 as 10 fsyncs. That row (`DEFAULT_TOOLS_STORE`) is reported beside the target, not held to it."""
 DEFAULT_TOOLS_STORE = "SQLiteStore FULL"
 """The same run with the workload's tools as they are declared (not idempotent)."""
+VERIFY_SECONDS = 3.0
+"""``agentfsm verify`` of the shipped machines, at most this many seconds (wall, best run):
+users run it in their own CI."""
+VERIFY_CASE = "shipped machines, strict, bound 3"
+"""bench_verify's case the verify target is about."""
 BURR = "Apache Burr"
 LANGGRAPH = "LangGraph StateGraph"
 
@@ -73,6 +78,22 @@ def check_targets(results: dict[str, Any]) -> list[Target]:
             resume <= 1000,
         ),
         durable_run_target(results["persist"]),
+        *verify_targets(results.get("verify")),
+    ]
+
+
+def verify_targets(verify: dict[str, Any] | None) -> list[Target]:
+    """``agentfsm verify`` of the shipped machines within `VERIFY_SECONDS`, from bench_verify."""
+    if verify is None:
+        return []
+    row = verify[VERIFY_CASE]
+    return [
+        Target(
+            f"agentfsm verify of the shipped machines ≤ {VERIFY_SECONDS:g} s",
+            f"{row['wall_s']:.2f} s wall, {row['cpu_s']:.2f} s CPU "
+            f"({row['configurations']:,} configurations)",
+            row["wall_s"] <= VERIFY_SECONDS,
+        )
     ]
 
 

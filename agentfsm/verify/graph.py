@@ -78,8 +78,12 @@ class Side:
     """Event → the move that sends it with no arguments (for states with no edge of it)."""
     own: frozenset[str] = frozenset()
     """The events this machine has a transition for, in some state."""
-    foreign_checked: set[tuple[str, str]] = field(default_factory=set)
-    """(state, event) pairs with no edge, already checked to be refused."""
+    plans: dict[
+        str, tuple[tuple[tuple[CompiledTransition, ...], tuple[tuple[int, ...], ...]], ...]
+    ] = field(default_factory=dict)
+    """State → the events sent from it after its first configuration: for each event with
+    an edge (or a spec row) from it, its candidates and its moves. A state is in it once
+    its first configuration sent every event, those with no edge from it too."""
     spec: dict[tuple[str, str], tuple[tuple[str, str | None, Guard | None], ...]] = field(
         default_factory=dict
     )
@@ -90,6 +94,8 @@ class Side:
     """The events the spec table knows."""
     effects: dict[tuple[str, str], tuple[Postcondition, ...]] = field(default_factory=dict)
     """(source, event) → the spec table's postconditions for it."""
+    effect_fields: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    """(source, event) → the fields its postconditions name (set, or read before)."""
 
 
 class Traced:

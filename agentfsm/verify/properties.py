@@ -45,9 +45,15 @@ def _backwards(explorer: Explorer, goal: Iterable[int], loop_only: bool) -> set[
     Through loop edges only when ``loop_only``.
     """
     into: list[list[int]] = [[] for _ in explorer.nodes]
-    for source, edges in enumerate(explorer.out):
-        for target, move in edges:
-            if not loop_only or explorer.moves[move].machine is MachineName.LOOP:
+    if loop_only:
+        of_loop = [move.machine is MachineName.LOOP for move in explorer.moves]
+        for source, edges in enumerate(explorer.out):
+            for target, move in edges:
+                if of_loop[move]:
+                    into[target].append(source)
+    else:
+        for source, edges in enumerate(explorer.out):
+            for target, _ in edges:
                 into[target].append(source)
     found = set(goal)
     queue = deque(found)
@@ -158,16 +164,17 @@ def _cycles(explorer: Explorer) -> set[int]:
     Those not removed by peeling off, again and again, the nodes that have no loop edge
     into them (Kahn's algorithm).
     """
+    edges = [_loop_edges(explorer, nid) for nid in range(len(explorer.nodes))]
     into = [0] * len(explorer.nodes)
-    for nid in range(len(explorer.nodes)):
-        for target, _ in _loop_edges(explorer, nid):
+    for out in edges:
+        for target, _ in out:
             into[target] += 1
     queue = deque(nid for nid, count in enumerate(into) if count == 0)
     left = set(range(len(explorer.nodes)))
     while queue:
         nid = queue.popleft()
         left.discard(nid)
-        for target, _ in _loop_edges(explorer, nid):
+        for target, _ in edges[nid]:
             into[target] -= 1
             if into[target] == 0:
                 queue.append(target)

@@ -96,6 +96,10 @@ class VerificationReport:
     stopped: bool = False
     """True when ``fail_fast`` stopped the exploration at a failure: the properties it had
     not refuted by then (``finite`` too) are ``unknown``."""
+    replayed: int = 0
+    """Steps not sent again: the same move from a configuration holding the same values in
+    every field an earlier step of it depended on (`agentfsm.verify.memo`), whose outcome
+    was replayed. Every step explored is sent or replayed."""
 
     @property
     def declared(self) -> frozenset[Edge]:
@@ -137,7 +141,7 @@ class VerificationReport:
             lines.append(f"{result.name:<{width}}  {result.status:<7}  {result.description}")
         lines.append(
             f"{self.configurations} configurations, {self.transitions} transitions, "
-            f"{self.sends} events sent, in {self.seconds:.2f} s"
+            f"{self.sends} events sent, {self.replayed} steps replayed, in {self.seconds:.2f} s"
         )
         if self.stopped:
             lines.append("stopped at the first failure (fail_fast): unknown is not explored")

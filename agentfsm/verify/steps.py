@@ -101,6 +101,7 @@ def nonconformance(
     spec: tuple[str, str | None] | None,
     *,
     governed: bool,
+    known: bool = True,
 ) -> str | None:
     """Why a step breaks two-way conformance, or None when it conforms.
 
@@ -110,10 +111,18 @@ def nonconformance(
         took: The target the machine took, or None when it refused the event.
         spec: The spec's first row for it whose guard holds: (target, guard name), or None.
         governed: Whether the spec has rows of ``event`` from ``source`` at all.
+        known: Whether the spec has rows of ``event`` anywhere (an event it does not know
+            may still not go from one of its states to another: the contract is closed).
     """
     if not governed:
         if took is None:
             return None
+        if not known:
+            return (
+                f"{event!r} took {source!r} → {took!r}, but the spec table has no event "
+                f"{event!r}: between its states only its own rows may be taken (the contract "
+                "is closed)"
+            )
         return f"{event!r} took {source!r} → {took!r}, but the spec table has no row of it there"
     wanted = spec[0] if spec is not None else None
     if took == wanted:

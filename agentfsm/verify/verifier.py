@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from statemachine import StateChart
 
@@ -64,8 +65,10 @@ def verify(
             to cover a subclass's own events, guards and data fields.
         data: Builds a run's data from its run id: `RunData` or a subclass of it.
         spec: The tables the machines must conform to (by default those of docs/contract.md),
-            both ways, with their effect postconditions; states and events a table does not
-            know (an extension's) are not checked. None skips conformance and effects.
+            both ways, with their effect postconditions. The tables are closed: an edge
+            between two states a table knows must be one of its rows, whatever its event;
+            only edges from or to a state it does not know (an extension's) are not
+            checked. None skips conformance and effects.
         spec_guards: The functions of the guards the spec tables name.
         strict: Whether the warning properties (`WARNINGS`: ``varied``,
             ``agent-coverage``) fail the verification instead of warning.
@@ -151,6 +154,7 @@ def verify(
         machines=(explorer.run.compiled, explorer.loop.compiled),
         covered=_covered(explorer),
         stopped=explorer.stopped,
+        replayed=explorer.memo.hits,
     )
 
 
@@ -165,15 +169,18 @@ def _declared(explorer: Explorer) -> frozenset[tuple[str, str, str, str]]:
 
 
 def _covered(explorer: Explorer) -> frozenset[tuple[str, str, str, str]]:
-    nodes, moves = explorer.nodes, explorer.moves
-    taken = set()
+    # A step of the loop leaves and reaches a configuration whose loop has started.
+    states: dict[MachineName, list[str]] = {
+        MachineName.RUN: [node.data.state for node in explorer.nodes],
+        MachineName.LOOP: cast("list[str]", [node.data.loop_state for node in explorer.nodes]),
+    }
+    # Each move once: its machine's states of every node, and its name in the result.
+    moves = [(states[m.machine], m.machine.value, m.event) for m in explorer.moves]
+    taken: set[tuple[str, str, str, str]] = set()
     for source, edges in enumerate(explorer.out):
         for target, move_id in edges:
-            move = moves[move_id]
-            field = "state" if move.machine is MachineName.RUN else "loop_state"
-            before = getattr(nodes[source].data, field)
-            after = getattr(nodes[target].data, field)
-            taken.add((move.machine.value, move.event, before, after))
+            of, machine, event = moves[move_id]
+            taken.add((machine, event, of[source], of[target]))
     return frozenset(taken)
 
 
