@@ -1,0 +1,254 @@
+"""The grouped drawing (the default): each machine as a statechart, in Graphviz DOT.
+
+A group (`agentfsm.diagrams.statechart`) is a cluster, ``cluster_<machine>_<group>``; an edge
+from a group leaves the cluster's border (``ltail``); a history is a small ``H`` circle inside
+its group, which the returning edge enters. Internal transitions are written under their
+state's name. In the combined view the run's ``busy`` is itself a cluster,
+``cluster_busy``, holding TurnLoop: the run's edges into and out of ``busy`` end at its
+border (``lhead``/``ltail``), and entering it starts TurnLoop at its initial dot.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+
+import graphviz
+
+from agentfsm.diagrams.statechart import Chart, ChartEdge, edge_line, statechart
+from agentfsm.diagrams.style import (
+    CURRENT,
+    EDGE,
+    FONT,
+    TAKEN,
+    Drawing,
+    StateSource,
+    dot_label,
+    dot_text,
+    new_graph,
+    node_id,
+    source_text,
+)
+from agentfsm.states.events import Event
+from agentfsm.states.names import MachineName, RunState
+from agentfsm.states.tables import LOOP_TABLE, RUN_TABLE, TransitionRow
+
+BUSY_CLUSTER = "cluster_busy"
+"""The cluster that is the run's ``busy`` in the combined view, TurnLoop inside it."""
+
+_GROUP = {
+    "style": "rounded",
+    "color": "#94a3b8",
+    "fontcolor": "#475569",
+    "fontname": FONT,
+    "fontsize": "13",
+    "labeljust": "l",
+    "class": "group",
+}
+_HISTORY = {
+    "label": "H",
+    "shape": "circle",
+    "width": "0.32",
+    "fixedsize": "true",
+    "fontname": FONT,
+    "fontsize": "12",
+    "class": "history",
+}
+RETURNS = frozenset({"busy", "thinking", "acting"})
+"""The states that edges return to (the hubs of each machine), drawn backwards (``dir=back``)
+so that the layout reads left to right from each hub."""
+
+_LAYOUT = {"ranksep": "0.3", "nodesep": "0.4"}
+"""Tighter than the flat drawing's: with a third of the edges, labels have room enough."""
+_FINAL = {"shape": "box", "peripheries": "2", "style": "rounded,filled"}
+"""A final state: a box with a double border (narrower than the flat drawing's circles)."""
+_EDGE_SIZE = "11"
+_ANCHOR = {"label": "", "shape": "point", "style": "invis", "width": "0.01"}
+_INTERNAL_SIZE = "12"
+"""The font size of the internal transitions written in a state."""
+
+
+def cluster_name(machine: str, group: str) -> str:
+    """The DOT name of a group's cluster: ``cluster_<machine>_<group>``."""
+    return f"cluster_{machine}_{group}"
+
+
+def group_anchor(machine: str, group: str) -> str:
+    """The DOT id of the hidden point inside a group that its edges leave from."""
+    return f"{machine}.G.{group}"
+
+
+def history_id(machine: str, group: str) -> str:
+    """The DOT id of a group's ``H`` node: ``<machine>.H.<group>``."""
+    return f"{machine}.H.{group}"
+
+
+def internal_label(name: str, rows: Iterable[TransitionRow]) -> str:
+    """An HTML label: ``name``, a rule, then one line per internal transition."""
+    lines = "<BR/>".join(html.escape(edge_line(row)) for row in rows)
+    return (
+        '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+        f"<TR><TD>{html.escape(name)}</TD></TR><HR/>"
+        f'<TR><TD><FONT POINT-SIZE="{_INTERNAL_SIZE}">{lines}</FONT></TD></TR></TABLE>>'
+    )
+
+
+def _wrapped(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """An edge's label lines; a lone transition's guard on a line of its own (narrower)."""
+    if len(lines) == 1 and " [" in lines[0]:
+        event, _, guard = lines[0].partition(" [")
+        return (event, f"[{guard}")
+    return lines
+
+
+class _GroupedDrawing(Drawing):
+    """Adds statecharts to a graph, with highlights and path counts on their edges."""
+
+    def __init__(
+        self, current: StateSource | None, events: Iterable[Event], *, combined: bool
+    ) -> None:
+        super().__init__(current, events)
+        self.combined = combined
+
+    def is_busy_cluster(self, machine: str, state: str) -> bool:
+        return self.combined and machine == MachineName.RUN.value and state == RunState.BUSY
+
+    def anchor(self, machine: str, state: str) -> str:
+        """The node an edge of ``state`` is attached to (busy's: a hidden point in it)."""
+        if self.is_busy_cluster(machine, state):
+            return group_anchor(machine, state)
+        return node_id(machine, state)
+
+    def chart(self, graph: graphviz.Digraph, chart: Chart) -> None:
+        machine = chart.table.name.value
+        start = node_id(machine, "__start")
+        graph.node(start, label="", shape="point", width="0.15")
+        self.groups(graph, chart, None)
+        graph.edge(start, node_id(machine, chart.table.initial), color="black")
+
+    def groups(self, graph: graphviz.Digraph, chart: Chart, parent: str | None) -> None:
+        machine = chart.table.name.value
+        for state in chart.table.states:
+            if chart.home(state) == parent:
+                self.state(graph, chart, state)
+        for group in chart.children(parent):
+            with graph.subgraph(name=cluster_name(machine, group.name)) as box:
+                box.attr(label=dot_text(group.name), **_GROUP)
+                if group.history:
+                    box.node(history_id(machine, group.name), **_HISTORY)
+                if any(edge.from_group and edge.source == group.name for edge in chart.edges):
+                    box.node(group_anchor(machine, group.name), **_ANCHOR)
+                self.groups(box, chart, group.name)
+
+    def state(self, graph: graphviz.Digraph, chart: Chart, state: str) -> None:
+        table, machine = chart.table, chart.table.name.value
+        internal = dict(chart.internal).get(state, ())
+        if self.is_busy_cluster(machine, state):
+            with graph.subgraph(name=BUSY_CLUSTER) as busy:
+                label = internal_label(state, internal) if internal else dot_text(state)
+                busy.attr(label=label, fontname=FONT, style="rounded,filled", color="gray40")
+                busy.attr(fillcolor="#f8fafc", labeljust="l", **{"class": "state"})
+                if self.is_current(table, state):
+                    busy.attr(color=CURRENT["color"], penwidth="2", **{"class": "state current"})
+                anchor = group_anchor(machine, state)
+                busy.node(anchor, **_ANCHOR)
+                self.chart(busy, statechart(LOOP_TABLE))
+                for final in sorted(LOOP_TABLE.final):
+                    # hidden: ranks busy's point after the loop, so the run's edges of busy
+                    # leave its right-hand border, as they leave a state
+                    busy.edge(node_id(MachineName.LOOP.value, final), anchor, style="invis")
+            return
+        attrs = self.node_attrs(table, state)
+        if state in table.final:
+            attrs.update(_FINAL)
+        if internal:
+            attrs["label"] = internal_label(state, internal)
+        graph.node(node_id(machine, state), **attrs)
+
+    def edges(self, graph: graphviz.Digraph, chart: Chart) -> None:
+        for edge in chart.edges:
+            self.edge(graph, chart, edge)
+
+    def tail(self, chart: Chart, edge: ChartEdge) -> tuple[str, str | None]:
+        """The node an edge leaves, and the cluster whose border it leaves (if any)."""
+        machine = chart.table.name.value
+        if edge.from_group:
+            return group_anchor(machine, edge.source), cluster_name(machine, edge.source)
+        busy = self.is_busy_cluster(machine, edge.source)
+        return self.anchor(machine, edge.source), BUSY_CLUSTER if busy else None
+
+    def head(self, chart: Chart, edge: ChartEdge) -> tuple[str, str | None]:
+        """The node an edge enters, and the cluster whose border it ends at (if any)."""
+        machine = chart.table.name.value
+        if edge.to_history:
+            return history_id(machine, edge.target), None
+        busy = self.is_busy_cluster(machine, edge.target)
+        return self.anchor(machine, edge.target), BUSY_CLUSTER if busy else None
+
+    def edge(self, graph: graphviz.Digraph, chart: Chart, edge: ChartEdge) -> None:
+        machine = chart.table.name.value
+        kind = "history" if edge.to_history else "group" if edge.from_group else ""
+        attrs = dict(EDGE, fontsize=_EDGE_SIZE, **({"class": kind} if kind else {}))
+        taken = sum(
+            self.counts.pop((machine, row.event, row.source, row.target), 0) for row in edge.rows
+        )
+        lines = _wrapped(edge.lines) + ((f"{taken}x",) if taken else ())
+        attrs["label"] = dot_label(lines[0], *lines[1:])
+        if taken:
+            attrs.update(TAKEN, penwidth=str(min(1 + taken, 6)))
+        if edge.to_history:
+            # the guards the H stands for, shown on hover (and read back by the tests)
+            attrs["tooltip"] = dot_text(
+                f"{edge.lines[0]} [{edge.history_guard}<state>]: back to the state it left"
+            )
+        (tail, tail_cluster), (head, head_cluster) = self.tail(chart, edge), self.head(chart, edge)
+        if edge.to_history or edge.target in RETURNS:
+            # A way back (into busy, thinking, acting, or an H) is written from its head to
+            # its tail with the arrow at the tail (dir=back): the layout then keeps it short
+            # instead of ranking the whole machine around it.
+            (tail, tail_cluster), (head, head_cluster) = (head, head_cluster), (tail, tail_cluster)
+            attrs["dir"] = "back"
+        if tail_cluster:
+            attrs["ltail"] = tail_cluster
+        if head_cluster:
+            attrs["lhead"] = head_cluster
+        graph.edge(tail, head, **attrs)
+
+
+def _grouped_graph(name: str, title: str) -> graphviz.Digraph:
+    graph = new_graph(name, title)
+    graph.attr(compound="true", **_LAYOUT)
+    return graph
+
+
+def grouped_single(
+    machine: MachineName, current: StateSource | None, events: Iterable[Event]
+) -> str:
+    """One machine as a statechart: RunLifecycle (``run``) or TurnLoop (``loop``)."""
+    table, title = (
+        (RUN_TABLE, "RunLifecycle (run)")
+        if machine == MachineName.RUN
+        else (LOOP_TABLE, "TurnLoop (loop)")
+    )
+    drawing = _GroupedDrawing(current, events, combined=False)
+    graph = _grouped_graph(title.split(" ")[0], title)
+    chart = statechart(table)
+    drawing.chart(graph, chart)
+    drawing.edges(graph, chart)
+    drawing.strays(graph, (table.name.value,))
+    return source_text(graph)
+
+
+def grouped_combined(current: StateSource | None, events: Iterable[Event]) -> str:
+    """Both machines as statecharts, TurnLoop inside the run's ``busy``."""
+    drawing = _GroupedDrawing(current, events, combined=True)
+    graph = _grouped_graph("agentfsm", "RunLifecycle with TurnLoop inside busy")
+    graph.attr(rankdir="TB")  # top to bottom: narrower, so its labels stay readable
+    run = statechart(RUN_TABLE)
+    drawing.chart(graph, run)
+    # hidden: created above busy, where the run begins
+    graph.edge(node_id("run", RUN_TABLE.initial), node_id("loop", "__start"), style="invis")
+    drawing.edges(graph, run)
+    drawing.edges(graph, statechart(LOOP_TABLE))
+    drawing.strays(graph, ("run", "loop"))
+    return source_text(graph)
