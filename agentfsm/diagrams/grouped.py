@@ -145,7 +145,8 @@ class _GroupedDrawing(Drawing):
         internal = dict(chart.internal).get(state, ())
         if self.is_busy_cluster(machine, state):
             with graph.subgraph(name=BUSY_CLUSTER) as busy:
-                label = internal_label(state, internal) if internal else dot_text(state)
+                name = f"{state} (now)" if self.is_current(table, state) else state
+                label = internal_label(name, internal) if internal else dot_text(name)
                 busy.attr(label=label, fontname=FONT, style="rounded,filled", color="gray40")
                 busy.attr(fillcolor="#f8fafc", labeljust="l", **{"class": "state"})
                 if self.is_current(table, state):
@@ -161,8 +162,10 @@ class _GroupedDrawing(Drawing):
         attrs = self.node_attrs(table, state)
         if state in table.final:
             attrs.update(_FINAL)
+        now = attrs.pop("xlabel", None)  # inside the node: an xlabel may land on a label
+        attrs["label"] = dot_label(state, "(now)") if now else dot_text(state)
         if internal:
-            attrs["label"] = internal_label(state, internal)
+            attrs["label"] = internal_label(f"{state} (now)" if now else state, internal)
         graph.node(node_id(machine, state), **attrs)
 
     def edges(self, graph: graphviz.Digraph, chart: Chart) -> None:
@@ -243,7 +246,7 @@ def grouped_combined(current: StateSource | None, events: Iterable[Event]) -> st
     """Both machines as statecharts, TurnLoop inside the run's ``busy``."""
     drawing = _GroupedDrawing(current, events, combined=True)
     graph = _grouped_graph("agentfsm", "RunLifecycle with TurnLoop inside busy")
-    graph.attr(rankdir="TB")  # top to bottom: narrower, so its labels stay readable
+    graph.attr(rankdir="TB", ranksep="0.45")  # top to bottom: narrower, labels stay readable
     run = statechart(RUN_TABLE)
     drawing.chart(graph, run)
     # hidden: created above busy, where the run begins
