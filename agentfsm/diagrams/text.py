@@ -160,6 +160,13 @@ def _mermaid_grouped(table: MachineTable, indent: str, ids: _Ids, inner: list[st
     return lines
 
 
+_TABLES: dict[str, tuple[MachineTable, ...]] = {
+    "run": (RUN_TABLE,),
+    "loop": (LOOP_TABLE,),
+    "combined": (RUN_TABLE, LOOP_TABLE),
+}
+
+
 def _grouped(view: View) -> tuple[list[str], list[str]]:
     """A view's grouped Mermaid lines, and the ids of its ``H`` states."""
     run_names = {group.name for group in statechart(RUN_TABLE).groups}
@@ -167,11 +174,12 @@ def _grouped(view: View) -> tuple[list[str], list[str]]:
     def loop_ids(name: str) -> str:
         return f"loop_{name}" if view == "combined" and name in run_names else name
 
-    drawn = {"run": [(RUN_TABLE, str)], "loop": [(LOOP_TABLE, loop_ids)]}
-    chosen = drawn.get(view, drawn["run"] + drawn["loop"])
+    def ids(table: MachineTable) -> _Ids:
+        return str if table is RUN_TABLE else loop_ids
+
     histories = [
-        f"{ids(group.name)}_H"
-        for table, ids in chosen
+        f"{ids(table)(group.name)}_H"
+        for table in _TABLES[view]
         for group in statechart(table).groups
         if group.history
     ]
@@ -179,6 +187,17 @@ def _grouped(view: View) -> tuple[list[str], list[str]]:
         return _mermaid_grouped(LOOP_TABLE, "    ", loop_ids, []), histories
     inner = _mermaid_grouped(LOOP_TABLE, "        ", loop_ids, []) if view == "combined" else []
     return _mermaid_grouped(RUN_TABLE, "    ", str, inner), histories
+
+
+def _mermaid_flat(view: View) -> list[str]:
+    if view == "loop":
+        return _mermaid_machine(LOOP_TABLE, "    ")
+    lines = _mermaid_machine(RUN_TABLE, "    ")
+    if view == "combined":
+        lines.append(f"    state {RunState.BUSY} {{")
+        lines += _mermaid_machine(LOOP_TABLE, "        ")
+        lines.append("    }")
+    return lines
 
 
 def mermaid(
@@ -203,27 +222,10 @@ def mermaid(
     """
     check_view(view)
     where_now(current)
-    if not flat:
-        body, histories = _grouped(view)
-        tables = {"run": (RUN_TABLE,), "loop": (LOOP_TABLE,)}.get(view, (RUN_TABLE, LOOP_TABLE))
-        classes = _mermaid_classes(tables, current)
-        classes.insert(len(_CLASSES), _HISTORY_CLASS)
-        classes += [
-            f"    class {name} history"
-            for name in histories
-            if view != "loop" or name.startswith("loop")
-        ]
-        return "\n".join(["stateDiagram-v2", *body, *classes]) + "\n"
-    lines = ["stateDiagram-v2"]
-    if view == "loop":
-        tables: tuple[MachineTable, ...] = (LOOP_TABLE,)
-        lines += _mermaid_machine(LOOP_TABLE, "    ")
-    else:
-        tables = (RUN_TABLE,) if view == "run" else (RUN_TABLE, LOOP_TABLE)
-        lines += _mermaid_machine(RUN_TABLE, "    ")
-    if view == "combined":
-        lines.append(f"    state {RunState.BUSY} {{")
-        lines += _mermaid_machine(LOOP_TABLE, "        ")
-        lines.append("    }")
-    lines += _mermaid_classes(tables, current)
-    return "\n".join(lines) + "\n"
+    classes = _mermaid_classes(_TABLES[view], current)
+    if flat:
+        return "\n".join(["stateDiagram-v2", *_mermaid_flat(view), *classes]) + "\n"
+    body, histories = _grouped(view)
+    classes.insert(len(_CLASSES), _HISTORY_CLASS)
+    classes += [f"    class {name} history" for name in histories]
+    return "\n".join(["stateDiagram-v2", *body, *classes]) + "\n"

@@ -98,9 +98,10 @@ def _lines(label: str) -> list[tuple[str, str | None]]:
 def _internal(chart: Statechart) -> set[Transition]:
     found = set()
     for owner, html in chart.labels.items():
-        name = re.search(r"<TD>(\w+)</TD></TR><HR/>", html)
+        name = re.search(r"<TD>(\w+)(?: \(now\))?</TD></TR><HR/>", html)
         body = re.search(r"<FONT[^>]*>(.*)</FONT>", html)
-        assert name and body, html
+        assert name, html
+        assert body, html
         machine = "run" if owner in {"cluster_busy"} else owner.split(".")[0]
         for line in body[1].split("<BR/>"):
             event, _, guard = line.partition(" [")

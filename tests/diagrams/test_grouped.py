@@ -156,3 +156,12 @@ def test_the_current_state_is_highlighted_inside_its_groups() -> None:
     ]
     source = diagram("combined", data)
     assert source.count("current") == 2
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_a_run_busy_now_still_expands_to_the_tables(view: View) -> None:
+    data = RunData("r")
+    data.state, data.loop_state = "busy", "acting"
+    source = diagram(view, data)
+    assert "(now)" in source
+    assert transitions(source) == _rows(VIEWS[view])

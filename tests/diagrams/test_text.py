@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from agentfsm.diagrams import markdown, markdown_table, mermaid
 from agentfsm.fsm import RunData
 from agentfsm.states import LOOP_TABLE, RUN_TABLE
+from tests.diagrams.mermaid_read import transitions
 
 
 def test_markdown_table_has_one_line_per_row() -> None:
@@ -64,58 +63,6 @@ def test_mermaid_marks_the_current_states() -> None:
     ]
 
 
-def _mermaid_transitions(text: str, view: str) -> set[tuple[str, str, str, str, str | None, bool]]:
-    """Every transition a grouped Mermaid text shows, each from a composite expanded."""
-    members: dict[str, set[str]] = {}
-    machine_of: dict[str, str] = {}
-    stack: list[str] = []
-    arrows = []
-    for line in text.splitlines()[1:]:
-        line = line.strip()
-        machine = "loop" if view == "loop" or "busy" in stack else "run"
-        if opened := re.fullmatch(r"state (\w+) \{", line):
-            stack.append(opened[1])
-            members[opened[1]] = set()
-            machine_of[opened[1]] = machine
-        elif line == "}":
-            stack.pop()
-        elif " --> " in line:
-            arrows.append((machine, line))
-        elif re.fullmatch(r"\w+", line):
-            for group in stack:
-                if machine_of[group] == machine:
-                    members[group].add(line)
-    for group, states in members.items():  # a run group holding busy holds busy
-        if machine_of[group] == "run" and group != "busy" and _holds(text, group, "busy"):
-            states.add("busy")
-    found = set()
-    for machine, line in arrows:
-        ends, _, label = line.partition(": ")
-        source, target = ends.split(" --> ")
-        if "[*]" in (source, target):
-            continue
-        event, _, guard = label.partition(" [")
-        guard = guard.split("]")[0] or None
-        internal = label.endswith("(internal)")
-        sources = members[source] if source in members and source != "busy" else {source}
-        if target.endswith("_H"):
-            for state in members[target[:-2]]:
-                found |= {(machine, event, s, state, f"paused_in_{state}", False) for s in sources}
-            continue
-        found |= {(machine, event, s, target, guard, internal) for s in sources}
-    return found
-
-
-def _holds(text: str, group: str, state: str) -> bool:
-    start = text.index(f"state {group} {{")
-    depth, index = 0, start
-    for index in range(start, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[index], 0)
-        if depth == 0 and text[index] == "}":
-            break
-    return f"state {state} {{" in text[start:index]
-
-
 @pytest.mark.parametrize("view", ["run", "loop", "combined"])
 def test_grouped_mermaid_expands_to_exactly_the_tables(view: str) -> None:
     tables = {"run": (RUN_TABLE,), "loop": (LOOP_TABLE,)}.get(view, (RUN_TABLE, LOOP_TABLE))
@@ -126,7 +73,7 @@ def test_grouped_mermaid_expands_to_exactly_the_tables(view: str) -> None:
     }
     text = mermaid(view)  # type: ignore[arg-type]
     assert "state at_rest {" in text or view == "loop"
-    assert _mermaid_transitions(text, view) == rows
+    assert transitions(text, view) == rows
 
 
 def test_grouped_markdown_names_the_groups_and_the_history() -> None:
