@@ -146,18 +146,26 @@ def _grouped_members(
     return lines
 
 
-def _mermaid_grouped(table: MachineTable, indent: str, ids: _Ids, inner: list[str]) -> list[str]:
+def _mermaid_grouped(
+    table: MachineTable, indent: str, ids: _Ids, inner: list[str]
+) -> tuple[list[str], list[str]]:
+    """A machine's states (groups as composites, ``inner`` inside ``busy``), and its arrows.
+
+    The arrows are written apart, at the top of the text: Mermaid (11) fails on arrows
+    written inside a composite state that holds composite states of its own.
+    """
     chart = statechart(table)
-    lines = [f"{indent}[*] --> {table.initial}"]
-    lines += _grouped_members(chart, None, indent, ids, inner)
+    states = [f"{indent}[*] --> {table.initial}"]
+    states += _grouped_members(chart, None, indent, ids, inner)
+    states.extend(f"{indent}{state} --> [*]" for state in table.states if state in table.final)
+    arrows = []
     for edge in chart.edges:
         source = ids(edge.source) if edge.from_group else edge.source
         target = f"{ids(edge.target)}_H" if edge.to_history else edge.target
-        lines += [f"{indent}{source} --> {target}: {line}" for line in edge.lines]
+        arrows += [f"    {source} --> {target}: {line}" for line in edge.lines]
     for state, rows in chart.internal:
-        lines += [f"{indent}{state} --> {state}: {edge_label(row)}" for row in rows]
-    lines.extend(f"{indent}{state} --> [*]" for state in table.states if state in table.final)
-    return lines
+        arrows += [f"    {state} --> {state}: {edge_label(row)}" for row in rows]
+    return states, arrows
 
 
 _TABLES: dict[str, tuple[MachineTable, ...]] = {
@@ -184,9 +192,13 @@ def _grouped(view: View) -> tuple[list[str], list[str]]:
         if group.history
     ]
     if view == "loop":
-        return _mermaid_grouped(LOOP_TABLE, "    ", loop_ids, []), histories
-    inner = _mermaid_grouped(LOOP_TABLE, "        ", loop_ids, []) if view == "combined" else []
-    return _mermaid_grouped(RUN_TABLE, "    ", str, inner), histories
+        states, arrows = _mermaid_grouped(LOOP_TABLE, "    ", loop_ids, [])
+        return states + arrows, histories
+    inner, inner_arrows = [], []
+    if view == "combined":
+        inner, inner_arrows = _mermaid_grouped(LOOP_TABLE, "        ", loop_ids, [])
+    states, arrows = _mermaid_grouped(RUN_TABLE, "    ", str, inner)
+    return states + arrows + inner_arrows, histories
 
 
 def _mermaid_flat(view: View) -> list[str]:

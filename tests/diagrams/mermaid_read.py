@@ -17,7 +17,8 @@ Transition = tuple[str, str, str, str, str | None, bool]
 class _Read:
     members: dict[str, set[str]] = field(default_factory=dict)
     machine_of: dict[str, str] = field(default_factory=dict)
-    arrows: list[tuple[str, str]] = field(default_factory=list)
+    arrows: list[str] = field(default_factory=list)
+    state_machine: dict[str, str] = field(default_factory=dict)
 
 
 def _read(text: str, view: str) -> _Read:
@@ -28,15 +29,16 @@ def _read(text: str, view: str) -> _Read:
         if opened := re.fullmatch(r"state (\w+) \{", line):
             stack.append(opened[1])
             read.members[opened[1]] = set()
-            read.machine_of[opened[1]] = machine
+            read.machine_of[opened[1]] = read.state_machine[opened[1]] = machine
             if opened[1] == "busy":
                 for group in stack[:-1]:
                     read.members[group].add("busy")
         elif line == "}":
             stack.pop()
         elif " --> " in line:
-            read.arrows.append((machine, line))
+            read.arrows.append(line)
         elif re.fullmatch(r"\w+", line):
+            read.state_machine[line] = machine
             for group in stack:
                 if read.machine_of[group] == machine:
                     read.members[group].add(line)
@@ -46,11 +48,12 @@ def _read(text: str, view: str) -> _Read:
 def transitions(text: str, view: str) -> set[Transition]:
     """Every transition a grouped Mermaid text shows, each from a composite expanded."""
     read, found = _read(text, view), set()
-    for machine, line in read.arrows:
+    for line in read.arrows:
         ends, _, label = line.partition(": ")
         source, target = ends.split(" --> ")
         if "[*]" in (source, target):
             continue
+        machine = read.state_machine[source]  # where its source was declared
         event, _, guard = label.partition(" [")
         grouped = source in read.members and source != "busy"
         sources = read.members[source] if grouped else {source}
