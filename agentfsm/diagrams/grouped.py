@@ -45,6 +45,9 @@ _GROUP = {
     "labeljust": "l",
     "class": "group",
 }
+_FROM_GROUP = {"color": "#475569", "fontcolor": "#334155", "penwidth": "1.6"}
+"""An edge from a group's border or into an ``H``: darker and thicker, so it reads as the
+box's own and its label as its."""
 _HISTORY = {
     "label": "H",
     "shape": "circle",
@@ -58,8 +61,10 @@ RETURNS = frozenset({"busy", "thinking", "acting"})
 """The states that edges return to (the hubs of each machine), drawn backwards (``dir=back``)
 so that the layout reads left to right from each hub."""
 
-_LAYOUT = {"ranksep": "0.3", "nodesep": "0.4"}
-"""Tighter than the flat drawing's: with a third of the edges, labels have room enough."""
+_LAYOUT = {"rankdir": "TB", "ranksep": "0.45", "nodesep": "0.4"}
+"""Top to bottom, tighter than the flat drawing: narrower, so that shown as wide as a laptop
+screen its labels stay readable (a test measures them), and with a third of the edges the
+labels still have room (another test checks that none touches another)."""
 _FINAL = {"shape": "box", "peripheries": "2", "style": "rounded,filled"}
 """A final state: a box with a double border (narrower than the flat drawing's circles)."""
 _EDGE_SIZE = "11"
@@ -124,7 +129,12 @@ class _GroupedDrawing(Drawing):
         start = node_id(machine, "__start")
         graph.node(start, label="", shape="point", width="0.15")
         self.groups(graph, chart, None)
-        graph.edge(start, node_id(machine, chart.table.initial), color="black")
+        initial = node_id(machine, chart.table.initial)
+        graph.edge(start, initial, color="black")
+        if machine == MachineName.RUN.value:
+            # hidden: created above busy (the top of busy's box), where a run begins
+            busy = node_id("loop", "__start") if self.combined else node_id(machine, "busy")
+            graph.edge(initial, busy, style="invis")
 
     def groups(self, graph: graphviz.Digraph, chart: Chart, parent: str | None) -> None:
         machine = chart.table.name.value
@@ -136,9 +146,20 @@ class _GroupedDrawing(Drawing):
                 box.attr(label=dot_text(group.name), **_GROUP)
                 if group.history:
                     box.node(history_id(machine, group.name), **_HISTORY)
-                if any(edge.from_group and edge.source == group.name for edge in chart.edges):
+                leaving = [e for e in chart.edges if e.from_group and e.source == group.name]
+                if leaving:
                     box.node(group_anchor(machine, group.name), **_ANCHOR)
                 self.groups(box, chart, group.name)
+                if leaving and not any(edge.target in RETURNS for edge in leaving):
+                    # hidden: the group's point below its states, so that its edges leave
+                    # from the bottom of the box, their labels beside them
+                    for state in group.states:
+                        box.edge(
+                            self.anchor(machine, state),
+                            group_anchor(machine, group.name),
+                            style="invis",
+                            weight="0",
+                        )
 
     def state(self, graph: graphviz.Digraph, chart: Chart, state: str) -> None:
         table, machine = chart.table, chart.table.name.value
@@ -192,6 +213,8 @@ class _GroupedDrawing(Drawing):
         machine = chart.table.name.value
         kind = "history" if edge.to_history else "group" if edge.from_group else ""
         attrs = dict(EDGE, fontsize=_EDGE_SIZE, **({"class": kind} if kind else {}))
+        if kind:
+            attrs.update(_FROM_GROUP)
         taken = sum(
             self.counts.pop((machine, row.event, row.source, row.target), 0) for row in edge.rows
         )
@@ -219,9 +242,7 @@ class _GroupedDrawing(Drawing):
 
 
 def _grouped_graph(name: str, title: str) -> graphviz.Digraph:
-    graph = new_graph(name, title)
-    graph.attr(compound="true", **_LAYOUT)
-    return graph
+    return new_graph(name, title, compound="true", **_LAYOUT)
 
 
 def grouped_single(
@@ -246,11 +267,8 @@ def grouped_combined(current: StateSource | None, events: Iterable[Event]) -> st
     """Both machines as statecharts, TurnLoop inside the run's ``busy``."""
     drawing = _GroupedDrawing(current, events, combined=True)
     graph = _grouped_graph("agentfsm", "RunLifecycle with TurnLoop inside busy")
-    graph.attr(rankdir="TB", ranksep="0.45")  # top to bottom: narrower, labels stay readable
     run = statechart(RUN_TABLE)
     drawing.chart(graph, run)
-    # hidden: created above busy, where the run begins
-    graph.edge(node_id("run", RUN_TABLE.initial), node_id("loop", "__start"), style="invis")
     drawing.edges(graph, run)
     drawing.edges(graph, statechart(LOOP_TABLE))
     drawing.strays(graph, ("run", "loop"))

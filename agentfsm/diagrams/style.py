@@ -207,10 +207,17 @@ class Drawing:
                 )
 
 
-def new_graph(name: str, title: str) -> graphviz.Digraph:
-    """A left-to-right graph titled ``title``, in the diagrams' font and spacing."""
+def new_graph(name: str, title: str, **layout: str) -> graphviz.Digraph:
+    """A graph titled ``title`` in the diagrams' font: left to right, spaced by `LAYOUT`.
+
+    Args:
+        name: The graph's DOT name.
+        title: Its title, drawn above it.
+        layout: Graph attributes replacing the defaults (``rankdir``, ``ranksep``…).
+    """
     graph = graphviz.Digraph(name)
-    graph.attr(label=dot_text(title), labelloc="t", fontname=FONT, rankdir="LR", **LAYOUT)
+    attrs = {"rankdir": "LR", **LAYOUT, **layout}
+    graph.attr(label=dot_text(title), labelloc="t", fontname=FONT, **attrs)
     return graph
 
 
