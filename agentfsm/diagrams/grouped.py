@@ -1,6 +1,6 @@
 """The grouped drawing (the default): each machine as a statechart, in Graphviz DOT.
 
-A group (`agentfsm.diagrams.statechart`) is a cluster, ``cluster_<machine>_<group>``; an edge
+A group (`agentfsm.diagrams.grouping`) is a cluster, ``cluster_<machine>_<group>``; an edge
 from a group leaves the cluster's border (``ltail``); a history is a small ``H`` circle inside
 its group, which the returning edge enters. Internal transitions are written under their
 state's name. In the combined view the run's ``busy`` is itself a cluster,
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import graphviz
 
-from agentfsm.diagrams.statechart import Chart, ChartEdge, edge_line, statechart
+from agentfsm.diagrams.grouping import Chart, ChartEdge, edge_line, statechart
 from agentfsm.diagrams.style import (
     CURRENT,
     EDGE,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agentfsm.diagrams.statechart import Chart, statechart
+from agentfsm.diagrams.grouping import Chart, statechart
 from agentfsm.diagrams.style import (
     StateSource,
     View,

@@ -1,6 +1,6 @@
 """The names of the state groups the diagrams draw, declared beside the transition tables.
 
-The groups themselves are not declared: `agentfsm.diagrams.statechart` finds them in
+The groups themselves are not declared: `agentfsm.diagrams.grouping` finds them in
 `RUN_TABLE` and `LOOP_TABLE` (the states that an event, under the same guard, takes to the
 same target). Only their names are given here, each with the exact set of states it names,
 so a reader of a diagram sees ``waiting`` rather than a made-up name. A group the tables

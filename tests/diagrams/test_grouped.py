@@ -6,10 +6,12 @@ reader sees is checked, not the model that drew it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from agentfsm.diagrams import View, diagram
-from agentfsm.diagrams.statechart import expand, statechart
+from agentfsm.diagrams import View, diagram, save_diagram
+from agentfsm.diagrams.grouping import expand, statechart
 from agentfsm.fsm import RunData
 from agentfsm.states import LOOP_TABLE, RUN_TABLE, Event, MachineTable
 from agentfsm.states.groups import GROUP_NAMES
@@ -165,3 +167,11 @@ def test_a_run_busy_now_still_expands_to_the_tables(view: View) -> None:
     source = diagram(view, data)
     assert "(now)" in source
     assert transitions(source) == _rows(VIEWS[view])
+
+
+def test_flat_must_be_a_bool(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="flat"):
+        diagram("run", flat="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="flat"):
+        save_diagram(tmp_path / "x.dot", flat=1)  # type: ignore[arg-type]
+    assert not (tmp_path / "x.dot").exists()

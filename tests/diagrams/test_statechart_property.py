@@ -14,7 +14,7 @@ import itertools
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentfsm.diagrams.statechart import expand, statechart
+from agentfsm.diagrams.grouping import expand, statechart
 from agentfsm.states.names import MachineName
 from agentfsm.states.tables import MachineTable, TransitionRow
 

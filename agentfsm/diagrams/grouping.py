@@ -24,7 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agentfsm.states.groups import GROUP_NAMES
-from agentfsm.states.tables import MachineTable, TransitionRow
+from agentfsm.states.names import MachineName
+from agentfsm.states.tables import TABLES, MachineTable, TransitionRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +250,10 @@ def _build(table: MachineTable, chosen: tuple[frozenset[str], ...]) -> Chart:
     )
 
 
+_CHARTS: dict[MachineName, tuple[MachineTable, Chart]] = {}
+"""The charts of `RUN_TABLE` and `LOOP_TABLE`, found once (a search over group families)."""
+
+
 def statechart(table: MachineTable) -> Chart:
     """``table`` as a statechart: the nested-or-disjoint groups that draw the fewest edges.
 
@@ -256,6 +261,9 @@ def statechart(table: MachineTable) -> Chart:
     targets of a history) whose sets are nested or disjoint is tried; the one with the
     fewest edges wins, then the one with fewer groups, then the first found.
     """
+    cached = _CHARTS.get(table.name)
+    if cached is not None and cached[0] is table:
+        return cached[1]
     candidates = _candidates(table)
     best = _build(table, ())
     for size in range(1, len(candidates) + 1):
@@ -264,6 +272,8 @@ def statechart(table: MachineTable) -> Chart:
                 chart = _build(table, chosen)
                 if len(chart.edges) < len(best.edges):
                     best = chart
+    if table is TABLES.get(table.name):
+        _CHARTS[table.name] = (table, best)
     return best
 
 
