@@ -194,7 +194,8 @@ def _grouped(view: View) -> tuple[list[str], list[str]]:
     if view == "loop":
         states, arrows = _mermaid_grouped(LOOP_TABLE, "    ", loop_ids, [])
         return states + arrows, histories
-    inner, inner_arrows = [], []
+    inner: list[str] = []
+    inner_arrows: list[str] = []
     if view == "combined":
         inner, inner_arrows = _mermaid_grouped(LOOP_TABLE, "        ", loop_ids, [])
     states, arrows = _mermaid_grouped(RUN_TABLE, "    ", str, inner)
