@@ -58,8 +58,9 @@ _HISTORY = {
     "class": "history",
 }
 RETURNS = frozenset({"busy", "thinking", "acting"})
-"""The states that edges return to (the hubs of each machine), drawn backwards (``dir=back``)
-so that the layout reads left to right from each hub."""
+"""The states that edges return to (the hubs of each machine): an edge into one is written
+backwards (``dir=back``), so that the layout ranks each hub above what it leads to and the
+drawing reads from top to bottom."""
 
 _LAYOUT = {"rankdir": "TB", "ranksep": "0.45", "nodesep": "0.4"}
 """Top to bottom, tighter than the flat drawing: narrower, so that shown as wide as a laptop
@@ -68,7 +69,9 @@ labels still have room (another test checks that none touches another)."""
 _FINAL = {"shape": "box", "peripheries": "2", "style": "rounded,filled"}
 """A final state: a box with a double border (narrower than the flat drawing's circles)."""
 _EDGE_SIZE = "11"
+"""The font size of edge labels (points; the flat drawing's are 10)."""
 _ANCHOR = {"label": "", "shape": "point", "style": "invis", "width": "0.01"}
+"""The hidden point inside a group (and inside ``busy``) that its edges are attached to."""
 _INTERNAL_SIZE = "12"
 """The font size of the internal transitions written in a state."""
 
@@ -116,6 +119,7 @@ class _GroupedDrawing(Drawing):
         self.combined = combined
 
     def is_busy_cluster(self, machine: str, state: str) -> bool:
+        """True for the run's ``busy`` in the combined view, drawn as a cluster."""
         return self.combined and machine == MachineName.RUN.value and state == RunState.BUSY
 
     def anchor(self, machine: str, state: str) -> str:
@@ -125,6 +129,7 @@ class _GroupedDrawing(Drawing):
         return node_id(machine, state)
 
     def chart(self, graph: graphviz.Digraph, chart: Chart) -> None:
+        """A machine's start dot, states and groups (its edges come later, `edges`)."""
         machine = chart.table.name.value
         start = node_id(machine, "__start")
         graph.node(start, label="", shape="point", width="0.15")
@@ -137,6 +142,7 @@ class _GroupedDrawing(Drawing):
             graph.edge(initial, busy, style="invis")
 
     def groups(self, graph: graphviz.Digraph, chart: Chart, parent: str | None) -> None:
+        """The states directly inside ``parent``, then its groups as clusters, nested."""
         machine = chart.table.name.value
         for state in chart.table.states:
             if chart.home(state) == parent:
@@ -162,6 +168,7 @@ class _GroupedDrawing(Drawing):
                         )
 
     def state(self, graph: graphviz.Digraph, chart: Chart, state: str) -> None:
+        """One state: a node (internal transitions under its name), or busy's cluster."""
         table, machine = chart.table, chart.table.name.value
         internal = dict(chart.internal).get(state, ())
         if self.is_busy_cluster(machine, state):
@@ -190,6 +197,7 @@ class _GroupedDrawing(Drawing):
         graph.node(node_id(machine, state), **attrs)
 
     def edges(self, graph: graphviz.Digraph, chart: Chart) -> None:
+        """Every drawn edge of ``chart``."""
         for edge in chart.edges:
             self.edge(graph, chart, edge)
 
@@ -210,6 +218,7 @@ class _GroupedDrawing(Drawing):
         return self.anchor(machine, edge.target), BUSY_CLUSTER if busy else None
 
     def edge(self, graph: graphviz.Digraph, chart: Chart, edge: ChartEdge) -> None:
+        """One edge: its lines and count, taken in blue, from a border or into an H."""
         machine = chart.table.name.value
         kind = "history" if edge.to_history else "group" if edge.from_group else ""
         attrs = dict(EDGE, fontsize=_EDGE_SIZE, **({"class": kind} if kind else {}))
