@@ -100,7 +100,8 @@ def lifecycle_reference() -> str:
             "an arrow leaving its border stands for one arrow from each state inside; "
             "`resume` returns to the `H` (history) of `active`, the state the run was "
             "paused in; the lines under `busy` are its internal transitions; an arrow "
-            "with two lines is two transitions. Initial states are bold and blue, waits "
+            "labelled with two events is two transitions (a line in brackets is the guard "
+            "of the line above it). Initial states are bold and blue, waits "
             "dashed and yellow, final states have a double border. The tables below list "
             "every transition one by one. DOT: [combined.dot](images/combined.dot).",
             "",
