@@ -152,7 +152,7 @@ def _laminar(sets: tuple[frozenset[str], ...]) -> bool:
 class _Part:
     source: str
     target: str
-    row: tuple[TransitionRow, ...]
+    rows: tuple[TransitionRow, ...]
     from_group: bool = False
     to_history: bool = False
 
@@ -202,7 +202,7 @@ def _parts(table: MachineTable, chosen: tuple[frozenset[str], ...], name: _Namer
             else:
                 parts.append(_Part(str(piece), target, (by_source[str(piece)],)))
     order = {row: index for index, row in enumerate(table.rows)}
-    return sorted(parts, key=lambda part: order[part.row[0]])
+    return sorted(parts, key=lambda part: order[part.rows[0]])
 
 
 def _edges(parts: list[_Part]) -> tuple[ChartEdge, ...]:
@@ -214,9 +214,9 @@ def _edges(parts: list[_Part]) -> tuple[ChartEdge, ...]:
     edges = []
     for (source, target, from_group, to_history), same in merged.items():
         lines = tuple(
-            str(part.row[0].event) if to_history else edge_line(part.row[0]) for part in same
+            str(part.rows[0].event) if to_history else edge_line(part.rows[0]) for part in same
         )
-        rows = tuple(row for part in same for row in part.row)
+        rows = tuple(row for part in same for row in part.rows)
         prefix = (history_prefix(rows) or "") if to_history else ""
         edges.append(ChartEdge(source, target, rows, lines, from_group, to_history, prefix))
     return tuple(edges)
@@ -250,6 +250,19 @@ def _build(table: MachineTable, chosen: tuple[frozenset[str], ...]) -> Chart:
     )
 
 
+EXHAUSTIVE = 12
+"""Up to this many candidate groups every family is tried (4,096 at most; agentfsm's tables
+have 5 and 2); past it, `_greedy` picks them, largest first."""
+
+
+def _greedy(candidates: tuple[frozenset[str], ...]) -> tuple[frozenset[str], ...]:
+    chosen: list[frozenset[str]] = []
+    for members in sorted(candidates, key=len, reverse=True):
+        if _laminar((*chosen, members)):
+            chosen.append(members)
+    return tuple(chosen)
+
+
 _CHARTS: dict[MachineName, tuple[MachineTable, Chart]] = {}
 """The charts of `RUN_TABLE` and `LOOP_TABLE`, found once (a search over group families)."""
 
@@ -259,13 +272,16 @@ def statechart(table: MachineTable) -> Chart:
 
     Every family of candidate groups (the sources an event, guard and target share; the
     targets of a history) whose sets are nested or disjoint is tried; the one with the
-    fewest edges wins, then the one with fewer groups, then the first found.
+    fewest edges wins, then the one with fewer groups, then the first found. (Past
+    `EXHAUSTIVE` candidates, the largest are taken first that nest or keep apart.)
     """
     cached = _CHARTS.get(table.name)
     if cached is not None and cached[0] is table:
         return cached[1]
     candidates = _candidates(table)
     best = _build(table, ())
+    if len(candidates) > EXHAUSTIVE:
+        return _build(table, _greedy(candidates))
     for size in range(1, len(candidates) + 1):
         for chosen in itertools.combinations(candidates, size):
             if _laminar(chosen):

@@ -14,7 +14,7 @@ import itertools
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentfsm.diagrams.grouping import expand, statechart
+from agentfsm.diagrams.grouping import Chart, _build, _candidates, _greedy, expand, statechart
 from agentfsm.states.names import MachineName
 from agentfsm.states.tables import MachineTable, TransitionRow
 
@@ -64,7 +64,11 @@ _INTO_ITS_OWN_GROUP = MachineTable(
 @example(_INTO_ITS_OWN_GROUP)
 @given(tables())
 def test_any_table_is_drawn_exactly(table: MachineTable) -> None:
-    chart = statechart(table)
+    _check(table, statechart(table))
+    _check(table, _build(table, _greedy(_candidates(table))))  # past EXHAUSTIVE candidates
+
+
+def _check(table: MachineTable, chart: Chart) -> None:
     drawn = [_plain(row) for row in expand(chart)]
     assert sorted(drawn, key=repr) == sorted(map(_plain, table.rows), key=repr)
     members = [set(group.states) for group in chart.groups]
