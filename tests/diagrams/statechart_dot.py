@@ -95,8 +95,8 @@ def _lines(label: str) -> list[tuple[str, str | None]]:
     return parsed
 
 
-def _internal(chart: Statechart) -> set[Transition]:
-    found = set()
+def _internal(chart: Statechart) -> list[Transition]:
+    found = []
     for owner, html in chart.labels.items():
         name = re.search(r"<TD>(\w+)(?: \(now\))?</TD></TR><HR/>", html)
         body = re.search(r"<FONT[^>]*>(.*)</FONT>", html)
@@ -105,12 +105,15 @@ def _internal(chart: Statechart) -> set[Transition]:
         machine = "run" if owner in {"cluster_busy"} else owner.split(".")[0]
         for line in body[1].split("<BR/>"):
             event, _, guard = line.partition(" [")
-            found.add((machine, event, name[1], name[1], guard.removesuffix("]") or None, True))
+            found.append((machine, event, name[1], name[1], guard.removesuffix("]") or None, True))
     return found
 
 
-def transitions(source: str) -> set[Transition]:
-    """Every transition the drawing shows, each edge expanded to the rows it stands for."""
+def transitions(source: str) -> list[Transition]:
+    """Every transition the drawing shows, each edge expanded to the rows it stands for.
+
+    A list: a transition drawn twice (by two edges) is in it twice.
+    """
     chart = read(source)
     found = _internal(chart)
     for tail, head, attrs in chart.edges:
@@ -129,14 +132,14 @@ def transitions(source: str) -> set[Transition]:
             for event, _ in lines:
                 for target in _states(chart, group, machine):
                     for source in sources:
-                        found.add((machine, event, source, target, prefix[1] + target, False))
+                        found.append((machine, event, source, target, prefix[1] + target, False))
             continue
         targets = _states(chart, lhead, machine) if lhead else {head.split(".", 1)[1]}
         assert len(targets) == 1, (head, lhead, targets)
         (target,) = targets
         for event, guard in lines:
             for source in sources:
-                found.add((machine, event, source, target, guard, False))
+                found.append((machine, event, source, target, guard, False))
     return found
 
 
