@@ -76,7 +76,7 @@ def test_the_check_sees_a_drawing_that_lies() -> None:
     }
     wider = source.replace("ltail=cluster_run_waiting", "ltail=cluster_run_at_rest")
     assert set(transitions(wider)) - set(_rows((RUN_TABLE,)))
-    line = next(line for line in source.splitlines() if "-> \"run.paused\"" in line)
+    line = next(line for line in source.splitlines() if '-> "run.paused"' in line)
     twice = source.replace(line, f"{line}\n{line}")
     assert _drawn(twice) != sorted(_rows((RUN_TABLE,)), key=repr)
     assert set(_drawn(twice)) == set(_rows((RUN_TABLE,)))
