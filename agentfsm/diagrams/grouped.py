@@ -156,9 +156,12 @@ class _GroupedDrawing(Drawing):
                 if leaving:
                     box.node(group_anchor(machine, group.name), **_ANCHOR)
                 self.groups(box, chart, group.name)
-                if leaving and not any(edge.target in RETURNS for edge in leaving):
-                    # hidden: the group's point below its states, so that its edges leave
-                    # from the bottom of the box, their labels beside them
+                outward = group.parent is None or all(
+                    e.target not in chart.group(group.parent).states for e in leaving
+                )
+                if leaving and outward and not any(e.target in RETURNS for e in leaving):
+                    # hidden: the group's point below its states, so that its edges out of
+                    # the group around it leave from the bottom of the box, labels beside
                     for state in group.states:
                         box.edge(
                             self.anchor(machine, state),
