@@ -241,16 +241,16 @@ def _inspect(run_id: str, store_path: str | None, last: int, out: TextIO) -> Non
 
 
 def _run_diagram(
-    run_id: str, store_path: str | None, view: View, output: str | None, out: TextIO
+    run_id: str, store_path: str | None, view: View, output: str | None, out: TextIO, flat: bool
 ) -> None:
     with open_store(store_path) as store:
         snapshot = _load(store, run_id, store_path)
         events = store.events(run_id)
     if output is None:
-        out.write(diagram(view, current=snapshot, events=events))
+        out.write(diagram(view, current=snapshot, events=events, flat=flat))
         return
     try:
-        written = save_diagram(output, view, current=snapshot, events=events)
+        written = save_diagram(output, view, current=snapshot, events=events, flat=flat)
     except (DiagramRenderError, OSError) as error:
         raise CommandError(str(error)) from error
     print(f"wrote {written}", file=out)
@@ -333,7 +333,13 @@ def inspect_command(run_id: str, store_path: str | None, last: int, out: TextIO)
 
 
 def run_diagram_command(
-    run_id: str, store_path: str | None, view: View, output: str | None, out: TextIO
+    run_id: str,
+    store_path: str | None,
+    view: View,
+    output: str | None,
+    out: TextIO,
+    *,
+    flat: bool = False,
 ) -> int:
     """``agentfsm diagram --run RUN_ID``: draw a stored run's path; returns the exit code.
 
@@ -341,7 +347,7 @@ def run_diagram_command(
     the format its suffix names.
     """
     try:
-        _run_diagram(run_id, store_path, view, output, out)
+        _run_diagram(run_id, store_path, view, output, out, flat)
     except (CommandError, StoreError) as error:
         return _fail("diagram", error)
     return 0

@@ -194,6 +194,9 @@ def _parser() -> argparse.ArgumentParser:
     diagram.add_argument(
         "-o", "--output", metavar="FILE", help="file to write (required without --run)"
     )
+    diagram.add_argument(
+        "--flat", action="store_true", help="one edge per transition, no groups or H"
+    )
     diagram.add_argument("--run", metavar="RUN_ID", help="draw this stored run's path")
     diagram.add_argument("--store", metavar="STORE", help=_STORE_HELP + " (with --run)")
     _add_store_commands(commands)
@@ -265,9 +268,9 @@ def _serve_a2a(args: argparse.Namespace) -> int:
     )
 
 
-def _diagram(view: str, output: str, out: TextIO) -> int:
+def _diagram(view: str, output: str, out: TextIO, flat: bool) -> int:
     try:
-        written = save_diagram(output, _VIEWS[view])
+        written = save_diagram(output, _VIEWS[view], flat=flat)
     except (DiagramRenderError, OSError) as error:
         print(f"agentfsm diagram: error: {terminal_safe(str(error))}", file=sys.stderr)
         return 1
@@ -279,12 +282,14 @@ def _diagram_command(
     parser: argparse.ArgumentParser, args: argparse.Namespace, out: TextIO
 ) -> int:
     if args.run is not None:
-        return run_diagram_command(args.run, args.store, _VIEWS[args.view], args.output, out)
+        return run_diagram_command(
+            args.run, args.store, _VIEWS[args.view], args.output, out, flat=args.flat
+        )
     if args.store is not None:
         parser.error("diagram: --store needs --run RUN_ID")
     if args.output is None:
         parser.error("diagram: the following arguments are required: -o/--output")
-    return _diagram(args.view, args.output, out)
+    return _diagram(args.view, args.output, out, args.flat)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

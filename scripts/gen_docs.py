@@ -95,9 +95,15 @@ def lifecycle_reference() -> str:
             "",
             "### Both machines",
             "",
-            "TurnLoop runs inside the run's `busy` state. Initial states are bold and blue, "
-            "waits dashed and yellow, final states double circles; dashed self-loops are "
-            "internal transitions. DOT: [combined.dot](images/combined.dot).",
+            "TurnLoop runs inside the run's `busy` state. The drawings are statecharts "
+            "(read [how](diagrams.md#reading-the-drawings)): a grey box is a *group*, and "
+            "an arrow leaving its border stands for one arrow from each state inside; "
+            "`resume` returns to the `H` (history) of `active`, the state the run was "
+            "paused in; the lines under `busy` are its internal transitions; an arrow "
+            "labelled with two events is two transitions (a line in brackets is the guard "
+            "of the line above it). Initial states are bold and blue, waits "
+            "dashed and yellow, final states have a double border. The tables below list "
+            "every transition one by one. DOT: [combined.dot](images/combined.dot).",
             "",
             "![RunLifecycle with TurnLoop inside busy](images/combined.svg)",
             "",

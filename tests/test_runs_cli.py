@@ -269,7 +269,7 @@ def test_diagram_run_writes_the_runs_path_as_dot_to_stdout(
     assert (done.returncode, done.stderr) == (0, "")
     snapshot, events = _stored(store_file, "r-done")
     assert done.stdout == combined_diagram(snapshot, events)
-    assert 'label="tools_finished [below_max_iterations]\\n2x"' in done.stdout
+    assert 'label="tools_finished\\n[below_max_iterations]\\n2x"' in done.stdout
     assert 'class="state current"' in done.stdout  # run.completed
     assert done.stdout != combined_diagram()
 
@@ -290,7 +290,7 @@ def test_diagram_run_writes_the_chosen_view_to_the_file(store_file: Path, tmp_pa
     assert (done.returncode, done.stdout) == (0, "wrote r.dot\n")
     snapshot, events = _stored(store_file, "r-approval")
     assert (tmp_path / "r.dot").read_text() == run_diagram(snapshot, events)
-    assert 'label="need_action [has_calls]\\n1x"' in (tmp_path / "r.dot").read_text()
+    assert 'label="need_action\\n[has_calls]\\n1x"' in (tmp_path / "r.dot").read_text()
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' missing")
@@ -547,4 +547,4 @@ def test_a_run_saved_by_an_agent_is_listed_inspected_and_drawn(tmp_path: Path) -
     assert not [line for line in records if "→" in line or "↺" in line]
     assert drawn.returncode == 0, drawn.stderr
     assert "not in the table" not in drawn.stdout
-    assert 'label="model_replied [may_run_now]\\n1x"' in drawn.stdout
+    assert 'label="model_replied\\n[may_run_now]\\n1x"' in drawn.stdout

@@ -4,7 +4,12 @@ DOT for RunLifecycle (`run_diagram`), TurnLoop (`loop_diagram`) and both, TurnLo
 ``busy`` (`combined_diagram`), optionally with a run's current states highlighted and the
 path of its event log weighted by count; SVG and PNG rendered by Graphviz's ``dot``
 (`render`, `save_diagram`); Mermaid ``stateDiagram-v2`` (`mermaid`) and Markdown tables
-(`markdown_table`, `markdown`), which need no renderer.
+(`markdown_table`, `grouped_table`, `markdown`), which need no renderer.
+
+Each is drawn as a statechart by default (`statechart`: groups of states whose shared edges
+are drawn once from the group's border, a history ``H`` for ``resume``, internal
+transitions written in their state); ``flat=True`` draws one edge per row instead.
+`expand` turns a chart back into the rows it stands for.
 """
 
 from __future__ import annotations
@@ -21,17 +26,23 @@ from agentfsm.diagrams.dot import (
     run_diagram,
     state_kind,
 )
+from agentfsm.diagrams.grouping import Chart, ChartEdge, Group, expand, statechart
 from agentfsm.diagrams.rendering import FORMATS, render, save_diagram
-from agentfsm.diagrams.text import markdown, markdown_table, mermaid
+from agentfsm.diagrams.text import grouped_table, markdown, markdown_table, mermaid
 
 __all__ = [
     "FORMATS",
     "WAITING",
+    "Chart",
+    "ChartEdge",
+    "Group",
     "StateSource",
     "View",
     "combined_diagram",
     "diagram",
     "edge_label",
+    "expand",
+    "grouped_table",
     "loop_diagram",
     "markdown",
     "markdown_table",
@@ -41,4 +52,5 @@ __all__ = [
     "run_diagram",
     "save_diagram",
     "state_kind",
+    "statechart",
 ]

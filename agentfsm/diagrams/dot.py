@@ -1,324 +1,151 @@
 """Graphviz DOT for RunLifecycle, TurnLoop, and both together, drawn from the tables.
 
-Every node and edge comes from `RUN_TABLE` and `LOOP_TABLE`, in their order, so the same
-machine always gives byte-identical DOT. Node ids are ``<machine>.<state>`` (``run.busy``,
-``loop.thinking``); each node's ``class`` attribute names its kind (``initial``, ``state``,
-``waiting``, ``final``) and, when it is where a run is now, ``current`` — Graphviz copies it
-into the SVG, so a page can style it.
+By default each machine is drawn as a statechart (`agentfsm.diagrams.grouped`): states that
+share an edge sit in a group whose border the edge leaves, ``resume`` returns to a history
+``H``, internal transitions are written in their state. With ``flat=True`` every row of
+`RUN_TABLE` and `LOOP_TABLE` is an edge of its own (`agentfsm.diagrams.flat`). Either way
+the same machine always gives byte-identical DOT. Node ids are ``<machine>.<state>``
+(``run.busy``, ``loop.thinking``); each node's ``class`` attribute names its kind
+(``initial``, ``state``, ``waiting``, ``final``) and, when it is where a run is now,
+``current`` — Graphviz copies it into the SVG, so a page can style it.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Iterable
-from typing import Literal, Protocol, get_args
-
-import graphviz
 
 from agentfsm import _checks
-from agentfsm.states.events import Event, event_list
-from agentfsm.states.names import RUN_WAITING, LoopState, MachineName, RunState
-from agentfsm.states.tables import LOOP_TABLE, RUN_TABLE, MachineTable, TransitionRow
+from agentfsm.diagrams.flat import flat_combined, flat_loop, flat_run
+from agentfsm.diagrams.grouped import grouped_combined, grouped_single
+from agentfsm.diagrams.style import (
+    FONT,
+    TRANSITION_MACHINES,
+    WAITING,
+    EdgeKey,
+    StateKind,
+    StateSource,
+    View,
+    check_view,
+    dot_label,
+    dot_text,
+    edge_label,
+    node_id,
+    path_counts,
+    state_kind,
+    where_now,
+)
+from agentfsm.states.events import Event
+from agentfsm.states.names import MachineName
 
-View = Literal["run", "loop", "combined"]
-"""Which diagram: ``run`` (RunLifecycle), ``loop`` (TurnLoop) or ``combined`` (both)."""
-
-_VIEWS: tuple[str, ...] = get_args(View)
-
-
-def check_view(view: object) -> None:
-    """Refuse a view that is not ``run``, ``loop`` or ``combined`` (it was drawn as another).
-
-    Raises:
-        ValueError: Any other value.
-    """
-    _checks.choice("view", view, _VIEWS)
-
-
-StateKind = Literal["initial", "state", "waiting", "final"]
-"""How a state is drawn: the initial state, an ordinary one, a wait, or a final state."""
-
-FONT = "Helvetica"
-"""The font of every diagram."""
-
-WAITING: frozenset[str] = RUN_WAITING | {LoopState.AWAITING_ACTION, LoopState.AWAITING_INPUT}
-"""The states of either machine that wait for the application or the user."""
-
-_KIND_ATTRS: dict[StateKind, dict[str, str]] = {
-    "initial": {"shape": "box", "style": "rounded,filled,bold", "fillcolor": "#dbeafe"},
-    "state": {"shape": "box", "style": "rounded,filled", "fillcolor": "white"},
-    "waiting": {"shape": "box", "style": "rounded,filled,dashed", "fillcolor": "#fef3c7"},
-    "final": {"shape": "doublecircle", "style": "filled", "fillcolor": "#e5e7eb"},
-}
-_CURRENT = {"color": "#dc2626", "fillcolor": "#fecaca", "penwidth": "3"}
-_TAKEN = {"color": "#2563eb", "fontcolor": "#2563eb"}
-_EDGE = {"color": "gray30", "fontname": FONT, "fontsize": "10"}
-
-_LAYOUT = {"nodesep": "0.6", "ranksep": "0.7"}
-"""Room between nodes of a rank and between ranks, in inches. Edge labels are laid out as
-nodes of their own, so at Graphviz's defaults (0.25, 0.5) the labels of the many edges
-between ``busy``, ``paused`` and the waits touch or cover each other and the ``now`` mark;
-with this room none does (a test measures every label's box in the rendered SVG). The loop's
-``delegating`` state (sub-agents) needed a little more room between the nodes of a rank:
-0.4 let the ``now`` mark of ``exhausted`` touch a label of the combined view."""
-
-EdgeKey = tuple[str, str, str, str]
-"""An edge as ``(machine, event, source, target)``."""
+__all__ = [
+    "FONT",
+    "TRANSITION_MACHINES",
+    "WAITING",
+    "EdgeKey",
+    "StateKind",
+    "StateSource",
+    "View",
+    "check_view",
+    "combined_diagram",
+    "diagram",
+    "dot_label",
+    "dot_text",
+    "edge_label",
+    "loop_diagram",
+    "node_id",
+    "path_counts",
+    "run_diagram",
+    "state_kind",
+    "where_now",
+]
 
 
-class StateSource(Protocol):
-    """Anything that knows where a run is now: an `Agent`, or its `RunData`."""
-
-    @property
-    def state(self) -> str:
-        """RunLifecycle's current state."""
-
-    @property
-    def loop_state(self) -> str | None:
-        """TurnLoop's current state, or None before the first turn."""
+def _check_flat(flat: object) -> None:
+    if not isinstance(flat, bool):
+        _checks.refuse_type("flat", flat, "True (one edge per row) or False (grouped)")
 
 
-def state_kind(table: MachineTable, state: str) -> StateKind:
-    """How ``state`` of ``table`` is drawn: initial, final, waiting, or an ordinary state."""
-    if state == table.initial:
-        return "initial"
-    if state in table.final:
-        return "final"
-    return "waiting" if state in WAITING else "state"
-
-
-def edge_label(row: TransitionRow) -> str:
-    """A row's label: its event, its guard in brackets, and ``(internal)`` when it is."""
-    label = row.event + (f" [{row.guard}]" if row.guard else "")
-    return label + (" (internal)" if row.internal else "")
-
-
-TRANSITION_MACHINES = frozenset({MachineName.RUN.value, MachineName.LOOP.value})
-"""The machines whose events are transitions, drawn as edges. A log also holds records of
-other machines (``conversation``: a message added, a tool started…), which are not."""
-
-
-def path_counts(events: Iterable[Event]) -> dict[EdgeKey, int]:
-    """How many times a run's event log took each edge, in the order edges were first taken.
-
-    Args:
-        events: The run's events, in order (from a listener, or a store). Only the
-            transitions of RunLifecycle and TurnLoop count; records of other machines
-            (``conversation``) are skipped.
-
-    Returns:
-        ``(machine, event, source, target)`` → the number of events that took that edge.
-
-    Raises:
-        TypeError: ``events`` is not an iterable of `Event`.
-    """
-    return dict(
-        Counter(
-            (str(e.machine), e.event, e.source, e.target)
-            for e in event_list(events)
-            if str(e.machine) in TRANSITION_MACHINES
-        )
-    )
-
-
-def where_now(current: StateSource | None) -> tuple[str | None, str | None]:
-    """The run state and loop state of ``current`` (both None for None).
-
-    Raises:
-        TypeError: ``current`` has no str ``state`` or its ``loop_state`` is no str or None.
-    """
-    if current is None:
-        return None, None
-    state = getattr(current, "state", None)
-    loop_state = getattr(current, "loop_state", None)
-    if not isinstance(state, str) or not (loop_state is None or isinstance(loop_state, str)):
-        _checks.refuse_type(
-            "current",
-            current,
-            "an Agent, a RunData (anything with a str 'state' and a 'loop_state'), or None",
-        )
-    return state, loop_state
-
-
-_PLAIN = re.compile(r"[A-Za-z0-9_]+")
-
-
-def node_id(machine: str, state: str) -> str:
-    """The DOT id of a state's node: ``machine.state``, or a hex form for any other name.
-
-    A name from data (a stored run, a user's machine) may hold quotes, backslashes, ``:``
-    (DOT's port syntax) or ``<…>``: its id is then ``machine.x`` and the name's UTF-8 in
-    hex, which DOT reads as plain text; its label shows the name, escaped.
-    """
-    if _PLAIN.fullmatch(state):
-        return f"{machine}.{state}"
-    return f"{machine}.x{state.encode().hex()}"
-
-
-def dot_text(value: str) -> str:
-    """``value`` as literal DOT text: backslashes kept, ``<…>`` never read as HTML."""
-    escaped: str = graphviz.escape(value)
-    return escaped
-
-
-def dot_label(value: str, *lines: str) -> str:
-    """A label: ``value`` as literal text, then ``lines`` (our own), one per line."""
-    label: str = graphviz.nohtml("\\n".join([dot_text(value), *map(dot_text, lines)]))
-    return label
-
-
-class _Drawing:
-    """Adds one machine's nodes and edges to a graph, with highlights and path counts."""
-
-    def __init__(self, current: StateSource | None, events: Iterable[Event]) -> None:
-        state, loop_state = where_now(current)
-        self.current: dict[str, str | None] = {
-            MachineName.RUN.value: state,
-            MachineName.LOOP.value: loop_state,
-        }
-        self.counts = path_counts(events)
-
-    def is_current(self, table: MachineTable, state: str) -> bool:
-        return self.current[table.name.value] == state
-
-    def node_attrs(self, table: MachineTable, state: str) -> dict[str, str]:
-        kind = state_kind(table, state)
-        attrs = {"label": dot_text(state), "fontname": FONT, "class": kind, **_KIND_ATTRS[kind]}
-        if self.is_current(table, state):
-            attrs.update(_CURRENT, xlabel="now")
-            attrs["class"] = f"{kind} current"
-        return attrs
-
-    def nodes(self, graph: graphviz.Digraph, table: MachineTable, skip: str = "") -> None:
-        machine = table.name.value
-        start = node_id(machine, "__start")
-        graph.node(start, label="", shape="point", width="0.15")
-        graph.edge(start, node_id(machine, table.initial), color="black")
-        for state in table.states:
-            if state != skip:
-                graph.node(node_id(machine, state), **self.node_attrs(table, state))
-
-    def edges(self, graph: graphviz.Digraph, table: MachineTable) -> None:
-        machine = table.name.value
-        for row in table.rows:
-            taken = self.counts.pop((machine, row.event, row.source, row.target), 0)
-            attrs = dict(_EDGE, label=dot_label(edge_label(row)))
-            if row.internal:
-                attrs.update({"style": "dashed", "class": "internal"})
-            if taken:
-                attrs.update(_TAKEN, penwidth=str(min(1 + taken, 6)))
-                attrs["label"] = dot_label(edge_label(row), f"{taken}x")
-            graph.edge(node_id(machine, row.source), node_id(machine, row.target), **attrs)
-
-    def strays(self, graph: graphviz.Digraph, machines: tuple[str, ...]) -> None:
-        """Edges of the log that no row of the table has: dashed red, so they stand out."""
-        for (machine, event, source, target), taken in self.counts.items():
-            if machine in machines:
-                for state in (source, target):
-                    graph.node(node_id(machine, state), label=dot_text(state))
-                graph.edge(
-                    node_id(machine, source),
-                    node_id(machine, target),
-                    label=dot_label(f"{event} (not in the table)", f"{taken}x"),
-                    style="dashed",
-                    color="red",
-                    fontcolor="red",
-                    fontname=FONT,
-                )
-
-
-def _graph(name: str, title: str) -> graphviz.Digraph:
-    graph = graphviz.Digraph(name)
-    graph.attr(label=dot_text(title), labelloc="t", fontname=FONT, rankdir="LR", **_LAYOUT)
-    return graph
-
-
-def _source(graph: graphviz.Digraph) -> str:
-    text: str = graph.source
-    return text
-
-
-def _single(
-    table: MachineTable, title: str, current: StateSource | None, events: Iterable[Event]
+def run_diagram(
+    current: StateSource | None = None, events: Iterable[Event] = (), *, flat: bool = False
 ) -> str:
-    drawing = _Drawing(current, events)
-    graph = _graph(title.split(" ")[0], title)
-    drawing.nodes(graph, table)
-    drawing.edges(graph, table)
-    drawing.strays(graph, (table.name.value,))
-    return _source(graph)
-
-
-def run_diagram(current: StateSource | None = None, events: Iterable[Event] = ()) -> str:
     """RunLifecycle as DOT: every state and every row of `RUN_TABLE`.
 
     Args:
         current: Where a run is now (an `Agent` or its `RunData`): its run state is
             highlighted in red and marked ``now``.
         events: A run's event log: each edge it took is drawn in blue, its pen width and a
-            ``<n>x`` label saying how often. TurnLoop events are ignored here.
+            ``<n>x`` label saying how often (an edge from a group: how often any of its
+            states took it). TurnLoop events are ignored here.
+        flat: One edge per row instead of the statechart (groups, ``H``).
 
     Returns:
         The DOT source text.
     """
-    return _single(RUN_TABLE, "RunLifecycle (run)", current, events)
+    _check_flat(flat)
+    if flat:
+        return flat_run(current, events)
+    return grouped_single(MachineName.RUN, current, events)
 
 
-def loop_diagram(current: StateSource | None = None, events: Iterable[Event] = ()) -> str:
+def loop_diagram(
+    current: StateSource | None = None, events: Iterable[Event] = (), *, flat: bool = False
+) -> str:
     """TurnLoop as DOT: every state and every row of `LOOP_TABLE`.
 
     Args:
         current: Where a run is now: its loop state (if any) is highlighted.
         events: A run's event log: the TurnLoop edges it took, weighted by count.
+        flat: One edge per row instead of the statechart.
 
     Returns:
         The DOT source text.
     """
-    return _single(LOOP_TABLE, "TurnLoop (loop)", current, events)
+    _check_flat(flat)
+    if flat:
+        return flat_loop(current, events)
+    return grouped_single(MachineName.LOOP, current, events)
 
 
-def combined_diagram(current: StateSource | None = None, events: Iterable[Event] = ()) -> str:
+def combined_diagram(
+    current: StateSource | None = None, events: Iterable[Event] = (), *, flat: bool = False
+) -> str:
     """Both machines as DOT, TurnLoop drawn inside RunLifecycle's ``busy`` (a cluster).
 
-    The run's ``busy`` node sits in the cluster, so the run's edges into and out of
-    ``busy`` end at it, beside the loop that runs while the run is busy.
+    Grouped, ``busy`` is the cluster ``cluster_busy``: the run's edges into and out of it
+    end at its border, and TurnLoop is drawn inside. Flat, a ``busy`` node sits in the
+    cluster beside the loop.
 
     Args:
         current: Where a run is now: its run state and loop state are highlighted, and
             the cluster too while the run is ``busy``.
         events: A run's event log: every edge it took, of either machine, weighted by count.
+        flat: One edge per row instead of the statecharts.
 
     Returns:
         The DOT source text.
     """
-    drawing = _Drawing(current, events)
-    graph = _graph("agentfsm", "RunLifecycle with TurnLoop inside busy")
-    drawing.nodes(graph, RUN_TABLE, skip=RunState.BUSY)
-    with graph.subgraph(name="cluster_busy") as busy:
-        busy.attr(label="busy: TurnLoop", fontname=FONT, style="rounded", color="gray50")
-        if drawing.is_current(RUN_TABLE, RunState.BUSY):
-            busy.attr(color=_CURRENT["color"], penwidth="2")
-        busy.node(node_id("run", RunState.BUSY), **drawing.node_attrs(RUN_TABLE, "busy"))
-        drawing.nodes(busy, LOOP_TABLE)
-        drawing.edges(busy, LOOP_TABLE)
-    drawing.edges(graph, RUN_TABLE)
-    drawing.strays(graph, ("run", "loop"))
-    return _source(graph)
+    _check_flat(flat)
+    if flat:
+        return flat_combined(current, events)
+    return grouped_combined(current, events)
 
 
 def diagram(
-    view: View = "combined", current: StateSource | None = None, events: Iterable[Event] = ()
+    view: View = "combined",
+    current: StateSource | None = None,
+    events: Iterable[Event] = (),
+    *,
+    flat: bool = False,
 ) -> str:
     """The DOT of one view: `run_diagram`, `loop_diagram` or `combined_diagram`.
 
     Raises:
         ValueError: ``view`` is not ``run``, ``loop`` or ``combined``.
-        TypeError: ``current`` or ``events`` is not what the views take.
+        TypeError: ``current``, ``events`` or ``flat`` is not what the views take.
     """
     check_view(view)
     if view == "run":
-        return run_diagram(current, events)
+        return run_diagram(current, events, flat=flat)
     if view == "loop":
-        return loop_diagram(current, events)
-    return combined_diagram(current, events)
+        return loop_diagram(current, events, flat=flat)
+    return combined_diagram(current, events, flat=flat)

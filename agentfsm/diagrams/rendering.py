@@ -65,6 +65,7 @@ def save_diagram(
     *,
     current: StateSource | None = None,
     events: Iterable[Event] = (),
+    flat: bool = False,
 ) -> Path:
     """Write a view of the machines to ``path``, in the format its suffix names.
 
@@ -76,6 +77,7 @@ def save_diagram(
         view: ``run``, ``loop`` or ``combined``.
         current: Where a run is now (an `Agent`), highlighted (not in Markdown).
         events: A run's event log, drawn as a weighted path (DOT, SVG and PNG only).
+        flat: One edge (or table line) per transition instead of the statechart's groups.
 
     Returns:
         The path written.
@@ -83,23 +85,25 @@ def save_diagram(
     Raises:
         DiagramRenderError: The suffix is not one of `FORMATS`, or rendering failed.
         ValueError: ``view`` is not ``run``, ``loop`` or ``combined``.
-        TypeError: ``path`` is not a str or path, or ``current`` or ``events`` is not
-            what the views take.
+        TypeError: ``path`` is not a str or path, or ``current``, ``events`` or ``flat``
+            is not what the views take.
     """
     if not isinstance(path, (str, os.PathLike)):
         _checks.refuse_type("path", path, "a str or path of the file to write")
     check_view(view)
+    if not isinstance(flat, bool):
+        _checks.refuse_type("flat", flat, "True (one edge per row) or False (grouped)")
     target = Path(path)
     suffix = target.suffix.lower()
     if suffix not in FORMATS:
         problem = f"unknown suffix {suffix or '(none)'!r}; use one of {', '.join(FORMATS)}"
         raise DiagramRenderError(str(target), suffix.lstrip("."), problem)
     if suffix == ".mmd":
-        target.write_text(mermaid(view, current), encoding="utf-8")
+        target.write_text(mermaid(view, current, flat=flat), encoding="utf-8")
     elif suffix == ".md":
-        target.write_text(markdown(view), encoding="utf-8")
+        target.write_text(markdown(view, flat=flat), encoding="utf-8")
     else:
-        source = diagram(view, current, events)
+        source = diagram(view, current, events, flat=flat)
         if suffix == ".dot":
             target.write_text(source, encoding="utf-8")
         else:

@@ -58,3 +58,15 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert _cli("sideways", "-o", "x.dot", cwd=tmp_path).returncode == 2
     assert _cli("run", cwd=tmp_path).returncode == 2
     assert list(tmp_path.iterdir()) == []
+
+
+def test_flat_draws_one_edge_per_transition(tmp_path: Path) -> None:
+    for args, expected in [
+        (("run", "--flat", "-o", "flat.dot"), run_diagram(flat=True)),
+        (("combined", "--flat", "-o", "flat.md"), markdown("combined", flat=True)),
+    ]:
+        done = _cli(*args, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (0, "")
+        assert (tmp_path / args[-1]).read_text() == expected
+    assert "cluster_run_at_rest" in run_diagram()
+    assert "cluster_run_at_rest" not in (tmp_path / "flat.dot").read_text()

@@ -1,4 +1,4 @@
-"""DOT from the tables: every state and row, guards, highlights and weighted paths."""
+"""The flat DOT (``flat=True``): every state and row, guards, highlights and weighted paths."""
 
 from __future__ import annotations
 
@@ -37,20 +37,20 @@ def _assert_table_drawn(source: str, table: MachineTable) -> None:
     ],
 )
 def test_every_state_and_every_row_is_drawn(build: object, tables: tuple[MachineTable]) -> None:
-    source = build()  # type: ignore[operator]
+    source = build(flat=True)  # type: ignore[operator]
     for table in tables:
         _assert_table_drawn(source, table)
 
 
 def test_edges_carry_event_and_guard() -> None:
-    dot = parse(run_diagram())
+    dot = parse(run_diagram(flat=True))
     assert dot.edge("run.ready", "run.busy", "submit")["label"] == "submit [submit_allowed]"
     assert dot.edge("run.busy", "run.failed", "cancel")["label"] == "cancel [at_boundary]"
     assert dot.edge("run.created", "run.ready", "start")["label"] == "start"
 
 
 def test_internal_transitions_are_dashed_self_loops_marked_internal() -> None:
-    dot = parse(run_diagram())
+    dot = parse(run_diagram(flat=True))
     internal = [(s, t, a) for s, t, a in dot.edges if a.get("class") == "internal"]
     assert [(s, t) for s, t, _ in internal] == [("run.busy", "run.busy")] * 2
     assert {a["label"] for *_, a in internal} == {
@@ -61,7 +61,7 @@ def test_internal_transitions_are_dashed_self_loops_marked_internal() -> None:
 
 
 def test_initial_final_and_waiting_states_are_styled_distinctly() -> None:
-    dot = parse(combined_diagram())
+    dot = parse(combined_diagram(flat=True))
     kinds = {node: attrs.get("class") for node, attrs in dot.nodes.items()}
     assert kinds["run.created"] == "initial"
     assert kinds["loop.thinking"] == "initial"
@@ -85,7 +85,7 @@ def test_initial_final_and_waiting_states_are_styled_distinctly() -> None:
 
 
 def test_combined_draws_the_loop_inside_a_busy_cluster() -> None:
-    source = combined_diagram()
+    source = combined_diagram(flat=True)
     assert parse(source).clusters == ["cluster_busy"]
     cluster = source[source.index("subgraph cluster_busy") : source.index("\t}")]
     assert '"run.busy"' in cluster
@@ -97,7 +97,7 @@ def test_the_current_states_of_a_live_agent_are_highlighted(
     answered_run: tuple[Agent, list[Event]],
 ) -> None:
     agent, _ = answered_run
-    dot = parse(combined_diagram(agent))
+    dot = parse(combined_diagram(agent, flat=True))
     current = sorted(n for n, a in dot.nodes.items() if "current" in a.get("class", ""))
     assert current == ["loop.answered", "run.completed"]
     assert dot.nodes["run.completed"]["xlabel"] == "now"
@@ -107,20 +107,23 @@ def test_the_current_states_of_a_live_agent_are_highlighted(
 def test_busy_is_highlighted_with_its_cluster() -> None:
     data = RunData("r")
     data.state, data.loop_state = "busy", "acting"
-    source = combined_diagram(data)
+    source = combined_diagram(data, flat=True)
     dot = parse(source)
     assert "current" in dot.nodes["run.busy"]["class"]
     assert "current" in dot.nodes["loop.acting"]["class"]
     assert "current" not in dot.nodes["run.ready"]["class"]
-    assert parse(run_diagram(data)).nodes["run.busy"]["class"] == "state current"
-    assert "current" not in parse(loop_diagram(RunData("r"))).nodes["loop.thinking"]["class"]
+    assert parse(run_diagram(data, flat=True)).nodes["run.busy"]["class"] == "state current"
+    assert (
+        "current"
+        not in parse(loop_diagram(RunData("r"), flat=True)).nodes["loop.thinking"]["class"]
+    )
 
 
 def test_a_real_runs_path_is_weighted_by_count(
     answered_run: tuple[Agent, list[Event]],
 ) -> None:
     _, events = answered_run
-    dot = parse(combined_diagram(events=events))
+    dot = parse(combined_diagram(events=events, flat=True))
     expected = {
         ("run.created", "run.ready", "start"): 1,
         ("run.ready", "run.busy", "submit"): 1,
@@ -141,7 +144,7 @@ def test_a_real_runs_path_is_weighted_by_count(
 
 def test_run_diagram_counts_only_run_events(answered_run: tuple[Agent, list[Event]]) -> None:
     _, events = answered_run
-    dot = parse(run_diagram(events=events))
+    dot = parse(run_diagram(events=events, flat=True))
     assert all(s.startswith("run.") for s, _, a in dot.edges if "\\n" in a.get("label", ""))
     assert dot.edge("run.busy", "run.completed", "complete")["label"].endswith("\\n2x")
 
@@ -150,7 +153,7 @@ def test_an_edge_not_in_the_table_is_drawn_as_a_stray() -> None:
     stray = Event(
         seq=1, run_id="r", machine="run", event="jump", source="created", target="busy", at=0.0
     )
-    dot = parse(run_diagram(events=[stray]))
+    dot = parse(run_diagram(events=[stray], flat=True))
     edge = dot.edge("run.created", "run.busy", "jump")
     assert (edge["color"], edge["label"]) == ("red", "jump (not in the table)\\n1x")
 
@@ -176,7 +179,9 @@ def test_the_same_machine_gives_byte_identical_dot(
 ) -> None:
     agent, events = answered_run
     for view in ("run", "loop", "combined"):
-        first = diagram(view, agent, events).encode()
-        assert first == diagram(view, agent, list(events)).encode()
+        for flat in (False, True):
+            first = diagram(view, agent, events, flat=flat).encode()
+            assert first == diagram(view, agent, list(events), flat=flat).encode()
         assert b"0x" not in first
+    assert run_diagram(flat=True) == run_diagram(flat=True)
     assert run_diagram() == run_diagram()

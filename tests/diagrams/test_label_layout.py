@@ -115,5 +115,10 @@ CROWDED = b"""<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100">
 </g></svg>"""
 
 
+@pytest.mark.parametrize("view", ["run", "loop", "combined"])
+def test_no_two_labels_of_a_flat_diagram_overlap(page: Page, view: View) -> None:
+    assert _overlaps(page, render(diagram(view, flat=True), "svg")) == []
+
+
 def test_the_check_sees_labels_that_overlap(page: Page) -> None:
     assert _overlaps(page, CROWDED) == [("first label", "second label")]

@@ -25,7 +25,15 @@ function showDiagram(svgText) {
       if (attr.name.startsWith("on")) node.removeAttribute(attr.name);
     }
   }
-  document.getElementById("diagram").replaceChildren(document.importNode(parsed, true));
+  const svg = document.importNode(parsed, true);
+  // Shrunk to fit, but never so far that a label is under 9 px (9.2: room for rounding);
+  // wider than the page, #diagram scrolls.
+  const box = svg.viewBox && svg.viewBox.baseVal;
+  const fonts = [...svg.querySelectorAll("text")].map(t => parseFloat(t.getAttribute("font-size")) || 14);
+  if (box && box.width && fonts.length) {
+    svg.style.minWidth = Math.min(box.width * 4 / 3, box.width * 9.2 / Math.min(...fonts)) + "px";
+  }
+  document.getElementById("diagram").replaceChildren(svg);
 }
 
 function showStatus(view) {
