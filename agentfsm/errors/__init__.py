@@ -37,6 +37,7 @@
     ├── ActionError                 an operator action of the live view refused (HTTP status)
     └── StoreError                  a run store refused or failed an operation
         ├── SnapshotConflictError   the stored version is not the one the save expected
+        ├── RunBusyError            another process drives the run: its lease is live
         ├── InvalidSaveError        a save that does not continue the stored run (seq gap…)
         ├── StoreWriteError         a save failed in the database (disk full, I/O error)
         ├── StoreCorruptError       the store's file is not a readable database of runs
@@ -82,6 +83,7 @@ from agentfsm.errors.store import (
     ForkError,
     InvalidSaveError,
     ReplayError,
+    RunBusyError,
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
@@ -135,6 +137,7 @@ __all__ = [
     "OutputRejectedError",
     "ReentrantCallError",
     "ReplayError",
+    "RunBusyError",
     "SchemaVersionError",
     "SnapshotConflictError",
     "StoreCorruptError",

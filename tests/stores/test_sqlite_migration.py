@@ -124,7 +124,7 @@ def test_a_new_file_numbers_runs_and_keys_their_rows_by_number(tmp_path: Path) -
         for snapshot, events in RUNS:
             store.save(snapshot, events, expected_version=None)
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (3,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (4,)
         numbers = conn.execute("SELECT run_no, run_id FROM runs ORDER BY run_no").fetchall()
         assert numbers == [(1, "b-second"), (2, "a-first"), (3, "c")]  # in order of first save
         assert conn.execute("SELECT DISTINCT run_no FROM events ORDER BY 1").fetchall() == [
@@ -184,9 +184,9 @@ def test_a_format_2_file_is_migrated_whole_by_a_writable_store(tmp_path: Path) -
         store.save(more, make_events("b-second", 4, 1), expected_version=1)
         assert store.load("b-second") == more
 
-    assert schema(old) == schema(fresh)  # word for word a file of format 3
+    assert schema(old) == schema(fresh)  # word for word a file of format 4
     with raw(old) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (3,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,)
         assert conn.execute("SELECT run_id FROM runs ORDER BY run_no").fetchall() == [
             ("b-second",),
             ("a-first",),
