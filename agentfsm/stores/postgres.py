@@ -20,6 +20,8 @@ them on psycopg's synchronous API, the one the Agent calls today.
 - **A lost connection** during a save is resolved: the save's stamp, read back, says whether
   it committed before the connection went (then `save` returns as if nothing happened).
 - **Watching.** `PostgresStore.watch` LISTENs before it reads, so it misses nothing.
+- **Leases** (`LeasingStore`): a busy run's lease is two columns of its row, taken, renewed
+  or cleared by the save function in the save's transaction (see `agentfsm.stores.leases`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pydantic import ValidationError
 
 from agentfsm.errors import (
     InvalidSaveError,
+    RunBusyError,
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
@@ -54,6 +57,7 @@ from agentfsm.stores.base import (
     run_arguments,
     save_arguments,
 )
+from agentfsm.stores.leases import Hold, Holds, Lease
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 
 
@@ -102,6 +106,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         self._conninfo = url
         self._lock = threading.Lock()
         self._written = RecentWrites()
+        self._holds = Holds()
         self._closed = False
         try:
             with psycopg.connect(url, autocommit=True) as conn:  # direct: its error is clear
@@ -167,7 +172,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             raise StoreCorruptError(
                 self.url, f"agentfsm's tables {sorted(sql.TABLES - names)!r} are missing"
             )
-        if version < sql.SCHEMA_VERSION:  # pragma: no cover - one schema version so far
+        if version < sql.SCHEMA_VERSION:
             self._migrate(conn, version)
             conn.execute(sql.SET_VERSION, (sql.SCHEMA_VERSION,))
 
@@ -201,13 +206,19 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         if written is not None and written.version != expected_version:
             written = None  # what this store wrote is not what the save continues
         stamp = uuid.uuid4().hex
+        hold = self._holds.get(run_id)
+        if hold is None:
+            lease: tuple[str | None, float, float] = (None, time.time(), 0.0)
+        else:
+            now = hold.clock()
+            lease = (hold.owner, now, now + hold.duration)
         try:
-            outcome, actual, stored_seq = self._save(
-                snapshot, events, expected_version, written, stamp
+            outcome, actual, stored_seq, leased = self._save(
+                snapshot, events, expected_version, written, stamp, lease
             )
             if outcome == "stale":  # another store wrote that version: write every item
-                outcome, actual, stored_seq = self._save(
-                    snapshot, events, expected_version, None, stamp
+                outcome, actual, stored_seq, leased = self._save(
+                    snapshot, events, expected_version, None, stamp, lease
                 )
         except psycopg.OperationalError as exc:
             # The connection failed: the commit may have happened before it did. The stamp,
@@ -216,9 +227,14 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
                 self._forget(run_id)
                 raise self._failure(exc, run_id, writing=True) from exc
             outcome = "saved"
+            busy = snapshot.state == "busy" and hold is not None
+            leased = (hold.owner, lease[2]) if busy and hold is not None else (None, None)
         except psycopg.Error as exc:
             self._forget(run_id)
             raise self._failure(exc, run_id, writing=True) from exc
+        if outcome == "busy" and leased[0] is not None and leased[1] is not None:
+            self._forget(run_id)
+            raise RunBusyError(run_id, leased[0], leased[1])
         if outcome == "conflict":
             self._forget(run_id)
             raise SnapshotConflictError(run_id, expected_version, actual)
@@ -227,6 +243,8 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             check_save(snapshot, events, expected_version, stored_seq)
         with self._lock:
             self._written[run_id] = Written.of(snapshot, stamp)
+        if hold is not None:
+            hold.saved(*leased)
 
     def _save(
         self,
@@ -235,8 +253,9 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         expected_version: int | None,
         written: Written | None,
         stamp: str,
-    ) -> tuple[str, int | None, int]:
-        """One call of the save function: its outcome, the stored version and seq."""
+        lease: tuple[str | None, float, float],
+    ) -> tuple[str, int | None, int, tuple[str | None, float | None]]:
+        """One call of the save function: its outcome, the stored version, seq and lease."""
         arguments = sql.save_arguments(
             snapshot,
             events,
@@ -245,12 +264,13 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             known_seq=_follows(snapshot, events),
             known_stamp=None if written is None else written.stamp,
             stamp=stamp,
+            lease=lease,
         )
         with self._pool.connection() as conn:
             row = conn.execute(sql.SAVE, arguments).fetchone()
         if row is None:  # pragma: no cover - the function always returns one row
             raise psycopg.ProgrammingError("agentfsm_save returned no row")
-        return str(row[0]), row[1], int(row[2])
+        return str(row[0]), row[1], int(row[2]), (row[3], row[4])
 
     def _committed(self, snapshot: Snapshot, stamp: str) -> bool:
         """Whether the save of ``snapshot`` stamped ``stamp`` is stored (False if unknown)."""
@@ -325,6 +345,36 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         """Every stored run, ordered by run id."""
         return [RunSummary(*row) for row in self._read(sql.LIST_RUNS)]
 
+    def lease(self, run_id: str) -> Lease | None:
+        """The run's lease, live or expired (see `LeasingStore.lease`)."""
+        run_arguments(run_id)
+        return _lease(run_id, self._read(sql.LEASE, run_id))
+
+    def hold(self, run_id: str, hold: Hold) -> None:
+        """Make this store's saves of ``run_id`` through ``hold`` (see `LeasingStore.hold`)."""
+        with self._lock:
+            self._holds.add(self, run_id, hold)
+
+    def unhold(self, run_id: str, hold: Hold) -> None:
+        """Stop making saves of ``run_id`` through ``hold``."""
+        with self._lock:
+            self._holds.remove(run_id, hold)
+
+    def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None:
+        """Extend ``owner``'s lease on the run, in one statement (`LeasingStore.renew_lease`).
+
+        Raises:
+            StoreWriteError: The database failed the write.
+        """
+        try:
+            with self._pool.connection() as conn:
+                rows = conn.execute(
+                    sql.RENEW, {"until": expires_at, "run": run_id, "owner": owner}
+                ).fetchall()
+        except psycopg.Error as exc:
+            raise self._failure(exc, run_id, writing=True) from exc
+        return _lease(run_id, rows)
+
     def delete(self, run_id: str) -> None:
         """Remove the run and its events, in one transaction; no error if it is not stored."""
         run_arguments(run_id)
@@ -398,6 +448,12 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
                 return
             self._closed = True
         self._pool.close()
+
+
+def _lease(run_id: str, rows: list[tuple[Any, ...]]) -> Lease | None:
+    if rows and rows[0][0] is not None and rows[0][1] is not None:
+        return Lease(run_id, str(rows[0][0]), float(rows[0][1]))
+    return None
 
 
 def _follows(snapshot: Snapshot, events: Sequence[Event]) -> int:

@@ -49,7 +49,7 @@ def test_an_empty_database_gets_the_schema_of_the_current_version(postgres_url: 
         "agentfsm_events", "agentfsm_items", "agentfsm_runs", "agentfsm_schema",
     ]  # fmt: skip
     with raw(postgres_url) as conn:
-        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(2,)]
     stored_run(postgres_url)  # and a second opening keeps it
     with PostgresStore(postgres_url) as store:
         assert store.load("r1") == make_snapshot("r1", 2, 1)
@@ -91,7 +91,7 @@ def test_a_database_of_a_newer_schema_version_is_refused_untouched(postgres_url:
         conn.execute("UPDATE agentfsm_schema SET version = 7")
     with pytest.raises(SchemaVersionError, match=r"the file format .* schema version 7") as caught:
         PostgresStore(postgres_url)
-    assert (caught.value.found, caught.value.expected, caught.value.run_id) == (7, (1,), None)
+    assert (caught.value.found, caught.value.expected, caught.value.run_id) == (7, (2,), None)
     with raw(postgres_url) as conn:
         assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(7,)]
         assert conn.execute("SELECT count(*) FROM agentfsm_events").fetchone() == (2,)
@@ -131,7 +131,7 @@ def test_concurrent_first_openings_migrate_once(postgres_url: str) -> None:
         thread.join()
     assert errors == []
     with raw(postgres_url) as conn:
-        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(2,)]
 
 
 def test_a_snapshot_of_an_unknown_schema_version_is_refused_and_left_alone(
