@@ -19,6 +19,7 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
+from agentfsm.agent import leasing
 from agentfsm.agent.children import ChildRuns
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.errors import ReentrantCallError
@@ -61,6 +62,11 @@ def step(
         del args, kwargs
         if self._depth:
             return await _nested(self, name, call)
+        try:  # the run's lease, for the step's saves (agentfsm.agent.leasing)
+            held = None if self._lease is None else leasing.hold(self)
+        except BaseException:
+            call.close()
+            raise
         self._depth = 1
         self._store_failed = self._driven = False
         self._group()  # group commit (agentfsm.agent.record)
@@ -90,6 +96,8 @@ def step(
         finally:
             self._grouping = False
             self._depth = 0
+            if held is not None:
+                leasing.release(self, held)
         return outcome
 
     return wrapper

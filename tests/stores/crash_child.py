@@ -95,7 +95,8 @@ def run(store: str, log: Path, run_id: str, point: str) -> None:
         if (point, line) in (("inside_tool", "weather:Nice"), ("inside_book", "book:Rome")):
             die()  # the side effect happened; its result will never be stored
 
-    the_agent = agent(KillingStore(open_store(store), point), run_id, log, on_run)
+    # (no lease: the kill leaves none to wait for; test_lease_processes.py kills one with one)
+    the_agent = agent(KillingStore(open_store(store), point), run_id, log, on_run, lease=None)
     the_agent.model = KillingModel(point)
 
     def listener(item: object) -> None:
@@ -115,7 +116,7 @@ def run(store: str, log: Path, run_id: str, point: str) -> None:
 
 def first(store: str, log: Path, run_id: str, point: str) -> None:
     """Start the run with its input in one call, dying at ``point``."""
-    the_agent = agent(KillingStore(open_store(store), point), run_id, log)
+    the_agent = agent(KillingStore(open_store(store), point), run_id, log, lease=None)
     the_agent.start("Plan my trip")
     print("not killed", file=sys.stderr)
     sys.exit(3)
