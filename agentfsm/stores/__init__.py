@@ -1,6 +1,7 @@
 """Run stores: where runs persist, as snapshots plus an append-only event log.
 
-`RunStore` is the protocol; `MemoryStore` keeps runs in a dict, `SQLiteStore` in one
+`RunStore` is the protocol (`LeasingStore` for a store that keeps busy runs' leases:
+`LeasePolicy` says how an Agent holds them); `MemoryStore` keeps runs in a dict, `SQLiteStore` in one
 durable SQLite file, `PostgresStore` in a PostgreSQL database (the ``postgres`` extra,
 imported only when used). `open_store` opens any of them by URL. See docs/persistence.md.
 `fork` makes a new run from a rest point of a stored one (docs/fork.md).
@@ -11,8 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentfsm.stores._credentials import redact
-from agentfsm.stores.base import AsyncRunStore, RunStore, RunSummary
+from agentfsm.stores.base import AsyncRunStore, LeasingStore, RunStore, RunSummary
 from agentfsm.stores.exact_replay import replay
+from agentfsm.stores.leases import Lease, LeasePolicy
 from agentfsm.stores.forking import (
     AddMessage,
     Edit,
@@ -39,6 +41,9 @@ __all__ = [
     "Edit",
     "EditCall",
     "ForkPoint",
+    "Lease",
+    "LeasePolicy",
+    "LeasingStore",
     "MemoryStore",
     "PostgresStore",
     "ReplaceUserMessage",
