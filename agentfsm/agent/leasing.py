@@ -47,10 +47,10 @@ def hold(agent: Agent) -> Hold | None:
     return held
 
 
-def release(agent: Agent, held: Hold) -> None:
+def release(agent: Agent, held: Hold | None) -> None:
     """Unregister ``held``, as the step ends (its last save already cleared a lease at rest)."""
-    store = leasing(agent.store)
-    if store is not None:
+    store = None if held is None else leasing(agent.store)
+    if store is not None and held is not None:
         store.unhold(agent.run_id, held)
 
 

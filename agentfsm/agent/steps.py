@@ -24,6 +24,7 @@ from agentfsm.agent.children import ChildRuns
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.errors import ReentrantCallError
 from agentfsm.states.names import FailedReason, RunState
+from agentfsm.stores.leases import Hold
 from agentfsm.tools.results import ErrorDetails
 
 if TYPE_CHECKING:
@@ -62,11 +63,7 @@ def step(
         del args, kwargs
         if self._depth:
             return await _nested(self, name, call)
-        try:  # the run's lease, for the step's saves (agentfsm.agent.leasing)
-            held = None if self._lease is None else leasing.hold(self)
-        except BaseException:
-            call.close()
-            raise
+        held = _hold(self, call)  # the run's lease, for the step's saves
         self._depth = 1
         self._store_failed = self._driven = False
         self._group()  # group commit (agentfsm.agent.record)
@@ -96,11 +93,21 @@ def step(
         finally:
             self._grouping = False
             self._depth = 0
-            if held is not None:
-                leasing.release(self, held)
+            leasing.release(self, held)
         return outcome
 
     return wrapper
+
+
+def _hold(agent: Agent, call: Coroutine[Any, Any, TurnOutcome]) -> Hold | None:
+    """`leasing.hold`, as a step begins: refused, the call is closed, never started."""
+    if agent._lease is None:
+        return None
+    try:
+        return leasing.hold(agent)
+    except BaseException:
+        call.close()
+        raise
 
 
 async def _nested(agent: Agent, name: str, call: Coroutine[Any, Any, TurnOutcome]) -> TurnOutcome:

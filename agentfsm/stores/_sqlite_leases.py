@@ -12,7 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 from agentfsm.errors import StoreError
 from agentfsm.stores._sqlite_layout import LEASED_FORMAT
@@ -94,7 +94,7 @@ class SQLiteLeases:
 def _lease(run_id: str, rows: list[Any]) -> Lease | None:
     for owner, expires_at in _rows(rows):
         if owner is not None and expires_at is not None:
-            return Lease(run_id, str(owner), float(expires_at))
+            return Lease(run_id, str(owner), float(cast(float, expires_at)))
     return None
 
 

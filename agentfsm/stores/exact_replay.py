@@ -300,7 +300,9 @@ class _Run:
         if not isinstance(owner, str) or not isinstance(previous, str):
             raise self.fail(event, "'lease_taken_over' must carry the new owner and the previous")
         if type(expired) not in (int, float):
-            raise self.fail(event, f"'lease_taken_over' expired_at must be a time, not {expired!r}")
+            raise self.fail(
+                event, f"'lease_taken_over' expired_at must be a time, not {expired!r}"
+            )
 
     def open_round(self) -> tuple[ToolCall, ...]:
         return open_round(self.messages)

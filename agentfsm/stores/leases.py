@@ -308,7 +308,9 @@ class _Renewer:
                         try:
                             renew(store, run_id, hold)
                         except Exception:  # the next save reports the store's trouble
-                            _log.warning("could not renew the lease of run %r", run_id, exc_info=True)
+                            _log.warning(
+                                "could not renew the lease of run %r", run_id, exc_info=True
+                            )
                 finally:
                     self.lock.acquire()
 

@@ -207,11 +207,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             written = None  # what this store wrote is not what the save continues
         stamp = uuid.uuid4().hex
         hold = self._holds.get(run_id)
-        if hold is None:
-            lease: tuple[str | None, float, float] = (None, time.time(), 0.0)
-        else:
-            now = hold.clock()
-            lease = (hold.owner, now, now + hold.duration)
+        lease = _lease_arguments(hold)
         try:
             outcome, actual, stored_seq, leased = self._save(
                 snapshot, events, expected_version, written, stamp, lease
@@ -226,21 +222,15 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             if not self._committed(snapshot, stamp):
                 self._forget(run_id)
                 raise self._failure(exc, run_id, writing=True) from exc
-            outcome = "saved"
-            busy = snapshot.state == "busy" and hold is not None
-            leased = (hold.owner, lease[2]) if busy and hold is not None else (None, None)
+            outcome, leased = "saved", (lease[0], lease[2])
+            if snapshot.state != "busy":
+                leased = (None, None)
         except psycopg.Error as exc:
             self._forget(run_id)
             raise self._failure(exc, run_id, writing=True) from exc
-        if outcome == "busy" and leased[0] is not None and leased[1] is not None:
+        if outcome != "saved":
             self._forget(run_id)
-            raise RunBusyError(run_id, leased[0], leased[1])
-        if outcome == "conflict":
-            self._forget(run_id)
-            raise SnapshotConflictError(run_id, expected_version, actual)
-        if outcome == "invalid":
-            self._forget(run_id)
-            check_save(snapshot, events, expected_version, stored_seq)
+            _refusal(outcome, snapshot, events, expected_version, (actual, stored_seq), leased)
         with self._lock:
             self._written[run_id] = Written.of(snapshot, stamp)
         if hold is not None:
@@ -448,6 +438,31 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
                 return
             self._closed = True
         self._pool.close()
+
+
+def _refusal(
+    outcome: str,
+    snapshot: Snapshot,
+    events: Sequence[Event],
+    expected_version: int | None,
+    stored: tuple[int | None, int],
+    leased: tuple[str | None, float | None],
+) -> None:
+    """Raise what the save function's ``outcome`` other than ``saved`` stands for."""
+    owner, expires_at = leased
+    if outcome == "busy" and owner is not None and expires_at is not None:
+        raise RunBusyError(snapshot.run_id, owner, expires_at)
+    if outcome == "conflict":
+        raise SnapshotConflictError(snapshot.run_id, expected_version, stored[0])
+    check_save(snapshot, events, expected_version, stored[1])  # ("invalid": it raises)
+
+
+def _lease_arguments(hold: Hold | None) -> tuple[str | None, float, float]:
+    """The save function's lease arguments: the holder (or None), now, and a new expiry."""
+    if hold is None:
+        return None, time.time(), 0.0
+    now = hold.clock()
+    return hold.owner, now, now + hold.duration
 
 
 def _lease(run_id: str, rows: list[tuple[Any, ...]]) -> Lease | None:

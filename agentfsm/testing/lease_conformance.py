@@ -41,6 +41,7 @@ class LeaseConformance:
     """The lease guarantees (`LeasingStore`); mixed into `RunStoreConformance`."""
 
     def make_store(self, directory: Path) -> RunStore:
+        """A new, empty store (`RunStoreConformance.make_store`)."""
         raise NotImplementedError  # (RunStoreConformance's subclass's)
 
     @pytest.fixture
@@ -188,11 +189,9 @@ class LeaseConformance:
         self, steps: list[tuple[str, RunState, float]]
     ) -> None:
         """Two owners never both hold a live lease; a takeover only after expiry."""
-        with tempfile.TemporaryDirectory() as directory:
-            with self.make_store(Path(directory)) as made:
-                store = leasing(made)
-                if store is None:
-                    return
+        with tempfile.TemporaryDirectory() as directory, self.make_store(Path(directory)) as made:
+            store = leasing(made)
+            if store is not None:
                 _two_owners(store, steps)
 
 
@@ -212,8 +211,11 @@ def _two_owners(store: LeasingStore, steps: list[tuple[str, RunState, float]]) -
             store.save(at_state(run_id, state, version + 1), [], expected_version=version or None)
         except RunBusyError as refused:
             # refused only for another owner's live lease, which stays as it was
-            assert before is not None and before.owner != owner and before.live(clock())
-            assert (refused.owner, refused.expires_at) == (before.owner, before.expires_at)
+            assert before is not None
+            assert before.owner != owner
+            assert before.live(clock())
+            named = (refused.owner, refused.expires_at)
+            assert named == (before.owner, before.expires_at)
             assert store.lease(run_id) == before
             continue
         finally:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentfsm import Event
-from agentfsm.errors import SnapshotConflictError
+from agentfsm.errors import RunBusyError, SnapshotConflictError
 from agentfsm.llm.base import ModelResponse, RetryListener
 from agentfsm.states import Message
 from agentfsm.states.json import JSONObject
@@ -140,7 +140,7 @@ def race(url: str, log: Path, run_id: str, go: Path) -> None:
             the_agent.start()
             the_agent.resume()
             the_agent.submit("Plan my trip")
-        except SnapshotConflictError:
+        except (SnapshotConflictError, RunBusyError):  # (busy: the winner drives it now)
             print("conflict", flush=True)
             return
         print(f"won {the_agent.state}", flush=True)

@@ -50,8 +50,10 @@ def interrupted(clock: FakeClock) -> tuple[list[Event], int]:
 
 
 def stored_busy(store: LeasingStore, owner: str, clock: FakeClock) -> list[Event]:
-    """Store the run busy inside its tool body under ``owner``'s lease (15 s), as a driver
-    that died there left it; the whole turn's log is returned."""
+    """Store the run busy inside its tool body under ``owner``'s lease (15 s).
+
+    As a driver that died there left it; the whole turn's log is returned.
+    """
     log, cut = interrupted(clock)
     hold = Hold(owner, 15.0, 5.0, clock)
     store.hold(RUN_ID, hold)
@@ -60,7 +62,8 @@ def stored_busy(store: LeasingStore, owner: str, clock: FakeClock) -> list[Event
     finally:
         store.unhold(RUN_ID, hold)
     lease = store.lease(RUN_ID)
-    assert lease is not None and lease.owner == owner
+    assert lease is not None
+    assert lease.owner == owner
     return log
 
 
@@ -98,14 +101,16 @@ def test_a_second_process_is_refused_while_the_first_works_and_the_first_finishe
         while not seen:  # the tool body is running
             await asyncio.sleep(0)
         lease = one.lease(RUN_ID)
-        assert lease is not None and lease.live(time.time())
+        assert lease is not None
+        assert lease.live(time.time())
         second = Agent(ScriptedModel().text("other"), [slow_tool()], store=two, run_id=RUN_ID)  # type: ignore[list-item]
         assert second.state == RunState.BUSY
         with pytest.raises(RunBusyError) as refused:
             await second.astart()
         assert (refused.value.run_id, refused.value.owner) == (RUN_ID, lease.owner)
         assert refused.value.expires_at == lease.expires_at
-        assert "busy" in str(refused.value) and "LeasePolicy(wait=" in str(refused.value)
+        assert "busy" in str(refused.value)
+        assert "LeasePolicy(wait=" in str(refused.value)
         gate.set()
         outcome = await turn  # no SnapshotConflictError: nobody took the run from it
         assert (outcome.state, outcome.reply) == ("completed", "done")
@@ -148,7 +153,8 @@ def test_a_wait_takes_over_once_the_lease_expires() -> None:
                    lease=fake_sleep(clock, slept))  # fmt: skip
     assert second.start().state == "completed"
     assert clock() == pytest.approx(1015.0)  # it waited exactly until the lease expired
-    assert sum(slept) == pytest.approx(15.0) and len(slept) == 60  # in steps of 0.25 s
+    assert sum(slept) == pytest.approx(15.0)
+    assert len(slept) == 60
     assert [e.event for e in store.events(RUN_ID)].count("lease_taken_over") == 1
 
 
@@ -235,7 +241,8 @@ def test_the_lease_is_renewed_while_a_tool_body_runs(tmp_path: Path) -> None:
                           store=store, run_id=RUN_ID, clock=clock, lease=policy)  # fmt: skip
         the_agent.start()
         assert the_agent.submit("go").state == "completed"
-    assert renewed and renewed[0].expires_at == pytest.approx(1101.0)
+    assert renewed
+    assert renewed[0].expires_at == pytest.approx(1101.0)
 
 
 def test_no_lease_with_lease_none_and_bad_policies_are_refused() -> None:
@@ -274,7 +281,8 @@ def test_no_run_is_busy_without_a_live_lease(rounds: list[list[int]]) -> None:
     def check(_: object = None) -> None:
         stored, lease = store.load(RUN_ID), store.lease(RUN_ID)
         if stored is not None and stored.state == RunState.BUSY:
-            assert lease is not None and lease.live(clock())
+            assert lease is not None
+            assert lease.live(clock())
             owners.add(lease.owner)
         else:
             assert lease is None
