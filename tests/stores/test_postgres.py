@@ -409,3 +409,33 @@ def test_the_store_is_returned_with_its_min_size_connections_open(postgres_url: 
 def test_pool_sizes_out_of_order_are_refused(low: int, high: int, postgres_url: str) -> None:
     with pytest.raises(ValueError, match=r"1 <= min_size <= max_size, got min_size="):
         PostgresStore(postgres_url, min_size=low, max_size=high)
+
+
+def test_a_database_of_schema_version_1_is_migrated_to_leases(postgres_url: str) -> None:
+    from agentfsm.stores import _postgres_sql as sql
+    from agentfsm.stores.leases import Hold, Lease
+    from agentfsm.testing.clock import FakeClock
+
+    stored_run(postgres_url)
+    with raw(postgres_url) as conn:  # as schema version 1 left it: no lease columns
+        conn.execute(
+            "DROP FUNCTION agentfsm_save(text, bigint, bigint, text, integer, bigint, bigint, "
+            "text, bigint, text, text, bigint[], text[], text[], text[], integer[], text[], "
+            "text, text, double precision, double precision)"
+        )
+        conn.execute(
+            "ALTER TABLE agentfsm_runs DROP COLUMN lease_owner, DROP COLUMN lease_expires"
+        )
+        conn.execute(sql.SAVE_FUNCTION_1)
+        conn.execute("UPDATE agentfsm_schema SET version = 1")
+    with PostgresStore(postgres_url) as store:
+        assert store.load("r1") == make_snapshot("r1", 2, 1)
+        assert store.lease("r1") is None
+        clock = FakeClock(1000.0)
+        hold = Hold("a", 10.0, 1.0, clock)
+        store.hold("r1", hold)
+        store.save(make_snapshot("r1", 3, 2), make_events("r1", 3, 1), expected_version=1)
+        store.unhold("r1", hold)
+        assert store.lease("r1") == Lease("r1", "a", 1010.0)
+    with raw(postgres_url) as conn:
+        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(2,)]
