@@ -155,11 +155,14 @@ class Hold:
         return self.clock() + self.duration
 
     def saved(self, owner: str | None, expires_at: float | None) -> None:
-        """A save through this hold stored the lease ``(owner, expires_at)`` (None: none)."""
+        """A save through this hold stored the lease ``(owner, expires_at)`` (None: none).
+
+        (The renewing thread renews a busy hold every ``renew_every`` seconds whether or not
+        saves renewed it meanwhile: a save costs no clock read for it.)
+        """
         self.busy = owner == self.owner
         if self.busy and expires_at is not None:
             self.expires_at = expires_at
-            self.due = time.monotonic() + self.renew_every
 
 
 def lease_after_save(
@@ -203,17 +206,13 @@ class _Renewable(Protocol):
     def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None: ...
 
 
-class Holds:
-    """The holds registered with one store object, by run (each store keeps one)."""
+class Holds(dict[str, Hold]):
+    """The holds registered with one store object, by run (each store keeps one).
 
-    __slots__ = ("_by_run",)
+    A dict (``get`` is the save's one look-up), changed only by `add` and `remove`.
+    """
 
-    def __init__(self) -> None:
-        self._by_run: dict[str, Hold] = {}
-
-    def get(self, run_id: str) -> Hold | None:
-        """The hold saves of ``run_id`` are made through, if any."""
-        return self._by_run.get(run_id)
+    __slots__ = ()
 
     def add(self, store: _Renewable, run_id: str, hold: Hold) -> None:
         """Register ``hold``; refused while another owner's hold on the run is live here.
@@ -221,7 +220,7 @@ class Holds:
         Raises:
             RunBusyError: Another Agent of this process holds the run (its lease is live).
         """
-        other = self._by_run.get(run_id)
+        other = self.get(run_id)
         if other is not None and other is not hold and other.owner != hold.owner:
             if other.expires_at > other.clock():
                 raise RunBusyError(run_id, other.owner, other.expires_at)
@@ -229,13 +228,13 @@ class Holds:
         hold.expires_at = hold.until()
         hold.busy = False
         hold.lost = None
-        self._by_run[run_id] = hold
+        self[run_id] = hold
         _RENEWER.add(store, run_id, hold)
 
     def remove(self, run_id: str, hold: Hold) -> None:
         """Unregister ``hold`` (nothing if it is not the run's hold here)."""
-        if self._by_run.get(run_id) is hold:
-            del self._by_run[run_id]
+        if self.get(run_id) is hold:
+            del self[run_id]
             _RENEWER.remove(hold)
 
 
@@ -261,7 +260,7 @@ class _Renewer:
     """The process's one thread that renews the leases of busy holds between saves."""
 
     def __init__(self) -> None:
-        self.lock = threading.Condition()
+        self.lock = threading.Condition(threading.Lock())
         self.entries: dict[Hold, tuple[_Renewable, str]] = {}
         self.thread: threading.Thread | None = None
         self.wake_at = 0.0

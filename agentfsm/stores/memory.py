@@ -18,6 +18,8 @@ from agentfsm.stores.leases import Hold, Holds, Lease, lease_after_save
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.watch import PollingWatch
 
+_NO_LEASE: tuple[None, None] = (None, None)
+
 
 class MemoryStore(PollingWatch, ClosesOnExit):
     """Keeps runs in memory, with the same guarantees as any `RunStore` but durability.
@@ -31,7 +33,7 @@ class MemoryStore(PollingWatch, ClosesOnExit):
         self._lock = threading.Lock()
         self._snapshots: dict[str, Snapshot] = {}
         self._events: dict[str, list[Event]] = {}
-        self._leases: dict[str, Lease] = {}
+        self._leases: dict[str, tuple[str, float]] = {}  # (owner, expires_at) by run
         self._holds = Holds()
 
     def save(
@@ -42,14 +44,8 @@ class MemoryStore(PollingWatch, ClosesOnExit):
         run_id = snapshot.run_id
         with self._lock:
             hold = self._holds.get(run_id)
-            lease = self._leases.get(run_id)
-            owner, until = lease_after_save(
-                run_id,
-                None if lease is None else lease.owner,
-                None if lease is None else lease.expires_at,
-                hold,
-                snapshot.state == "busy",
-            )
+            owner, until = self._leases.get(run_id, _NO_LEASE)
+            owner, until = lease_after_save(run_id, owner, until, hold, snapshot.state == "busy")
             stored = self._snapshots.get(run_id)
             actual = None if stored is None else stored.version
             if actual != expected_version:
@@ -61,8 +57,8 @@ class MemoryStore(PollingWatch, ClosesOnExit):
             self._snapshots[run_id] = snapshot
             if owner is None or until is None:
                 self._leases.pop(run_id, None)
-            elif lease is None or (lease.owner, lease.expires_at) != (owner, until):
-                self._leases[run_id] = Lease(run_id, owner, until)
+            else:
+                self._leases[run_id] = (owner, until)
         if hold is not None:
             hold.saved(owner, until)
 
@@ -97,7 +93,8 @@ class MemoryStore(PollingWatch, ClosesOnExit):
         """The run's lease, live or expired (see `LeasingStore.lease`)."""
         run_arguments(run_id)
         with self._lock:
-            return self._leases.get(run_id)
+            lease = self._leases.get(run_id)
+        return None if lease is None else Lease(run_id, *lease)
 
     def hold(self, run_id: str, hold: Hold) -> None:
         """Make this store's saves of ``run_id`` through ``hold`` (see `LeasingStore.hold`)."""
@@ -113,10 +110,11 @@ class MemoryStore(PollingWatch, ClosesOnExit):
         """Extend ``owner``'s lease on the run (see `LeasingStore.renew_lease`)."""
         with self._lock:
             lease = self._leases.get(run_id)
-            if lease is None or lease.owner != owner:
-                return lease
-            renewed = self._leases[run_id] = Lease(run_id, owner, expires_at)
-            return renewed
+            if lease is None:
+                return None
+            if lease[0] == owner:
+                lease = self._leases[run_id] = (owner, expires_at)
+        return Lease(run_id, *lease)
 
     def close(self) -> None:
         """Nothing to release: the runs stay in memory until the store is dropped."""
