@@ -6,8 +6,8 @@ a zero-latency scripted model) on each store that keeps leases, once with the Ag
 process (which goes first alternates): the ratio is each repetition's leased time over its
 unleased time, and the row its median. A lease costs no statement and no commit of its own
 per save (it is two columns of the save's own ``UPDATE``, and the hold is registered once
-per step), so the ratio should be close to 1; the extra µs per save is the median difference over the saves of a run (the
-stored version of a finished run: one per save).
+per step), so the ratio should be close to 1; the extra µs per save is the median
+difference over the saves of a run (the stored version of a finished run: one per save).
 
 Run: ``.venv/bin/python benchmarks/bench_leases.py [--json PATH] [--quick] [--sqlite]``;
 ``--sqlite`` measures MemoryStore and SQLite only (no PostgreSQL server).
