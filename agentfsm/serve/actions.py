@@ -277,7 +277,7 @@ async def _driven(action: Action, handle: RunHandle) -> JSONObject:
     """``action`` sent to a run its own workers drive."""
     try:
         outcome = await _dispatch(handle, action)
-    except (IllegalTransitionError, RunBusyError) as error:  # (busy: driven elsewhere)
+    except IllegalTransitionError as error:
         raise ActionError(409, type(error).__name__, str(error)) from error
     except (AgentFSMError, ValueError) as error:
         raise ActionError(500, type(error).__name__, str(error)) from error
