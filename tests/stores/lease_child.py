@@ -28,7 +28,7 @@ def drive(path: Path, run_id: str, marker: Path) -> None:
             [book],
             store=store,
             run_id=run_id,
-            lease=LeasePolicy(duration=1.0, renew_every=0.1, owner="first-process"),
+            lease=LeasePolicy(duration=2.0, renew_every=0.1, owner="first-process"),
         )
         the_agent.start()
         the_agent.submit("Book Rome")
