@@ -26,6 +26,7 @@ lease's duration.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import socket
@@ -60,9 +61,20 @@ class Lease:
         return self.expires_at > now
 
 
+_PROCESS: list[tuple[int, str]] = []
+"""This process's pid and its part of owner ids (``host:pid:random``), made once per pid."""
+_OWNERS = itertools.count(1)
+
+
 def default_owner() -> str:
-    """A new owner id: ``host:pid:random`` (unique per Agent, readable in the log)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """A new owner id, ``host:pid:random:n``: unique per Agent, and readable in the log.
+
+    The random part tells two processes apart that had the same pid (a restarted worker).
+    """
+    pid = os.getpid()
+    if not _PROCESS or _PROCESS[0][0] != pid:  # (first use, or a forked child)
+        _PROCESS[:] = [(pid, f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:6]}")]
+    return f"{_PROCESS[0][1]}:{next(_OWNERS)}"
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -82,7 +94,7 @@ class LeasePolicy:
         wait: Seconds `Agent.start` waits for another process's live lease on a restored
             busy run to be released or to expire before it raises `RunBusyError` (0: at
             once, the default).
-        owner: The owner id the Agent holds leases under (``host:pid:random`` by default,
+        owner: The owner id the Agent holds leases under (``host:pid:random:n`` by default,
             new for each Agent).
         sleep: How the wait sleeps (``asyncio.sleep``; a fake one in tests).
 
