@@ -542,6 +542,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
                     await self._active_child.acancel()
                 return self.outcome()
         elif busy:  # no step is running: answer what it left open, then cancel
+            if self._restored:
+                await take_up(self)  # its lease: refused while live, a takeover recorded
             self._close_turn("cancelled")
             self._data.at_boundary = True
         self._run.send("cancel")
@@ -564,6 +566,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             return self.outcome()
         if busy:  # no step is running; unless a call may still be (a crash mid-call)
             self._data.at_boundary = not self._started
+            if self._restored and self._data.at_boundary:  # (else the pause is refused)
+                await take_up(self)  # its lease: refused while live, a takeover recorded
         self._run.send("pause")
         return self.outcome()
 

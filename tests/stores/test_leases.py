@@ -38,23 +38,25 @@ def fake_sleep(clock: FakeClock, slept: list[float] | None = None) -> LeasePolic
     return LeasePolicy(wait=30.0, sleep=sleep)
 
 
-def interrupted(clock: FakeClock) -> tuple[list[Event], int]:
-    """A whole turn's log, and where a crash inside its tool body would cut it."""
+def interrupted(clock: FakeClock, at: str = "tool_started") -> tuple[list[Event], int]:
+    """A whole turn's log, and where a crash right after its first ``at`` event cuts it."""
     done = MemoryStore()
     first = Agent(ScriptedModel().tool_call("slow", x=1).text("done"), [slow_tool()],  # type: ignore[list-item]
                   store=done, run_id=RUN_ID, clock=clock, lease=None)  # fmt: skip
     first.start()
     first.submit("go")
     log = done.events(RUN_ID)
-    return log, next(i for i, e in enumerate(log) if e.event == "tool_started") + 1
+    return log, next(i for i, e in enumerate(log) if e.event == at) + 1
 
 
-def stored_busy(store: LeasingStore, owner: str, clock: FakeClock) -> list[Event]:
+def stored_busy(
+    store: LeasingStore, owner: str, clock: FakeClock, at: str = "tool_started"
+) -> list[Event]:
     """Store the run busy inside its tool body under ``owner``'s lease (15 s).
 
     As a driver that died there left it; the whole turn's log is returned.
     """
-    log, cut = interrupted(clock)
+    log, cut = interrupted(clock, at)
     hold = Hold(owner, 15.0, 5.0, clock)
     store.hold(RUN_ID, hold)
     try:
@@ -144,6 +146,23 @@ def test_an_expired_lease_is_taken_over_and_the_takeover_is_in_the_log() -> None
     assert final is not None
     replay(log, expected=final)  # I10 with the record
     assert check_log(log).ok
+
+
+@pytest.mark.parametrize("call", ["cancel", "pause"])
+def test_cancelling_or_pausing_a_restored_busy_run_respects_its_lease(call: str) -> None:
+    store, clock = MemoryStore(), FakeClock(1000.0)
+    stored_busy(store, "dead-process", clock, at="model_replied")  # at a step boundary
+    other = Agent(ScriptedModel().text("x"), store=store, run_id=RUN_ID, clock=clock)
+    with pytest.raises(RunBusyError):
+        getattr(other, call)()  # its driver may be alive: nothing is written
+    assert store.load(RUN_ID) is not None and store.load(RUN_ID).state == "busy"  # type: ignore[union-attr]
+    clock.advance(15.0)
+    outcome = Agent(ScriptedModel().text("x"), store=store, run_id=RUN_ID, clock=clock)
+    assert getattr(outcome, call)().state == ("failed" if call == "cancel" else "paused")
+    events = [e.event for e in store.events(RUN_ID)]
+    assert events.count("lease_taken_over") == 1
+    assert events.index("lease_taken_over") < events.index(call)
+    assert store.lease(RUN_ID) is None
 
 
 def test_a_wait_takes_over_once_the_lease_expires() -> None:
