@@ -155,10 +155,12 @@ def test_cancelling_or_pausing_a_restored_busy_run_respects_its_lease(call: str)
     other = Agent(ScriptedModel().text("x"), store=store, run_id=RUN_ID, clock=clock)
     with pytest.raises(RunBusyError):
         getattr(other, call)()  # its driver may be alive: nothing is written
-    assert store.load(RUN_ID) is not None and store.load(RUN_ID).state == "busy"  # type: ignore[union-attr]
+    stored = store.load(RUN_ID)
+    assert stored is not None
+    assert stored.state == "busy"
     clock.advance(15.0)
-    outcome = Agent(ScriptedModel().text("x"), store=store, run_id=RUN_ID, clock=clock)
-    assert getattr(outcome, call)().state == ("failed" if call == "cancel" else "paused")
+    taker = Agent(ScriptedModel().text("x"), store=store, run_id=RUN_ID, clock=clock)
+    assert getattr(taker, call)().state == ("failed" if call == "cancel" else "paused")
     events = [e.event for e in store.events(RUN_ID)]
     assert events.count("lease_taken_over") == 1
     assert events.index("lease_taken_over") < events.index(call)
