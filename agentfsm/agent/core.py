@@ -21,6 +21,7 @@ from agentfsm.agent.context import ContextControl
 from agentfsm.agent.deltas import StreamItem, StreamListener
 from agentfsm.agent.emitting import RunEmitter
 from agentfsm.agent.ids import draw_run_id
+from agentfsm.agent.leasing import take_up
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
 from agentfsm.agent.record import NO_LISTINGS
 from agentfsm.agent.steps import DRIVE, StepGuard, step
@@ -41,6 +42,7 @@ from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import FailedReason, InputPolicy, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
+from agentfsm.stores.leases import Hold, LeasePolicy
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.tools.hooks import HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision
@@ -101,10 +103,17 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         output_validators: The application's checks of an answer that validated, in order:
             each ``validator(output)`` (sync or async) returns None or a new output, or
             raises `OutputRejectedError` to send the answer back with its message.
+        lease: How the run holds its lease on a store that keeps leases while a turn works
+            (`LeasePolicy`: duration, renewal, wait, owner): another process that restores
+            the busy run gets `RunBusyError` until the lease is released or expires, then
+            takes it over (recorded as ``lease_taken_over``). None: no lease (any process
+            may take the run up, as on a store that keeps none).
     """
 
     __slots__ = (
         "__weakref__",
+        "_hold",
+        "_lease",
         "_sync",
         "_system_prompt",
         "context_window",
@@ -136,6 +145,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         output_type: OutputType | None = None,
         output_retries: int = 2,
         output_validators: Iterable[OutputValidator] = (),
+        lease: LeasePolicy | None = LeasePolicy(),  # noqa: B008 - frozen, shared
     ) -> None:
         checks.agent_arguments(locals())
         sources = checks.tool_sources(mcp_servers)
@@ -177,6 +187,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         """The model's context window in tokens, for `context_usage` (None: the model's own,
         or the known one for its name)."""
         self._clock, self._timer, self._engine = clock, timer, engine
+        self._lease, self._hold = lease, cast("Hold | None", None)
         self._listeners: tuple[AgentListener, ...] = tuple(listeners)  # (replaced on change)
         self._delta_listeners: tuple[StreamListener, ...] = ()  # (rarely any: no list)
         self._system_prompt = system_prompt
@@ -415,6 +426,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         if text is not None:
             checks.first_input(self, text, restored)
         if restored and self._data.state != RunState.CREATED:
+            if self._data.state == RunState.BUSY:
+                await take_up(self)  # its lease: refused while live, a takeover recorded
             self._restored = False
             self._claim()
             if self.state == RunState.BUSY:
@@ -529,6 +542,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
                     await self._active_child.acancel()
                 return self.outcome()
         elif busy:  # no step is running: answer what it left open, then cancel
+            if self._restored:
+                await take_up(self)  # its lease: refused while live, a takeover recorded
             self._close_turn("cancelled")
             self._data.at_boundary = True
         self._run.send("cancel")
@@ -551,6 +566,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             return self.outcome()
         if busy:  # no step is running; unless a call may still be (a crash mid-call)
             self._data.at_boundary = not self._started
+            if self._restored and self._data.at_boundary:  # (else the pause is refused)
+                await take_up(self)  # its lease: refused while live, a takeover recorded
             if self._agent_tools:  # a child it left busy pauses with it (I14)
                 await self._pause_stranded_child()
         self._run.send("pause")

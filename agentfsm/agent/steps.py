@@ -19,10 +19,12 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
+from agentfsm.agent import leasing
 from agentfsm.agent.children import ChildRuns
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.errors import ReentrantCallError
 from agentfsm.states.names import FailedReason, RunState
+from agentfsm.stores.leases import Hold
 from agentfsm.tools.results import ErrorDetails
 
 if TYPE_CHECKING:
@@ -63,6 +65,7 @@ def step(
             return await _nested(self, name, call)
         if self._unsure:  # a failed save's outcome is unknown: read the store first
             _reread(self, call)
+        held = _hold(self, call)  # the run's lease, for the step's saves
         self._depth = 1
         self._store_failed = self._driven = False
         self._group()  # group commit (agentfsm.agent.record)
@@ -88,6 +91,7 @@ def step(
         finally:
             self._grouping = False
             self._depth = 0
+            leasing.release(self, held)
         return outcome
 
     return wrapper
@@ -112,6 +116,17 @@ def _reread(agent: Agent, call: Coroutine[Any, Any, TurnOutcome]) -> None:
         agent._recheck()
     except BaseException:
         call.close()  # never started: not left to warn that it was never awaited
+        raise
+
+
+def _hold(agent: Agent, call: Coroutine[Any, Any, TurnOutcome]) -> Hold | None:
+    """`leasing.hold`, as a step begins: refused, the call is closed, never started."""
+    if agent._lease is None:
+        return None
+    try:
+        return leasing.hold(agent)
+    except BaseException:
+        call.close()
         raise
 
 

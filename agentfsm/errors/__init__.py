@@ -38,6 +38,7 @@
     ├── ActionError                 an operator action of the live view refused (HTTP status)
     └── StoreError                  a run store refused or failed an operation
         ├── SnapshotConflictError   the stored version is not the one the save expected
+        ├── RunBusyError            another process drives the run: its lease is live
         ├── InvalidSaveError        a save that does not continue the stored run (seq gap…)
         ├── StoreWriteError         a save failed in the database (disk full, I/O error)
         ├── StoreCorruptError       the store's file is not a readable database of runs
@@ -83,6 +84,7 @@ from agentfsm.errors.store import (
     ForkError,
     InvalidSaveError,
     ReplayError,
+    RunBusyError,
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
@@ -137,6 +139,7 @@ __all__ = [
     "OutputRejectedError",
     "ReentrantCallError",
     "ReplayError",
+    "RunBusyError",
     "SchemaVersionError",
     "SnapshotConflictError",
     "StoreCorruptError",

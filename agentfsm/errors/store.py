@@ -33,6 +33,31 @@ class SnapshotConflictError(StoreError):
         )
 
 
+class RunBusyError(StoreError):
+    """Another process (or another Agent) drives the run now: its lease on the run is live.
+
+    The run is busy and its driver renews its lease while it works; nothing was written. A
+    crashed driver's lease expires ``expires_at`` and the run can then be taken over (the
+    takeover is recorded in its log).
+
+    Attributes:
+        run_id: The run that is busy.
+        owner: Who holds its lease (the driver's owner id).
+        expires_at: When the lease expires unless renewed (seconds since the epoch).
+    """
+
+    def __init__(self, run_id: str, owner: str, expires_at: float) -> None:
+        self.run_id = run_id
+        self.owner = owner
+        self.expires_at = expires_at
+        super().__init__(
+            f"run {run_id!r} is busy: {owner!r} drives it, and its lease runs until "
+            f"{expires_at:.3f} (seconds since the epoch); nothing was written. Wait until the "
+            "run is at rest and load it again, or pass Agent(lease=LeasePolicy(wait=seconds)) "
+            "to wait for it; a crashed driver's run is taken over once its lease expires"
+        )
+
+
 class InvalidSaveError(StoreError):
     """A save whose snapshot and events do not continue the stored run; nothing was written.
 

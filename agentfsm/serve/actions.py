@@ -20,6 +20,7 @@ from agentfsm.errors import (
     ActionError,
     AgentFSMError,
     IllegalTransitionError,
+    RunBusyError,
     SnapshotConflictError,
 )
 from agentfsm.llm.base import ModelResponse
@@ -241,7 +242,8 @@ async def perform(
 
     Raises:
         ActionError: 404 for no such run; 409 when the view or the run refuses (the
-            message is the `IllegalTransitionError`'s or the `SnapshotConflictError`'s);
+            message is the `IllegalTransitionError`'s, the `SnapshotConflictError`'s or the
+            `RunBusyError`'s: another process drives the run);
             500 when the run failed otherwise; 502 when the driver could not be reached.
             Nothing is stored by a refused action.
     """
@@ -262,7 +264,7 @@ async def perform(
             f"{error}: another process changed the run meanwhile; this action was not "
             "stored, look at the run again",
         ) from error
-    except IllegalTransitionError as error:
+    except (IllegalTransitionError, RunBusyError) as error:  # (busy: driven elsewhere)
         raise ActionError(409, type(error).__name__, str(error)) from error
     except (AgentFSMError, ValueError) as error:
         raise ActionError(500, type(error).__name__, str(error)) from error

@@ -60,6 +60,10 @@ class RecordKind(StrEnum):
     """A tool source (an MCP server) listed its tools, when the turn started or, after it
     announced a change, between two rounds; the run uses this list from then on:
     ``{"server": prefix, "tools": [{...}, ...]}`` (each tool as the server described it)."""
+    LEASE_TAKEN_OVER = "lease_taken_over"
+    """A process took the busy run up after its driver's lease expired (the driver died or
+    stalled): ``{"owner": new owner, "previous_owner": owner, "expired_at": time}``. Changes
+    nothing a replay rebuilds."""
 
 
 class RunState(StrEnum):

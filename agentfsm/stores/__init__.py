@@ -1,9 +1,10 @@
 """Run stores: where runs persist, as snapshots plus an append-only event log.
 
-`RunStore` is the protocol; `MemoryStore` keeps runs in a dict, `SQLiteStore` in one
-durable SQLite file, `PostgresStore` in a PostgreSQL database (the ``postgres`` extra,
-imported only when used). `open_store` opens any of them by URL. See docs/persistence.md.
-`fork` makes a new run from a rest point of a stored one (docs/fork.md).
+`RunStore` is the protocol (`LeasingStore`: a store that keeps busy runs' leases;
+`LeasePolicy` says how an Agent holds them); `MemoryStore` keeps runs in a dict,
+`SQLiteStore` in one durable SQLite file, `PostgresStore` in a PostgreSQL database (the
+``postgres`` extra, imported only when used). `open_store` opens any of them by URL. See
+docs/persistence.md. `fork` makes a new run from a rest point of a stored one (docs/fork.md).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentfsm.stores._credentials import redact
-from agentfsm.stores.base import AsyncRunStore, RunStore, RunSummary
+from agentfsm.stores.base import AsyncRunStore, LeasingStore, RunStore, RunSummary
 from agentfsm.stores.exact_replay import replay
 from agentfsm.stores.forking import (
     AddMessage,
@@ -23,6 +24,7 @@ from agentfsm.stores.forking import (
     rest_points,
     state_at,
 )
+from agentfsm.stores.leases import Lease, LeasePolicy
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.snapshot import SNAPSHOT_SCHEMA_VERSION, ForkPoint, Snapshot, ToolAnswer
 from agentfsm.stores.sqlite import SQLiteStore
@@ -39,6 +41,9 @@ __all__ = [
     "Edit",
     "EditCall",
     "ForkPoint",
+    "Lease",
+    "LeasePolicy",
+    "LeasingStore",
     "MemoryStore",
     "PostgresStore",
     "ReplaceUserMessage",

@@ -4,11 +4,12 @@ Everything here is data or a pure function, so the synchronous store (psycopg's
 ``Connection``) and an asynchronous twin (``AsyncConnection``) run the very same statements
 in the same order: each only adds ``await`` where a statement is sent.
 
-Schema version 1 (the ``agentfsm_schema`` table holds the version):
+Schema version 2 (the ``agentfsm_schema`` table holds the version):
 
 - ``agentfsm_runs``: one row per run: its latest snapshot as JSON but for its messages and
-  trace, ``schema_version``, ``version``, ``seq``, ``state``, ``turn`` for listing, and
-  ``stamp``, a random token written with each version so a store knows a row it wrote.
+  trace, ``schema_version``, ``version``, ``seq``, ``state``, ``turn`` for listing,
+  ``stamp``, a random token written with each version so a store knows a row it wrote, and a
+  busy run's lease (``lease_owner``, ``lease_expires``; version 2 added them).
 - ``agentfsm_items``: the snapshot's messages (kind ``m``) and trace entries (kind ``t``).
 - ``agentfsm_events``: the append-only event log, keyed by ``(run_id, seq)``; a trigger
   refuses any ``UPDATE`` of it.
@@ -27,7 +28,7 @@ from agentfsm.states.events import Event
 from agentfsm.stores._items import NewItems, core_json, event_json
 from agentfsm.stores.snapshot import Snapshot
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the tables this agentfsm writes."""
 
 CHANNEL = "agentfsm_events"
@@ -39,7 +40,7 @@ TABLES = frozenset({"agentfsm_schema", "agentfsm_runs", "agentfsm_items", "agent
 MIGRATION_LOCK = 0x61676E74_66736D  # pg_advisory_xact_lock key: "agntfsm"
 """Serialises concurrent first openings of one database (only one migrates)."""
 
-SAVE_FUNCTION = """CREATE FUNCTION agentfsm_save(
+SAVE_FUNCTION_1 = """CREATE FUNCTION agentfsm_save(
     p_run_id text, p_expected bigint, p_known_seq bigint, p_known_stamp text,
     p_schema_version integer, p_version bigint, p_seq bigint, p_state text, p_turn bigint,
     p_stamp text, p_snapshot text, p_event_seqs bigint[], p_events text[], p_rewrite text[],
@@ -89,9 +90,89 @@ BEGIN
     END IF;
     RETURN QUERY SELECT 'saved'::text, p_version, p_seq;
 END $$"""
-"""A whole save in one statement (one round trip): lock the run's row, check the version,
-the seq the events follow and (for a save of only the new items) that the stored items are
-the ones the store wrote (``stamp``); then write. Any other outcome writes nothing."""
+"""Schema version 1's save (replaced by `SAVE_FUNCTION` in version 2)."""
+
+SAVE_FUNCTION = """CREATE FUNCTION agentfsm_save(
+    p_run_id text, p_expected bigint, p_known_seq bigint, p_known_stamp text,
+    p_schema_version integer, p_version bigint, p_seq bigint, p_state text, p_turn bigint,
+    p_stamp text, p_snapshot text, p_event_seqs bigint[], p_events text[], p_rewrite text[],
+    p_item_kinds text[], p_item_idx integer[], p_items text[], p_notice text,
+    p_holder text, p_now double precision, p_until double precision
+) RETURNS TABLE (outcome text, stored_version bigint, stored_seq bigint, lease_owner text,
+    lease_expires double precision)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    v_owner text;
+    v_expires double precision;
+BEGIN
+    SELECT a.version, a.seq, a.stamp, a.lease_owner, a.lease_expires INTO r
+        FROM agentfsm_runs a WHERE a.run_id = p_run_id FOR UPDATE;
+    IF FOUND THEN
+        IF r.lease_owner IS NOT NULL AND r.lease_expires > p_now
+                AND r.lease_owner IS DISTINCT FROM p_holder THEN
+            RETURN QUERY SELECT 'busy'::text, r.version, r.seq, r.lease_owner, r.lease_expires;
+            RETURN;
+        ELSIF p_expected IS NULL OR r.version <> p_expected THEN
+            RETURN QUERY SELECT 'conflict'::text, r.version, r.seq, NULL::text,
+                NULL::double precision; RETURN;
+        ELSIF r.seq <> p_known_seq THEN
+            RETURN QUERY SELECT 'invalid'::text, r.version, r.seq, NULL::text,
+                NULL::double precision; RETURN;
+        ELSIF p_known_stamp IS NOT NULL AND p_known_stamp <> r.stamp THEN
+            RETURN QUERY SELECT 'stale'::text, r.version, r.seq, NULL::text,
+                NULL::double precision; RETURN;
+        END IF;
+        IF p_state <> 'busy' THEN
+            v_owner := NULL; v_expires := NULL;
+        ELSIF p_holder IS NULL THEN
+            v_owner := r.lease_owner; v_expires := r.lease_expires;
+        ELSE
+            v_owner := p_holder; v_expires := p_until;
+        END IF;
+        UPDATE agentfsm_runs SET schema_version = p_schema_version, version = p_version,
+            seq = p_seq, state = p_state, turn = p_turn, stamp = p_stamp,
+            snapshot = p_snapshot, lease_owner = v_owner, lease_expires = v_expires
+            WHERE run_id = p_run_id;
+    ELSIF p_expected IS NOT NULL THEN
+        RETURN QUERY SELECT 'conflict'::text, NULL::bigint, 0::bigint, NULL::text,
+            NULL::double precision; RETURN;
+    ELSIF p_known_seq <> 0 THEN
+        RETURN QUERY SELECT 'invalid'::text, NULL::bigint, 0::bigint, NULL::text,
+            NULL::double precision; RETURN;
+    ELSE
+        IF p_state = 'busy' AND p_holder IS NOT NULL THEN
+            v_owner := p_holder; v_expires := p_until;
+        END IF;
+        INSERT INTO agentfsm_runs (run_id, schema_version, version, seq, state, turn, stamp,
+            snapshot, lease_owner, lease_expires) VALUES (p_run_id, p_schema_version,
+            p_version, p_seq, p_state, p_turn, p_stamp, p_snapshot, v_owner, v_expires)
+            ON CONFLICT (run_id) DO NOTHING;
+        IF NOT FOUND THEN  -- another writer created the run since we looked
+            SELECT a.version, a.seq INTO r FROM agentfsm_runs a WHERE a.run_id = p_run_id;
+            RETURN QUERY SELECT 'conflict'::text, r.version, r.seq, NULL::text,
+                NULL::double precision; RETURN;
+        END IF;
+    END IF;
+    INSERT INTO agentfsm_events (run_id, seq, event)
+        SELECT p_run_id, t.s, t.e FROM unnest(p_event_seqs, p_events) AS t(s, e);
+    IF cardinality(p_rewrite) > 0 THEN
+        DELETE FROM agentfsm_items WHERE run_id = p_run_id AND kind = ANY(p_rewrite);
+    END IF;
+    INSERT INTO agentfsm_items (run_id, kind, idx, item)
+        SELECT p_run_id, t.k, t.i, t.v FROM unnest(p_item_kinds, p_item_idx, p_items)
+        AS t(k, i, v);
+    IF p_notice IS NOT NULL THEN
+        PERFORM pg_notify('agentfsm_events', p_notice);
+    END IF;
+    RETURN QUERY SELECT 'saved'::text, p_version, p_seq, v_owner, v_expires;
+END $$"""
+"""A whole save in one statement (one round trip): lock the run's row, refuse it while
+another owner's lease is live (``p_holder`` is the save's hold's owner, or NULL), check the
+version, the seq the events follow and (for a save of only the new items) that the stored
+items are the ones the store wrote (``stamp``); then write, the lease with the rest (taken or
+renewed for the holder of a busy run, cleared at rest: see `agentfsm.stores.leases`). Any
+other outcome writes nothing."""
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -126,6 +207,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         BEGIN RAISE EXCEPTION 'the event log is append-only'; END $$""",
         """CREATE TRIGGER agentfsm_events_append_only BEFORE UPDATE ON agentfsm_events
         FOR EACH ROW EXECUTE FUNCTION agentfsm_events_append_only()""",
+        SAVE_FUNCTION_1,
+    ),
+    2: (
+        "ALTER TABLE agentfsm_runs ADD COLUMN lease_owner text, "
+        "ADD COLUMN lease_expires double precision",
+        "DROP FUNCTION agentfsm_save(text, bigint, bigint, text, integer, bigint, bigint, text, "
+        "bigint, text, text, bigint[], text[], text[], text[], integer[], text[], text)",
         SAVE_FUNCTION,
     ),
 }
@@ -141,10 +229,20 @@ SET_VERSION = "UPDATE agentfsm_schema SET version = %s"
 FIRST_VERSION = "INSERT INTO agentfsm_schema (version) VALUES (%s)"
 
 SAVE = (
-    "SELECT outcome, stored_version, stored_seq FROM agentfsm_save(%s, %s::bigint, %s::bigint, "
+    "SELECT outcome, stored_version, stored_seq, lease_owner, lease_expires FROM "
+    "agentfsm_save(%s, %s::bigint, %s::bigint, "
     "%s, %s, %s, %s, %s, %s, %s, %s, %s::bigint[], %s::text[], %s::text[], %s::text[], "
-    "%s::integer[], %s::text[], %s)"
+    "%s::integer[], %s::text[], %s, %s, %s::double precision, %s::double precision)"
 )
+LEASE = "SELECT lease_owner, lease_expires FROM agentfsm_runs WHERE run_id = %s"
+RENEW = (
+    "WITH renewed AS (UPDATE agentfsm_runs SET lease_expires = %(until)s "
+    "WHERE run_id = %(run)s AND lease_owner = %(owner)s RETURNING lease_owner, lease_expires) "
+    "SELECT lease_owner, lease_expires FROM renewed UNION ALL "
+    "SELECT lease_owner, lease_expires FROM agentfsm_runs WHERE run_id = %(run)s "
+    "AND NOT EXISTS (SELECT 1 FROM renewed)"
+)
+"""Extend the owner's lease (one statement); what is stored afterwards, as one row."""
 SELECT_RUN = "SELECT version, seq FROM agentfsm_runs WHERE run_id = %s"
 SELECT_STAMP = "SELECT version, stamp FROM agentfsm_runs WHERE run_id = %s"
 
@@ -177,12 +275,14 @@ def save_arguments(
     known_seq: int,
     known_stamp: str | None,
     stamp: str,
+    lease: tuple[str | None, float, float] = (None, 0.0, 0.0),
 ) -> Row:
     """SAVE's arguments: the run's new row, its events and item rows, and what is expected.
 
     ``known_seq`` is the seq the stored run must have. ``known_stamp`` is the stamp of the
     stored items ``changes`` continue (None when they rewrite every kind): the save is
-    refused as stale if another store wrote since.
+    refused as stale if another store wrote since. ``lease`` is the save's hold's owner (None
+    for a save without a hold), the time now and the expiry a busy run's lease gets.
     """
     run_id = snapshot.run_id
     kinds, indexes, items = [], [], []
@@ -210,6 +310,7 @@ def save_arguments(
         indexes,
         items,
         notice(run_id, events[-1].seq) if events else None,
+        *lease,
     )
 
 

@@ -11,7 +11,10 @@ repeat every row's key and text: a 10-iteration run writes about 36 WAL pages in
 costs about half.
 
 Format 2 keyed events and items by the run's TEXT id; `migrate` rewrites such a file into
-format 3 in one transaction, the first time a writable store opens it.
+format 4 in one transaction, the first time a writable store opens it. Format 4 adds each
+busy run's lease to its row in ``runs`` (``lease_owner``, ``lease_expires``: see
+`agentfsm.stores.leases`), written by the save's own ``UPDATE``; `migrate` adds the two
+columns to a file of format 3 (every run in it has no lease).
 """
 
 from __future__ import annotations
@@ -19,15 +22,15 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-FILE_FORMAT = 3
+FILE_FORMAT = 4
 """The layout of the database file this agentfsm writes (``PRAGMA user_version``).
 
 It is bumped whenever the layout changes. Format 1 kept each snapshot whole in ``runs``;
 format 2 keeps its messages and trace as rows of ``items``, keyed by the run's id; format 3
-keys events and items by the run's number (``runs.run_no``).
+keys events and items by the run's number (``runs.run_no``); format 4 keeps leases in ``runs``.
 """
 
-MIGRATED_FORMATS = (2,)
+MIGRATED_FORMATS = (2, 3)
 """The older formats `migrate` rewrites into `FILE_FORMAT` (a read-only store reads them as
 they are)."""
 
@@ -43,7 +46,9 @@ SCHEMA = (
         seq INTEGER NOT NULL,
         state TEXT NOT NULL,
         turn INTEGER NOT NULL,
-        snapshot TEXT NOT NULL
+        snapshot TEXT NOT NULL,
+        lease_owner TEXT,
+        lease_expires REAL
     )""",
     """CREATE TABLE IF NOT EXISTS events (
         id INTEGER PRIMARY KEY,
@@ -67,7 +72,10 @@ SCHEMA = (
 """The tables and the trigger of a new file (and of a migrated one, word for word)."""
 
 OUR_TABLES = {"runs", "events", "items", "events_append_only"}
-"""The names in the schema of an agentfsm file of format 2 or 3 (SQLite's own aside)."""
+"""The names in the schema of an agentfsm file of format 2, 3 or 4 (SQLite's own aside)."""
+
+LEASED_FORMAT = 4
+"""The first format that keeps leases (an older file, read only, has none)."""
 
 
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
@@ -130,7 +138,7 @@ def kind_keys(run_no: int, kind: str) -> tuple[int, int]:
 
 def events_sql(file_format: int) -> str:
     """A run's events after a seq, in order: parameters ``(run_id, after_seq)``."""
-    if file_format in MIGRATED_FORMATS:
+    if file_format == 2:
         return "SELECT event FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq"
     return (
         "SELECT e.event FROM runs AS r JOIN events AS e ON e.id BETWEEN "
@@ -141,7 +149,7 @@ def events_sql(file_format: int) -> str:
 
 def items_sql(file_format: int) -> str:
     """A run's items, kind by kind in order: parameter ``(run_id,)``."""
-    if file_format in MIGRATED_FORMATS:
+    if file_format == 2:
         return "SELECT kind, item FROM items WHERE run_id = ? ORDER BY kind, idx"
     return (
         "SELECT i.kind, i.item FROM runs AS r JOIN items AS i ON i.id BETWEEN "
@@ -185,8 +193,16 @@ class OrphanRowsError(Exception):
         self.count = count
 
 
+_FROM_FORMAT_3 = (
+    "ALTER TABLE runs ADD COLUMN lease_owner TEXT",
+    "ALTER TABLE runs ADD COLUMN lease_expires REAL",
+)
+
+
 def migrate(conn: sqlite3.Connection) -> bool:
-    """Rewrite a format-2 file into `FILE_FORMAT`, inside the caller's write transaction.
+    """Rewrite a file of an older format into `FILE_FORMAT`, in the caller's transaction.
+
+    Format 2 is rewritten whole; format 3 gets the lease columns (no run has a lease).
 
     The caller holds ``BEGIN IMMEDIATE``: the format is read again under that lock, so of
     several processes opening the file together one migrates and the others find it done.
@@ -202,8 +218,14 @@ def migrate(conn: sqlite3.Connection) -> bool:
             cannot key), found before anything is changed.
         sqlite3.Error: The database failed.
     """
-    if int(conn.execute("PRAGMA user_version").fetchone()[0]) not in MIGRATED_FORMATS:
+    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if found not in MIGRATED_FORMATS:
         return False
+    if found == 3:
+        for statement in _FROM_FORMAT_3:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version={FILE_FORMAT}")
+        return True
     orphans = int(conn.execute(_ORPHANS).fetchone()[0])
     if orphans:
         raise OrphanRowsError(orphans)

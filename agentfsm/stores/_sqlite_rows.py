@@ -7,12 +7,12 @@ import sqlite3
 from collections.abc import Sequence
 
 INSERT_RUN = (
-    "INSERT INTO runs (schema_version, version, seq, state, turn, snapshot, run_id) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO runs (schema_version, version, seq, state, turn, snapshot, lease_owner, "
+    "lease_expires, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 UPDATE_RUN = (
     "UPDATE runs SET schema_version = ?, version = ?, seq = ?, state = ?, turn = ?, "
-    "snapshot = ? WHERE run_id = ?"
+    "snapshot = ?, lease_owner = ?, lease_expires = ? WHERE run_id = ?"
 )
 """A run's row: inserted by its first save, then updated in place (an ``INSERT OR REPLACE``
 would delete the row and insert it again at the table's end, writing more pages)."""

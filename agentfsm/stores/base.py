@@ -20,6 +20,7 @@ from agentfsm import _checks
 from agentfsm.errors import InvalidSaveError
 from agentfsm.states.events import Event
 from agentfsm.stores._lane import Hop, Lane
+from agentfsm.stores.leases import Hold, Lease
 from agentfsm.stores.snapshot import Snapshot
 
 
@@ -123,6 +124,57 @@ class AsyncRunStore(RunStore, Protocol):
     async def aload(self, run_id: str) -> Snapshot | None:
         """``load``, awaited, off the event loop."""
         ...
+
+
+@runtime_checkable
+class LeasingStore(RunStore, Protocol):
+    """A `RunStore` that keeps each busy run's lease: who drives it, and until when.
+
+    Guarantees (the conformance suite checks them; see `agentfsm.stores.leases`):
+
+    - A save of a busy snapshot through a registered `Hold` takes or renews the lease for
+      the hold's owner, in the save's transaction; a save of a snapshot at rest clears it.
+    - A save is refused with `RunBusyError`, writing nothing, while another owner's lease
+      is live (a save without a hold: while anyone's is).
+    - ``renew_lease`` extends only the owner's own lease, and creates none.
+    - ``delete`` removes the run's lease with the run.
+    """
+
+    def lease(self, run_id: str) -> Lease | None:
+        """The run's stored lease, live or expired (None: no lease, or no such run)."""
+        ...
+
+    def hold(self, run_id: str, hold: Hold) -> None:
+        """From now on, make this store's saves of ``run_id`` through ``hold`` (no I/O).
+
+        Raises:
+            RunBusyError: Another owner's hold on the run, through this store object, is
+                live (another Agent of this process drives it).
+        """
+        ...
+
+    def unhold(self, run_id: str, hold: Hold) -> None:
+        """Stop making saves of ``run_id`` through ``hold`` (nothing if it is not its hold)."""
+        ...
+
+    def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None:
+        """Set the expiry of ``owner``'s lease on the run to ``expires_at``, if it holds it.
+
+        Returns:
+            The stored lease afterwards: ``owner``'s renewed one, another owner's (nothing
+            was changed: the run was taken over), or None (no lease: nothing was changed).
+        """
+        ...
+
+
+def leasing(store: RunStore | None) -> LeasingStore | None:
+    """``store`` if it keeps leases (also behind `DelegatingStore` wrappers), else None."""
+    inner: object = store
+    while isinstance(inner, DelegatingStore):
+        inner = inner.inner
+    if inner is None or getattr(inner, "renew_lease", None) is None:
+        return None
+    return store  # type: ignore[return-value]  # (its innermost store keeps leases)
 
 
 T = TypeVar("T")
@@ -344,6 +396,22 @@ class DelegatingStore(ClosesOnExit):
     def close(self) -> None:
         """``inner.close``."""
         self.inner.close()
+
+    def lease(self, run_id: str) -> Lease | None:
+        """``inner.lease`` (a store that keeps leases: see `LeasingStore`)."""
+        return self.inner.lease(run_id)  # type: ignore[attr-defined, no-any-return]
+
+    def hold(self, run_id: str, hold: Hold) -> None:
+        """``inner.hold``."""
+        self.inner.hold(run_id, hold)  # type: ignore[attr-defined]
+
+    def unhold(self, run_id: str, hold: Hold) -> None:
+        """``inner.unhold``."""
+        self.inner.unhold(run_id, hold)  # type: ignore[attr-defined]
+
+    def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None:
+        """``inner.renew_lease``."""
+        return self.inner.renew_lease(run_id, owner, expires_at)  # type: ignore[attr-defined, no-any-return]
 
 
 def writes_behind(store: RunStore) -> bool:

@@ -292,6 +292,18 @@ class _Run:
             raise self.fail(event, "'tools_listed' must list tools as objects with a name")
         self.listed[server] = tuple(tools)  # type: ignore[arg-type]  # objects, checked above
 
+    def _lease_taken_over(self, event: Event) -> None:
+        owner, previous = event.data.get("owner"), event.data.get("previous_owner")
+        expired = event.data.get("expired_at")
+        if self.data.state != RunState.BUSY:
+            raise self.fail(event, "'lease_taken_over' is recorded only in a busy run")
+        if not isinstance(owner, str) or not isinstance(previous, str):
+            raise self.fail(event, "'lease_taken_over' must carry the new owner and the previous")
+        if type(expired) not in (int, float):
+            raise self.fail(
+                event, f"'lease_taken_over' expired_at must be a time, not {expired!r}"
+            )
+
     def open_round(self) -> tuple[ToolCall, ...]:
         return open_round(self.messages)
 

@@ -14,21 +14,27 @@ from agentfsm.stores.base import (
     run_arguments,
     save_arguments,
 )
+from agentfsm.stores.leases import Hold, Holds, Lease, lease_after_save
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.watch import PollingWatch
+
+_NO_LEASE: tuple[None, None] = (None, None)
 
 
 class MemoryStore(PollingWatch, ClosesOnExit):
     """Keeps runs in memory, with the same guarantees as any `RunStore` but durability.
 
     Snapshots and events are frozen models and are stored as given, not copied. A lock
-    makes each save atomic across threads.
+    makes each save atomic across threads. It keeps each busy run's lease too
+    (`LeasingStore`), for the Agents of one process that share it.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._snapshots: dict[str, Snapshot] = {}
         self._events: dict[str, list[Event]] = {}
+        self._leases: dict[str, tuple[str, float]] = {}  # (owner, expires_at) by run
+        self._holds = Holds()
 
     def save(
         self, snapshot: Snapshot, events: Sequence[Event], *, expected_version: int | None
@@ -37,14 +43,24 @@ class MemoryStore(PollingWatch, ClosesOnExit):
         save_arguments(snapshot, events, expected_version)
         run_id = snapshot.run_id
         with self._lock:
+            hold = self._holds.get(run_id)
+            owner, until = self._leases.get(run_id, _NO_LEASE)
+            owner, until = lease_after_save(run_id, owner, until, hold, snapshot.state == "busy")
             stored = self._snapshots.get(run_id)
             actual = None if stored is None else stored.version
             if actual != expected_version:
                 raise SnapshotConflictError(run_id, expected_version, actual)
-            log = self._events.setdefault(run_id, [])
+            log = self._events.get(run_id, [])
             check_save(snapshot, events, expected_version, log[-1].seq if log else 0)
+            self._events[run_id] = log
             log.extend(events)
             self._snapshots[run_id] = snapshot
+            if owner is None or until is None:
+                self._leases.pop(run_id, None)
+            else:
+                self._leases[run_id] = (owner, until)
+        if hold is not None:
+            hold.saved(owner, until)
 
     def load(self, run_id: str) -> Snapshot | None:
         """The run's latest snapshot, or None."""
@@ -71,6 +87,34 @@ class MemoryStore(PollingWatch, ClosesOnExit):
         with self._lock:
             self._snapshots.pop(run_id, None)
             self._events.pop(run_id, None)
+            self._leases.pop(run_id, None)
+
+    def lease(self, run_id: str) -> Lease | None:
+        """The run's lease, live or expired (see `LeasingStore.lease`)."""
+        run_arguments(run_id)
+        with self._lock:
+            lease = self._leases.get(run_id)
+        return None if lease is None else Lease(run_id, *lease)
+
+    def hold(self, run_id: str, hold: Hold) -> None:
+        """Make this store's saves of ``run_id`` through ``hold`` (see `LeasingStore.hold`)."""
+        with self._lock:
+            self._holds.add(self, run_id, hold)
+
+    def unhold(self, run_id: str, hold: Hold) -> None:
+        """Stop making saves of ``run_id`` through ``hold``."""
+        with self._lock:
+            self._holds.remove(run_id, hold)
+
+    def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None:
+        """Extend ``owner``'s lease on the run (see `LeasingStore.renew_lease`)."""
+        with self._lock:
+            lease = self._leases.get(run_id)
+            if lease is None:
+                return None
+            if lease[0] == owner:
+                lease = self._leases[run_id] = (owner, expires_at)
+        return Lease(run_id, *lease)
 
     def close(self) -> None:
         """Nothing to release: the runs stay in memory until the store is dropped."""

@@ -26,6 +26,8 @@ them on psycopg's synchronous API, the one the Agent calls today.
 - **Watching.** `PostgresStore.watch` LISTENs before it reads, so it misses nothing; when
   its connection is lost (a server restart) it reconnects by itself and goes on after the
   last event it yielded.
+- **Leases** (`LeasingStore`): a busy run's lease is two columns of its row, taken, renewed
+  or cleared by the save function in the save's transaction (see `agentfsm.stores.leases`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from pydantic import ValidationError
 from agentfsm import _checks as checks
 from agentfsm.errors import (
     InvalidSaveError,
+    RunBusyError,
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
@@ -67,6 +70,7 @@ from agentfsm.stores.base import (
     run_arguments,
     save_arguments,
 )
+from agentfsm.stores.leases import Hold, Holds, Lease
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 
 
@@ -127,6 +131,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         """Seconds one attempt to open a connection may take."""
         self._lock = threading.Lock()
         self._written = RecentWrites()
+        self._holds = Holds()
         self._closed = False
         try:
             # direct: its error is clear
@@ -183,7 +188,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             raise StoreCorruptError(
                 self.url, f"agentfsm's tables {sorted(sql.TABLES - names)!r} are missing"
             )
-        if version < sql.SCHEMA_VERSION:  # pragma: no cover - one schema version so far
+        if version < sql.SCHEMA_VERSION:
             self._migrate(conn, version)
             conn.execute(sql.SET_VERSION, (sql.SCHEMA_VERSION,))
 
@@ -219,14 +224,38 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         if written is not None and written.version != expected_version:
             written = None  # what this store wrote is not what the save continues
         stamp = uuid.uuid4().hex
+        hold = self._holds.get(run_id)
+        lease = _lease_arguments(hold)
+        outcome, actual, stored_seq, leased = self._write(
+            snapshot, events, expected_version, written, stamp, lease
+        )
+        if outcome != "saved":
+            self._forget(run_id)
+            _refusal(outcome, snapshot, events, expected_version, (actual, stored_seq), leased)
+        with self._lock:
+            self._written[run_id] = Written.of(snapshot, stamp)
+        if hold is not None:
+            hold.saved(*leased)
+
+    def _write(
+        self,
+        snapshot: Snapshot,
+        events: Sequence[Event],
+        expected_version: int | None,
+        written: Written | None,
+        stamp: str,
+        lease: tuple[str | None, float, float],
+    ) -> tuple[str, int | None, int, tuple[str | None, float | None]]:
+        """`_save`, again with every item if stale; a lost connection resolved by the stamp.
+
+        Raises:
+            StoreError: The save failed, or its outcome cannot be known (nothing assumed).
+        """
+        run_id = snapshot.run_id
         try:
-            outcome, actual, stored_seq = self._save(
-                snapshot, events, expected_version, written, stamp
-            )
-            if outcome == "stale":  # another store wrote that version: write every item
-                outcome, actual, stored_seq = self._save(
-                    snapshot, events, expected_version, None, stamp
-                )
+            saved = self._save(snapshot, events, expected_version, written, stamp, lease)
+            if saved[0] == "stale":  # another store wrote that version: write every item
+                saved = self._save(snapshot, events, expected_version, None, stamp, lease)
         except (ServerUnreachable, AllConnectionsBusy) as exc:  # nothing was sent
             self._forget(run_id)
             raise self._failure(exc, run_id, writing=True) from exc
@@ -236,18 +265,12 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             if not self._committed(snapshot, stamp):
                 self._forget(run_id)
                 raise self._failure(exc, run_id, writing=True) from exc
-            outcome = "saved"
+            held = (lease[0], lease[2]) if snapshot.state == "busy" else (None, None)
+            return "saved", None, 0, held
         except psycopg.Error as exc:
             self._forget(run_id)
             raise self._failure(exc, run_id, writing=True) from exc
-        if outcome == "conflict":
-            self._forget(run_id)
-            raise SnapshotConflictError(run_id, expected_version, actual)
-        if outcome == "invalid":
-            self._forget(run_id)
-            check_save(snapshot, events, expected_version, stored_seq)
-        with self._lock:
-            self._written[run_id] = Written.of(snapshot, stamp)
+        return saved
 
     def _save(
         self,
@@ -256,8 +279,9 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         expected_version: int | None,
         written: Written | None,
         stamp: str,
-    ) -> tuple[str, int | None, int]:
-        """One call of the save function: its outcome, the stored version and seq."""
+        lease: tuple[str | None, float, float],
+    ) -> tuple[str, int | None, int, tuple[str | None, float | None]]:
+        """One call of the save function: its outcome, the stored version, seq and lease."""
         arguments = sql.save_arguments(
             snapshot,
             events,
@@ -266,12 +290,13 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
             known_seq=_follows(snapshot, events),
             known_stamp=None if written is None else written.stamp,
             stamp=stamp,
+            lease=lease,
         )
         with self._pool.connection() as conn:
             row = conn.execute(sql.SAVE, arguments).fetchone()
         if row is None:  # pragma: no cover - the function always returns one row
             raise psycopg.ProgrammingError("agentfsm_save returned no row")
-        return str(row[0]), row[1], int(row[2])
+        return str(row[0]), row[1], int(row[2]), (row[3], row[4])
 
     def _committed(self, snapshot: Snapshot, stamp: str) -> bool:
         """Whether the save of ``snapshot`` stamped ``stamp`` is stored (False if unknown)."""
@@ -347,6 +372,36 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
     def list_runs(self) -> list[RunSummary]:
         """Every stored run, ordered by run id."""
         return [RunSummary(*row) for row in self._read(sql.LIST_RUNS)]
+
+    def lease(self, run_id: str) -> Lease | None:
+        """The run's lease, live or expired (see `LeasingStore.lease`)."""
+        run_arguments(run_id)
+        return _lease(run_id, self._read(sql.LEASE, run_id))
+
+    def hold(self, run_id: str, hold: Hold) -> None:
+        """Make this store's saves of ``run_id`` through ``hold`` (see `LeasingStore.hold`)."""
+        with self._lock:
+            self._holds.add(self, run_id, hold)
+
+    def unhold(self, run_id: str, hold: Hold) -> None:
+        """Stop making saves of ``run_id`` through ``hold``."""
+        with self._lock:
+            self._holds.remove(run_id, hold)
+
+    def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None:
+        """Extend ``owner``'s lease on the run, in one statement (`LeasingStore.renew_lease`).
+
+        Raises:
+            StoreWriteError: The database failed the write.
+        """
+        try:
+            with self._pool.connection() as conn:
+                rows = conn.execute(
+                    sql.RENEW, {"until": expires_at, "run": run_id, "owner": owner}
+                ).fetchall()
+        except psycopg.Error as exc:
+            raise self._failure(exc, run_id, writing=True) from exc
+        return _lease(run_id, rows)
 
     def delete(self, run_id: str) -> None:
         """Remove the run and its events, in one transaction; no error if it is not stored."""
@@ -471,6 +526,37 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
                 return
             self._closed = True
         self._pool.close()
+
+
+def _refusal(
+    outcome: str,
+    snapshot: Snapshot,
+    events: Sequence[Event],
+    expected_version: int | None,
+    stored: tuple[int | None, int],
+    leased: tuple[str | None, float | None],
+) -> None:
+    """Raise what the save function's ``outcome`` other than ``saved`` stands for."""
+    owner, expires_at = leased
+    if outcome == "busy" and owner is not None and expires_at is not None:
+        raise RunBusyError(snapshot.run_id, owner, expires_at)
+    if outcome == "conflict":
+        raise SnapshotConflictError(snapshot.run_id, expected_version, stored[0])
+    check_save(snapshot, events, expected_version, stored[1])  # ("invalid": it raises)
+
+
+def _lease_arguments(hold: Hold | None) -> tuple[str | None, float, float]:
+    """The save function's lease arguments: the holder (or None), now, and a new expiry."""
+    if hold is None:
+        return None, time.time(), 0.0
+    now = hold.clock()
+    return hold.owner, now, now + hold.duration
+
+
+def _lease(run_id: str, rows: list[tuple[Any, ...]]) -> Lease | None:
+    if rows and rows[0][0] is not None and rows[0][1] is not None:
+        return Lease(run_id, str(rows[0][0]), float(rows[0][1]))
+    return None
 
 
 def _follows(snapshot: Snapshot, events: Sequence[Event]) -> int:

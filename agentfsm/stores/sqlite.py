@@ -1,10 +1,11 @@
 """`SQLiteStore`: a durable `RunStore` in one SQLite file, with the standard library's sqlite3.
 
-Layout (file format 3, kept in ``PRAGMA user_version``; see `_sqlite_layout`):
+Layout (file format 4, kept in ``PRAGMA user_version``; see `_sqlite_layout`):
 
 - ``runs``: one row per run, numbered (``run_no``) in the order runs are first saved — its
   id, its latest snapshot as JSON but for its messages and trace, the snapshot's
-  ``schema_version``, and ``version``, ``seq``, ``state``, ``turn`` for listing.
+  ``schema_version``, and ``version``, ``seq``, ``state``, ``turn`` for listing; and a busy
+  run's lease (``lease_owner``, ``lease_expires``), set by the save's own ``UPDATE``.
 - ``items``: the snapshot's messages (kind ``m``) and trace entries (kind ``t``), one row
   each, keyed by ``(run_no, kind, idx)`` (folded into the rowid). Both only grow between
   saves of a run (a reset is the exception), so a save writes just the new ones: its cost
@@ -12,8 +13,8 @@ Layout (file format 3, kept in ``PRAGMA user_version``; see `_sqlite_layout`):
 - ``events``: the append-only event log, keyed by ``(run_no, seq)`` (folded into the
   rowid); a trigger refuses any ``UPDATE`` of it.
 
-A file of format 2 (keyed by the run's id) is migrated to format 3 by the first writable
-store that opens it, in one transaction; a read-only store reads it as it is.
+A file of format 2 (keyed by the run's id) or 3 (no leases) is migrated to format 4 by the
+first writable store that opens it, in one transaction; a read-only store reads it as it is.
 
 Each save is one ``BEGIN IMMEDIATE`` transaction, so concurrent writers (threads or
 processes) are serialised by SQLite and the version check and the writes are atomic.
@@ -75,6 +76,7 @@ from agentfsm.stores._sqlite_layout import (
     kind_keys,
     migrate,
 )
+from agentfsm.stores._sqlite_leases import SQLiteLeases, lease_sql
 from agentfsm.stores._sqlite_rows import INSERT_RUN, UPDATE_RUN, insert_rows
 from agentfsm.stores.base import (
     ClosesOnExit,
@@ -84,6 +86,7 @@ from agentfsm.stores.base import (
     run_arguments,
     save_arguments,
 )
+from agentfsm.stores.leases import Holds, lease_after_save
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 from agentfsm.stores.watch import PollingWatch
 
@@ -106,8 +109,10 @@ def _checked_path(path: object) -> Path:
     return where
 
 
-class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
+class SQLiteStore(SQLiteLeases, ThreadedAsync, PollingWatch, ClosesOnExit):
     """Keeps runs in one SQLite file: durable, atomic, safe for several processes.
+
+    It keeps each busy run's lease (`LeasingStore`), renewed in the save's transaction.
 
     A file that is not agentfsm's is refused before anything is written to it: no table,
     no journal mode, no ``user_version`` is changed, no ``-wal`` or ``-shm`` file is left
@@ -175,6 +180,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         self._synchronous = synchronous
         self._lock = threading.RLock()  # (held by save_many around its saves)
         self._written = RecentWrites()
+        self._holds = Holds()
         self.lane = Lane()
         """The thread write-behind makes this store's saves in (`start_saves`)."""
         opener = connect or (connect_read_only if read_only else connect_writing)
@@ -198,7 +204,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         seen = opening.probe(self._conn, self.path)
         opening.check_layout(self.path, seen)
         file_format = seen.file_format
-        self._reads = (events_sql(file_format), items_sql(file_format))
+        self._reads = (events_sql(file_format), items_sql(file_format), lease_sql(file_format))
         if self.read_only:
             if file_format == 0:
                 raise StoreCorruptError(str(self.path), "it holds no agentfsm run database")
@@ -206,7 +212,11 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
         if file_format != FILE_FORMAT and self._lay_out(file_format):
-            self._reads = (events_sql(FILE_FORMAT), items_sql(FILE_FORMAT))
+            self._reads = (
+                events_sql(FILE_FORMAT),
+                items_sql(FILE_FORMAT),
+                lease_sql(FILE_FORMAT),
+            )
 
     def _lay_out(self, file_format: int) -> bool:
         """Create the tables of a new file, or migrate a file of an older format.
@@ -267,13 +277,23 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
         save_arguments(snapshot, events, expected_version)
         run_id = snapshot.run_id
         self._check_writable(run_id)
+        hold = self._holds.get(run_id)
         with self._lock:
             try:
                 with self._transaction() as conn:
                     row = conn.execute(
-                        "SELECT version, seq, run_no FROM runs WHERE run_id = ?", (run_id,)
+                        "SELECT version, seq, run_no, lease_owner, lease_expires FROM runs "
+                        "WHERE run_id = ?",
+                        (run_id,),
                     ).fetchone()
                     actual, stored_seq = (None, 0) if row is None else (row[0], row[1])
+                    lease = lease_after_save(
+                        run_id,
+                        None if row is None else row[3],
+                        None if row is None else row[4],
+                        hold,
+                        snapshot.state == "busy",
+                    )
                     if actual != expected_version:
                         raise SnapshotConflictError(run_id, expected_version, actual)
                     check_save(snapshot, events, expected_version, stored_seq)
@@ -284,6 +304,7 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                         snapshot.state,
                         snapshot.turn,
                         core_json(snapshot),
+                        *lease,
                         run_id,
                     )
                     if row is None:  # (an INSERT into a rowid table always sets lastrowid)
@@ -304,6 +325,8 @@ class SQLiteStore(ThreadedAsync, PollingWatch, ClosesOnExit):
                 self._written.pop(run_id, None)
                 raise
             self._remember(snapshot)
+        if hold is not None:
+            hold.saved(*lease)
 
     def save_many(self, saves: Sequence[tuple[Snapshot, Sequence[Event], int | None]]) -> None:
         """Make each ``(snapshot, events, expected_version)`` save in order, one fsync for all.

@@ -33,6 +33,7 @@ from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import InputPolicy, MachineName, RunState
 from agentfsm.stores.base import RunStore, RunSummary
 from agentfsm.stores.snapshot import Snapshot
+from agentfsm.testing.lease_conformance import LeaseConformance
 
 
 def make_events(run_id: str, first_seq: int, count: int) -> list[Event]:
@@ -142,11 +143,13 @@ _event_fields = st.tuples(
 )
 
 
-class RunStoreConformance:
+class RunStoreConformance(LeaseConformance):
     """The guarantees of `RunStore`, as tests; subclass it with a ``Test…`` name.
 
     Implement `make_store`. The ``store`` fixture opens one store per test, in pytest's
-    ``tmp_path``, and closes it afterwards.
+    ``tmp_path``, and closes it afterwards. A store that keeps leases (`LeasingStore`) is
+    checked for their guarantees too (`LeaseConformance`); for one that keeps none, those
+    tests are skipped.
     """
 
     def make_store(self, directory: Path) -> RunStore:

@@ -7,6 +7,7 @@ changes nothing.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -214,6 +215,34 @@ def test_losing_the_race_to_another_process_is_a_conflict_and_keeps_its_save(
     assert snapshot is not None
     assert snapshot.state == "paused"
     assert events[-1].event == "pause"
+
+
+def test_a_run_another_process_starts_driving_meanwhile_is_a_conflict(waiting: Path) -> None:
+    from agentfsm.stores.leases import Hold
+
+    def drive_elsewhere(run_id: str) -> None:  # its turn began: busy, under its lease
+        with SQLiteStore(waiting) as elsewhere:
+            stored = elsewhere.load(run_id)
+            assert stored is not None
+            hold = Hold("worker-7", 60.0, 20.0, time.time)
+            elsewhere.hold(run_id, hold)
+            busy = stored.model_copy(update={"state": "busy", "version": stored.version + 1})
+            elsewhere.save(busy, [], expected_version=stored.version)
+            elsewhere.unhold(run_id, hold)
+
+    def racing(run_id: str, store: RunStore) -> Agent:
+        agent = travel_agent(run_id, store)
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(drive_elsewhere, run_id).result()
+        return agent
+
+    for client in _client(waiting, agent=racing):
+        status, data = _act(client, action="resolve", decisions={"t1-book_hotel-1": "approve"})
+        assert (status, data["error"]) == (409, "RunBusyError")
+        assert "'worker-7' drives it" in str(data["message"])
+    snapshot, _ = _stored(waiting)
+    assert snapshot is not None
+    assert snapshot.state == "busy"  # the other process's, untouched
 
 
 def test_a_busy_run_is_left_to_the_process_driving_it() -> None:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentfsm import Event
-from agentfsm.errors import SnapshotConflictError
+from agentfsm.errors import RunBusyError, SnapshotConflictError
 from agentfsm.llm.base import ModelResponse, RetryListener
 from agentfsm.states import Message
 from agentfsm.states.json import JSONObject
@@ -95,7 +95,8 @@ def run(store: str, log: Path, run_id: str, point: str) -> None:
         if (point, line) in (("inside_tool", "weather:Nice"), ("inside_book", "book:Rome")):
             die()  # the side effect happened; its result will never be stored
 
-    the_agent = agent(KillingStore(open_store(store), point), run_id, log, on_run)
+    # (no lease: the kill leaves none to wait for; test_lease_processes.py kills one with one)
+    the_agent = agent(KillingStore(open_store(store), point), run_id, log, on_run, lease=None)
     the_agent.model = KillingModel(point)
 
     def listener(item: object) -> None:
@@ -115,7 +116,7 @@ def run(store: str, log: Path, run_id: str, point: str) -> None:
 
 def first(store: str, log: Path, run_id: str, point: str) -> None:
     """Start the run with its input in one call, dying at ``point``."""
-    the_agent = agent(KillingStore(open_store(store), point), run_id, log)
+    the_agent = agent(KillingStore(open_store(store), point), run_id, log, lease=None)
     the_agent.start("Plan my trip")
     print("not killed", file=sys.stderr)
     sys.exit(3)
@@ -139,7 +140,7 @@ def race(url: str, log: Path, run_id: str, go: Path) -> None:
             the_agent.start()
             the_agent.resume()
             the_agent.submit("Plan my trip")
-        except SnapshotConflictError:
+        except (SnapshotConflictError, RunBusyError):  # (busy: the winner drives it now)
             print("conflict", flush=True)
             return
         print(f"won {the_agent.state}", flush=True)

@@ -49,7 +49,7 @@ def test_an_empty_database_gets_the_schema_of_the_current_version(postgres_url: 
         "agentfsm_events", "agentfsm_items", "agentfsm_runs", "agentfsm_schema",
     ]  # fmt: skip
     with raw(postgres_url) as conn:
-        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(2,)]
     stored_run(postgres_url)  # and a second opening keeps it
     with PostgresStore(postgres_url) as store:
         assert store.load("r1") == make_snapshot("r1", 2, 1)
@@ -91,7 +91,7 @@ def test_a_database_of_a_newer_schema_version_is_refused_untouched(postgres_url:
         conn.execute("UPDATE agentfsm_schema SET version = 7")
     with pytest.raises(SchemaVersionError, match=r"the file format .* schema version 7") as caught:
         PostgresStore(postgres_url)
-    assert (caught.value.found, caught.value.expected, caught.value.run_id) == (7, (1,), None)
+    assert (caught.value.found, caught.value.expected, caught.value.run_id) == (7, (2,), None)
     with raw(postgres_url) as conn:
         assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(7,)]
         assert conn.execute("SELECT count(*) FROM agentfsm_events").fetchone() == (2,)
@@ -131,7 +131,7 @@ def test_concurrent_first_openings_migrate_once(postgres_url: str) -> None:
         thread.join()
     assert errors == []
     with raw(postgres_url) as conn:
-        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(2,)]
 
 
 def test_a_snapshot_of_an_unknown_schema_version_is_refused_and_left_alone(
@@ -409,3 +409,33 @@ def test_the_store_is_returned_with_its_min_size_connections_open(postgres_url: 
 def test_pool_sizes_out_of_order_are_refused(low: int, high: int, postgres_url: str) -> None:
     with pytest.raises(ValueError, match=r"1 <= min_size <= max_size, got min_size="):
         PostgresStore(postgres_url, min_size=low, max_size=high)
+
+
+def test_a_database_of_schema_version_1_is_migrated_to_leases(postgres_url: str) -> None:
+    from agentfsm.stores import _postgres_sql as sql
+    from agentfsm.stores.leases import Hold, Lease
+    from agentfsm.testing.clock import FakeClock
+
+    stored_run(postgres_url)
+    with raw(postgres_url) as conn:  # as schema version 1 left it: no lease columns
+        conn.execute(
+            "DROP FUNCTION agentfsm_save(text, bigint, bigint, text, integer, bigint, bigint, "
+            "text, bigint, text, text, bigint[], text[], text[], text[], integer[], text[], "
+            "text, text, double precision, double precision)"
+        )
+        conn.execute(
+            "ALTER TABLE agentfsm_runs DROP COLUMN lease_owner, DROP COLUMN lease_expires"
+        )
+        conn.execute(sql.SAVE_FUNCTION_1)
+        conn.execute("UPDATE agentfsm_schema SET version = 1")
+    with PostgresStore(postgres_url) as store:
+        assert store.load("r1") == make_snapshot("r1", 2, 1)
+        assert store.lease("r1") is None
+        clock = FakeClock(1000.0)
+        hold = Hold("a", 10.0, 1.0, clock)
+        store.hold("r1", hold)
+        store.save(make_snapshot("r1", 3, 2), make_events("r1", 3, 1), expected_version=1)
+        store.unhold("r1", hold)
+        assert store.lease("r1") == Lease("r1", "a", 1010.0)
+    with raw(postgres_url) as conn:
+        assert conn.execute("SELECT version FROM agentfsm_schema").fetchall() == [(2,)]

@@ -112,7 +112,7 @@ def test_a_file_of_a_newer_format_is_refused(tmp_path: Path) -> None:
         SQLiteStore(path)
     assert (caught.value.found, caught.value.expected, caught.value.run_id) == (
         7,
-        (2, FILE_FORMAT),
+        (2, 3, FILE_FORMAT),
         None,
     )
 
@@ -238,7 +238,7 @@ def test_the_file_format_is_three_since_rows_are_keyed_by_the_run_number(tmp_pat
     path = tmp_path / "runs.db"
     stored_run(path)
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (3,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (4,)
 
 
 def test_a_file_of_the_older_layout_is_refused_naming_both_versions(tmp_path: Path) -> None:
@@ -254,9 +254,9 @@ def test_a_file_of_the_older_layout_is_refused_naming_both_versions(tmp_path: Pa
 
     message = str(caught.value)
     assert "schema version 1" in message
-    assert "reads only 2, 3" in message
+    assert "reads only 2, 3, 4" in message
     assert "older agentfsm" in message
-    assert (caught.value.found, caught.value.expected) == (1, (2, 3))
+    assert (caught.value.found, caught.value.expected) == (1, (2, 3, 4))
     assert path.read_bytes() == before
 
 

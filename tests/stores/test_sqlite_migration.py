@@ -124,7 +124,7 @@ def test_a_new_file_numbers_runs_and_keys_their_rows_by_number(tmp_path: Path) -
         for snapshot, events in RUNS:
             store.save(snapshot, events, expected_version=None)
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (3,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (4,)
         numbers = conn.execute("SELECT run_no, run_id FROM runs ORDER BY run_no").fetchall()
         assert numbers == [(1, "b-second"), (2, "a-first"), (3, "c")]  # in order of first save
         assert conn.execute("SELECT DISTINCT run_no FROM events ORDER BY 1").fetchall() == [
@@ -184,9 +184,9 @@ def test_a_format_2_file_is_migrated_whole_by_a_writable_store(tmp_path: Path) -
         store.save(more, make_events("b-second", 4, 1), expected_version=1)
         assert store.load("b-second") == more
 
-    assert schema(old) == schema(fresh)  # word for word a file of format 3
+    assert schema(old) == schema(fresh)  # word for word a file of format 4
     with raw(old) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (3,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,)
         assert conn.execute("SELECT run_id FROM runs ORDER BY run_no").fetchall() == [
             ("b-second",),
             ("a-first",),
@@ -332,3 +332,36 @@ def test_a_format_2_file_with_rows_of_no_run_is_refused_unchanged(tmp_path: Path
     assert path.read_bytes() == before
     with raw(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+
+
+def format_3_file(path: Path, runs: Sequence[Run]) -> None:
+    """A file as a format-3 SQLiteStore left it: today's file less the lease columns."""
+    with SQLiteStore(path) as store:
+        for snapshot, events in runs:
+            store.save(snapshot, events, expected_version=None)
+    with raw(path) as conn:
+        conn.execute("ALTER TABLE runs DROP COLUMN lease_owner")
+        conn.execute("ALTER TABLE runs DROP COLUMN lease_expires")
+        conn.execute("PRAGMA user_version = 3")
+
+
+def test_a_format_3_file_gets_the_lease_columns_and_keeps_every_run(tmp_path: Path) -> None:
+    old = tmp_path / "old.db"
+    format_3_file(old, RUNS)
+    with SQLiteStore(old, read_only=True) as reader:  # read as it is: no run has a lease
+        assert_holds(reader, RUNS)
+        assert reader.lease("a-first") is None
+    with raw(old) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (3,)
+
+    with SQLiteStore(old) as store:
+        assert_holds(store, RUNS)
+        assert [store.lease(s.run_id) for s, _ in RUNS] == [None] * len(RUNS)
+        snapshot, _ = RUNS[0]  # the run goes on after the migration, and keeps leases
+        more = snapshot.model_copy(update={"seq": 4, "version": 2})
+        store.save(more, make_events("b-second", 4, 1), expected_version=1)
+        assert store.load("b-second") == more
+    with raw(old) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (FILE_FORMAT,) == (4,)
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
+        assert columns[-2:] == ["lease_owner", "lease_expires"]

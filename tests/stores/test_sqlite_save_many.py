@@ -17,6 +17,7 @@ import pytest
 from agentfsm import Agent, Event
 from agentfsm.errors import SnapshotConflictError, StoreWriteError
 from agentfsm.stores import RunStore, Snapshot, SQLiteStore
+from agentfsm.stores._sqlite_layout import FILE_FORMAT
 from agentfsm.stores.base import start_saves
 from agentfsm.testing.store_conformance import make_events, make_snapshot
 from tests.stores.durable_support import agent
@@ -105,7 +106,7 @@ def test_a_failed_save_ends_them_and_what_committed_before_it_is_fsynced(
         assert store.events("r1") == list(first[1])
         # one more commit, fsynced, that changes nothing: it makes the first durable
         assert store.commits() == ["NORMAL", "FULL"]
-        assert "PRAGMA user_version=3" in store.statements
+        assert f"PRAGMA user_version={FILE_FORMAT}" in store.statements
         assert store.level() == 2
 
 

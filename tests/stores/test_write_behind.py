@@ -219,7 +219,8 @@ def test_a_run_killed_at_any_save_behind_resumes_as_the_contract_says(
                 ran.append(line)
 
         listeners = [lambda item: None] if listening else []
-        first = agent(dying, RUN_ID, on_run=on_run, listeners=listeners)
+        # (no lease: the death leaves none to wait for; test_lease_processes.py has one)
+        first = agent(dying, RUN_ID, on_run=on_run, listeners=listeners, lease=None)
         try:
             first.start()
             first.submit("Plan my trip")
