@@ -2,7 +2,7 @@
 
 ``demo``, ``table``, ``verify``, ``diagram`` (of the machines, or of a stored run's path),
 ``runs`` (the runs of a store), ``inspect`` (where one stored run is), ``fork`` (a new run
-from a rest point of a stored one), ``ui`` (a live
+from a rest point of a stored one), ``simulate`` (the deterministic simulation), ``ui`` (a live
 web view of a store, `agentfsm.serve`) and ``serve-a2a`` (an agent over the A2A protocol).
 """
 
@@ -24,6 +24,7 @@ from agentfsm._runs_cli import (
     run_diagram_command,
     runs_command,
 )
+from agentfsm._sim_cli import add_simulate_command, simulate_command
 from agentfsm._terminal import TerminalSafe, terminal_safe
 from agentfsm.diagrams import FORMATS, View, markdown_table, save_diagram
 from agentfsm.errors import AgentFSMError, DiagramRenderError
@@ -191,6 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     diagram.add_argument("--run", metavar="RUN_ID", help="draw this stored run's path")
     diagram.add_argument("--store", metavar="STORE", help=_STORE_HELP + " (with --run)")
     _add_store_commands(commands)
+    add_simulate_command(commands)
     _add_ui_command(commands)
     _add_serve_commands(commands)
     _add_worker_command(commands)
@@ -310,6 +312,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "fork":
         edits = fork_edits(args.replace_user_message, args.edit_call, args.add_message)
         return fork_command(args.run_id, args.store, args.at, args.new_run_id, edits, out)
+    if args.command == "simulate":
+        return simulate_command(args, out)
     if args.command == "ui":
         return _ui(args)
     if args.command == "serve-a2a":

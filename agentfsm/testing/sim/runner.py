@@ -261,7 +261,10 @@ class Simulation:
         self, life: _Life, run_id: str, what: str, call: _Call, concurrent: bool
     ) -> None:
         process = life.process
+        if what.startswith("take_up"):
+            life.agents.pop(run_id, None)  # (taking a run up is building its Agent afresh)
         agent = life.agents.get(run_id)
+        before = -1 if agent is None else agent.snapshot().version
         try:
             if agent is None:
                 agent = self.world.make_agent(process, run_id)
@@ -273,7 +276,7 @@ class Simulation:
         except BaseException as error:  # judged below; nothing escapes the simulation
             self._ended(life, run_id, what, agent, error)
             return
-        self._answered(life, run_id, what, agent, concurrent)
+        self._answered(life, run_id, what, agent, concurrent or agent.snapshot().version == before)
 
     def _ended(
         self, life: _Life, run_id: str, what: str, agent: Agent | None, error: BaseException
@@ -307,12 +310,13 @@ class Simulation:
                 )
 
     def _answered(
-        self, life: _Life, run_id: str, what: str, agent: Agent, concurrent: bool
+        self, life: _Life, run_id: str, what: str, agent: Agent, unsaved: bool
     ) -> None:
+        """The call returned: what it acknowledged (when it saved anything) is stored."""
         if not life.process.alive:
             return
         self._trace(f"  {life.process.name} {run_id} {what} -> {agent.state}")
-        if concurrent or agent.state == RunState.BUSY:
+        if unsaved or agent.state == RunState.BUSY:
             return
         stored = self.shared.inner.load(run_id)
         held = None if stored is None else (stored.state, stored.turn, stored.messages)

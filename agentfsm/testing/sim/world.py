@@ -176,12 +176,25 @@ class ConversationModel:
 
 
 def ledger_tool(
-    process: Process, name: str, *, idempotent: bool, policy: str = "allow"
+    process: Process,
+    name: str,
+    *,
+    idempotent: bool,
+    policy: str = "allow",
+    declared_idempotent: bool | None = None,
 ) -> AnyTool:
     """A tool whose body notes itself in the ledger, between two points of the scheduler.
 
     A crash at the first point is before the body; at the second, after its side effect and
     before its result is stored (its outcome unknown): the case I11 is about.
+
+    Args:
+        process: The process whose Agents run it.
+        name: ``book``, ``note`` or ``pay``.
+        idempotent: Whether running a call twice is harmless (what the ledger judges by).
+        policy: The tool's policy.
+        declared_idempotent: What the tool tells the Agent, if not ``idempotent`` (a tool
+            that lies, for testing that the ledger catches a body run twice).
     """
 
     async def body(ctx: ToolContext, **arguments: object) -> str:
@@ -207,7 +220,7 @@ def ledger_tool(
         description=f"The simulation's {name!r} tool.",
         parameters=parameters,
         policy=policy,  # type: ignore[arg-type]  # (a PolicyName, checked by Tool)
-        idempotent=idempotent,
+        idempotent=idempotent if declared_idempotent is None else declared_idempotent,
     )
 
 
@@ -221,6 +234,8 @@ class World:
 
     max_iterations = 4
     """Each Agent's ``max_iterations``."""
+    max_depth = MAX_DEPTH
+    """Levels of a run tree: 1 for no sub-agents."""
     action_timeout = 120.0
     """Each Agent's ``action_timeout`` and ``input_timeout`` (seconds of the clock)."""
 
@@ -240,7 +255,7 @@ class World:
             ledger_tool(process, "note", idempotent=True),
             ledger_tool(process, "pay", idempotent=False, policy="require_approval"),
         ]
-        if depth < MAX_DEPTH:
+        if depth < self.max_depth:
             tools.append(
                 agent_tool(
                     lambda: self.agent_at(process, depth + 1, None),

@@ -1,0 +1,135 @@
+"""``agentfsm simulate``: run the deterministic simulation of `agentfsm.testing.sim` for a seed.
+
+A failure prints its seed, the broken invariant and the tail of its trace, and exits 1; the
+same command reruns it to the same failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+from agentfsm._terminal import terminal_safe
+from agentfsm.errors import AgentFSMError
+from agentfsm.stores.base import RunStore
+from agentfsm.stores.memory import MemoryStore
+from agentfsm.stores.sqlite import SQLiteStore
+from agentfsm.stores.urls import open_store
+
+STORE_HELP = (
+    "where the simulated processes keep their runs: memory (the default), sqlite (a "
+    "temporary file), or a store URL of an empty store (sqlite:///PATH, postgresql://…; "
+    "'postgres URL' also works)"
+)
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _positive(text: str) -> int:
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def add_simulate_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``simulate`` to the command line's subcommands."""
+    simulate = commands.add_parser(
+        "simulate",
+        help="run the deterministic simulation (processes, store faults, crashes) for a seed",
+        description="Run agentfsm's deterministic simulation: processes sharing one store, "
+        "with crashes, failed and unacknowledged saves, conflicts, timeouts and outages, all "
+        "chosen by the seed; the store is checked after every step. A failure prints the "
+        "seed and the tail of its trace and exits 1; the same command reruns it.",
+    )
+    simulate.add_argument("--seed", type=_whole, required=True, help="the seed to simulate")
+    simulate.add_argument(
+        "--count", type=_positive, default=1, help="seeds to run: SEED, SEED+1, … (default 1)"
+    )
+    simulate.add_argument(
+        "--steps", type=_positive, default=200, help="moves per seed (default 200)"
+    )
+    simulate.add_argument(
+        "--store", nargs="+", default=["memory"], metavar="STORE", help=STORE_HELP
+    )
+    simulate.add_argument(
+        "--world",
+        metavar="MODULE:CLASS",
+        help="a World subclass building your own agent (the current directory is importable)",
+    )
+    simulate.add_argument(
+        "--trace", action="store_true", help="print every seed's whole trace, not only a failure's"
+    )
+
+
+@contextmanager
+def _store(words: list[str]) -> Iterator[RunStore]:
+    kind = words[-1] if len(words) == 2 and words[0] in ("postgres", "postgresql") else words[0]
+    if len(words) > 2 or (len(words) == 2 and kind == words[0]):
+        raise ValueError(f"--store takes one STORE or 'postgres URL', not {' '.join(words)!r}")
+    if kind == "memory":
+        yield MemoryStore()
+        return
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="agentfsm-sim-") as folder:
+            with SQLiteStore(Path(folder) / "runs.db") as store:
+                yield store
+        return
+    with open_store(kind) as store:
+        if store.list_runs():
+            raise ValueError(
+                "the simulation needs an empty store: this one holds runs already "
+                "(name a fresh database)"
+            )
+        yield store
+
+
+def _world(reference: str | None) -> object:
+    if reference is None:
+        return None
+    module_name, _, name = reference.partition(":")
+    if not module_name or not name:
+        raise ValueError(f"--world must be MODULE:CLASS, not {reference!r}")
+    sys.path.insert(0, ".")
+    try:
+        return getattr(importlib.import_module(module_name), name)()
+    finally:
+        sys.path.remove(".")
+
+
+def simulate_command(args: argparse.Namespace, out: TextIO) -> int:
+    """Run ``agentfsm simulate``; 0 when every seed holds, 1 on a violation or an error."""
+    from agentfsm.testing.sim import Simulation, World
+
+    try:
+        world = _world(args.world)
+        if world is not None and not isinstance(world, World):
+            raise ValueError(f"--world {args.world} is not a agentfsm.testing.sim.World")
+        failed = 0
+        for seed in range(args.seed, args.seed + args.count):
+            with _store(list(args.store)) as store:
+                report = Simulation(seed, store, steps=args.steps, world=world).run()
+            if args.trace:
+                print("\n".join(report.trace), file=out)
+            print(report.summary(), file=out)
+            if not report.ok:
+                failed += 1
+                rerun = f"agentfsm simulate --seed {seed} --steps {args.steps}"
+                if args.store != ["memory"]:
+                    rerun += " --store " + " ".join(args.store)
+                print(report.failure(rerun=rerun), file=out)
+    except (AgentFSMError, ValueError, ImportError, AttributeError, OSError) as error:
+        print(f"agentfsm simulate: error: {terminal_safe(str(error))}", file=sys.stderr)
+        return 1
+    return 1 if failed else 0
