@@ -82,9 +82,11 @@ def _store(words: list[str]) -> Iterator[RunStore]:
         yield MemoryStore()
         return
     if kind == "sqlite":
-        with tempfile.TemporaryDirectory(prefix="agentfsm-sim-") as folder:
-            with SQLiteStore(Path(folder) / "runs.db") as store:
-                yield store
+        with (
+            tempfile.TemporaryDirectory(prefix="agentfsm-sim-") as folder,
+            SQLiteStore(Path(folder) / "runs.db") as store,
+        ):
+            yield store
         return
     with open_store(kind) as store:
         if store.list_runs():
@@ -128,6 +130,8 @@ def simulate_command(args: argparse.Namespace, out: TextIO) -> int:
                 rerun = f"agentfsm simulate --seed {seed} --steps {args.steps}"
                 if args.store != ["memory"]:
                     rerun += " --store " + " ".join(args.store)
+                if args.world is not None:
+                    rerun += f" --world {args.world}"
                 print(report.failure(rerun=rerun), file=out)
     except (AgentFSMError, ValueError, ImportError, AttributeError, OSError) as error:
         print(f"agentfsm simulate: error: {terminal_safe(str(error))}", file=sys.stderr)

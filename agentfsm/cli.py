@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -314,16 +314,20 @@ def _main(argv: Sequence[str] | None) -> int:
         return fork_command(args.run_id, args.store, args.at, args.new_run_id, edits, out)
     if args.command == "simulate":
         return simulate_command(args, out)
-    if args.command == "ui":
-        return _ui(args)
-    if args.command == "serve-a2a":
-        return _serve_a2a(args)
-    if args.command == "worker":
-        return _worker(args)
+    if args.command in _SERVERS:
+        return _SERVERS[args.command](args)
     if args.command == "table":
         print(markdown_table(TABLES[MachineName(args.machine)]), file=out)
         return 0
     return _demo_command(args.dir, args.model, out)
+
+
+_SERVERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "ui": _ui,
+    "serve-a2a": _serve_a2a,
+    "worker": _worker,
+}
+"""The commands that serve until interrupted, by name."""
 
 
 def _demo_command(base: str | None, model: str | None, out: TextIO) -> int:

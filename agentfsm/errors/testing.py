@@ -30,7 +30,7 @@ class InjectedInterrupt(BaseException):
     """
 
 
-class ProcessCrashed(InjectedInterrupt):  # noqa: N818  # (a crash, not an error of the run)
+class ProcessCrashed(InjectedInterrupt):
     """A simulated process crashed (`agentfsm.testing.sim`): whatever it still does fails.
 
     Raised inside the crashed process only, at its next touch of the store, the model or a

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from types import TracebackType
 
+from agentfsm._compat import StrEnum
 from agentfsm.errors import ProcessCrashed, SnapshotConflictError, StoreWriteError
 from agentfsm.states.events import Event
 from agentfsm.stores.base import RunStore, RunSummary

@@ -309,9 +309,7 @@ class Simulation:
                     f"{life.process.name} {run_id} {what}",
                 )
 
-    def _answered(
-        self, life: _Life, run_id: str, what: str, agent: Agent, unsaved: bool
-    ) -> None:
+    def _answered(self, life: _Life, run_id: str, what: str, agent: Agent, unsaved: bool) -> None:
         """The call returned: what it acknowledged (when it saved anything) is stored."""
         if not life.process.alive:
             return

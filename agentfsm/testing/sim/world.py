@@ -90,9 +90,7 @@ class Process:
 
 
 def _digest(salt: int, messages: Sequence[Message]) -> int:
-    shape = [
-        (m.role, m.content, [c.id for c in m.tool_calls], m.tool_call_id) for m in messages
-    ]
+    shape = [(m.role, m.content, [c.id for c in m.tool_calls], m.tool_call_id) for m in messages]
     text = json.dumps([salt, shape], sort_keys=True, default=str)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 

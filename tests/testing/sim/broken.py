@@ -29,8 +29,10 @@ class LosingStore(DelegatingStore):
 
 
 class LyingToolWorld(World):
-    """``book`` is not idempotent (booking twice books two rooms), but tells the Agent it is:
-    so the Agent runs it again after a crash mid-body, and the ledger sees the second run."""
+    """A world whose ``book`` is not idempotent but tells the Agent it is.
+
+    So the Agent runs it again after a crash mid-body, and the ledger sees the second run.
+    """
 
     max_depth = 1
 

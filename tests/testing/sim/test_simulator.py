@@ -1,0 +1,173 @@
+"""The simulator itself: one seed, one trace; broken parts caught with their seed; reruns."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentfsm.cli import main
+from agentfsm.errors import InvariantError, ProcessCrashed, StoreWriteError
+from agentfsm.stores.memory import MemoryStore
+from agentfsm.stores.sqlite import SQLiteStore
+from agentfsm.testing.sim import FaultKind, FaultyStore, Simulation
+from tests.testing.sim.broken import LosingStore, LyingToolWorld
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_same_seed_gives_the_same_trace_twice() -> None:
+    first = Simulation(11, MemoryStore(), steps=80).run()
+    second = Simulation(11, MemoryStore(), steps=80).run()
+
+    assert first.trace == second.trace
+    assert first.faults == second.faults
+    assert sum(first.faults.values()) > 0  # (a trace with faults, not an idle one)
+
+
+def test_the_same_seed_gives_the_same_trace_over_sqlite_as_over_memory(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "runs.db") as store:
+        over_sqlite = Simulation(3, store, steps=40).run()
+
+    assert over_sqlite.trace == Simulation(3, MemoryStore(), steps=40).run().trace
+
+
+def test_different_seeds_give_different_traces() -> None:
+    assert Simulation(1, MemoryStore(), steps=30).run().trace != (
+        Simulation(2, MemoryStore(), steps=30).run().trace
+    )
+
+
+def test_a_store_that_loses_an_acknowledged_save_is_caught_with_its_seed() -> None:
+    report = Simulation(0, LosingStore(MemoryStore(), lose=10), steps=100).run()
+
+    assert report.violation is not None
+    assert report.violation.invariant == "accepted-undone"
+    assert "was acknowledged" in report.violation.message
+    failure = report.failure()
+    assert failure.startswith("simulation seed 0 failed: accepted-undone violated")
+    assert failure.endswith("rerun: agentfsm simulate --seed 0 --steps 100")
+    rerun = Simulation(0, LosingStore(MemoryStore(), lose=10), steps=100).run()
+    assert rerun.violation == report.violation
+    assert rerun.trace == report.trace
+    with pytest.raises(InvariantError, match="seed 0 failed"):
+        report.raise_if_violated()
+
+
+def test_a_non_idempotent_tool_run_twice_is_caught_with_its_seed() -> None:
+    report = Simulation(4, MemoryStore(), steps=100, world=LyingToolWorld()).run()
+
+    assert report.violation is not None
+    assert report.violation.invariant == "I11"
+    assert "non-idempotent tool body ran again: call 'r2:c3x0'" in report.violation.message
+    assert report.faults[FaultKind.CRASH] > 0
+
+
+def test_the_seed_picks_every_kind_of_fault() -> None:
+    faults: set[str] = set()
+    for seed in (0, 1, 3):
+        faults |= set(Simulation(seed, MemoryStore(), steps=100).run().faults)
+
+    assert faults == {str(kind) for kind in FaultKind}
+
+
+def test_a_crashed_process_reaches_the_store_no_more() -> None:
+    crashed: list[str] = []
+
+    async def point(label: str, run_id: str) -> FaultKind | None:
+        return None
+
+    shared = FaultyStore(MemoryStore())
+    handle = shared.handle("p1#1", point, lambda: crashed.append("p1#1"))
+    handle.alive = False
+    with pytest.raises(ProcessCrashed, match="p1#1 crashed"):
+        handle.load("r1")
+    shared.outage = 2
+    with pytest.raises(StoreWriteError, match="outage"):
+        shared.handle("p2#1", point, lambda: None).load("r1")
+    asyncio.run(asyncio.sleep(0))  # (nothing parked: the handles never awaited)
+
+
+def test_simulate_command_reports_a_seed_that_holds() -> None:
+    out = io.StringIO()
+    sys.stdout, saved = out, sys.stdout
+    try:
+        code = main(["simulate", "--seed", "0", "--steps", "30"])
+    finally:
+        sys.stdout = saved
+
+    assert code == 0
+    assert out.getvalue().startswith("seed 0: 30 steps, ")
+    assert out.getvalue().rstrip().endswith(": ok")
+
+
+def test_simulate_command_reruns_a_failing_seed_to_the_same_failure() -> None:
+    command = [
+        sys.executable, "-m", "agentfsm.cli", "simulate", "--seed", "4", "--steps", "100",
+        "--world", "tests.testing.sim.broken:LyingToolWorld",
+    ]  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [
+        subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True,
+                       timeout=120, check=False)
+        for _ in range(2)
+    ]  # fmt: skip
+
+    assert [run.returncode for run in runs] == [1, 1]
+    assert runs[0].stdout == runs[1].stdout
+    lines = runs[0].stdout.splitlines()
+    assert lines[1] == "simulation seed 4 failed: I11 violated at step 54"
+    assert lines[-1] == (
+        "rerun: agentfsm simulate --seed 4 --steps 100 --world "
+        "tests.testing.sim.broken:LyingToolWorld"
+    )
+
+
+def test_simulate_command_refuses_a_store_that_holds_runs(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    with SQLiteStore(path) as store:
+        Simulation(0, store, steps=5).run()
+    err = io.StringIO()
+    sys.stderr, saved = err, sys.stderr
+    try:
+        code = main(["simulate", "--seed", "0", "--store", f"sqlite:///{path}"])
+    finally:
+        sys.stderr = saved
+
+    assert code == 1
+    assert "the simulation needs an empty store" in err.getvalue()
+
+
+def test_the_pytest_option_reruns_one_seed(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.agentfsm_seeds(range(3), nightly=range(3, 9))\n"
+        "def test_seed(sim_seed, sim_steps):\n"
+        "    print('SEED', sim_seed, sim_steps)\n"
+    )
+    base = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_mine.py"]
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    environment.pop("HYPOTHESIS_PROFILE", None)
+
+    def seeds(*options: str) -> list[str]:
+        done = subprocess.run(
+            [*base, *options],
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return re.findall(r"SEED \d+ \d+", done.stdout)
+
+    assert seeds() == ["SEED 0 100", "SEED 1 100", "SEED 2 100"]
+    assert seeds("--agentfsm-seed", "417", "--agentfsm-steps", "7") == ["SEED 417 7"]
+    assert len(seeds("--agentfsm-nightly")) == 9
