@@ -18,7 +18,7 @@ from agentfsm.agent.children import agent_tool
 from agentfsm.agent.core import Agent
 from agentfsm.errors import ModelCallError, ProcessCrashed
 from agentfsm.llm.base import FinishReason, ModelResponse
-from agentfsm.states.json import JSONObject
+from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.testing.clock import FakeClock
 from agentfsm.testing.sim.faults import FaultKind, Point, ProcessStore
@@ -95,13 +95,41 @@ def _digest(salt: int, messages: Sequence[Message]) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
-def _offered(tools: Sequence[JSONObject]) -> list[str]:
-    names = []
+def _offered(tools: Sequence[JSONObject]) -> dict[str, JSONObject]:
+    """The offered tools' arguments: the default world's, or made from each one's schema."""
+    offered: dict[str, JSONObject] = {}
     for spec in tools:
         function = spec.get("function")
         if isinstance(function, dict) and isinstance(function.get("name"), str):
-            names.append(str(function["name"]))
-    return sorted(names)
+            name = str(function["name"])
+            parameters = function.get("parameters")
+            schema = parameters if isinstance(parameters, dict) else {}
+            offered[name] = _ARGUMENTS.get(name) or _from_schema(schema)
+    return dict(sorted(offered.items()))
+
+
+_SAMPLES: dict[str, JSONValue] = {
+    "string": "x",
+    "integer": 1,
+    "number": 1.5,
+    "boolean": True,
+    "array": [],
+    "object": {},
+}
+
+
+def _from_schema(schema: JSONObject) -> JSONObject:
+    """Arguments for a tool of yours: a sample value for each required property."""
+    properties = schema.get("properties")
+    required = schema.get("required")
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return {}
+    arguments: JSONObject = {}
+    for name in required:
+        spec = properties.get(str(name))
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        arguments[str(name)] = _SAMPLES.get(str(kind), "x")
+    return arguments
 
 
 _ARGUMENTS: dict[str, JSONObject] = {
@@ -117,7 +145,8 @@ def respond(salt: int, messages: Sequence[Message], tools: Sequence[JSONObject])
     """The answer to ``messages``: a function of ``salt`` and the conversation only.
 
     After a user message or a round, it asks for one or two tool calls of those offered (at
-    most three rounds a turn), or answers in words.
+    most three rounds a turn), or answers in words. A tool of yours is called with a sample
+    value for each required property of its schema.
     """
     digest = _digest(salt, messages)
     since_user = 0
@@ -125,7 +154,8 @@ def respond(salt: int, messages: Sequence[Message], tools: Sequence[JSONObject])
         if message.role == "user":
             break
         since_user += bool(message.role == "assistant" and message.tool_calls)
-    offered = [name for name in _offered(tools) if name in _ARGUMENTS]
+    arguments = _offered(tools)
+    offered = list(arguments)
     if since_user >= 3 or digest % 4 == 0 or not offered:
         return ModelResponse(content=f"answer {digest % 1000}")
     count = 1 + (digest >> 4) % 2
@@ -133,7 +163,7 @@ def respond(salt: int, messages: Sequence[Message], tools: Sequence[JSONObject])
     if "ask_user" in names:
         names = ["ask_user"]  # (a question stands alone: its answer is the round's)
     calls = tuple(
-        ToolCall(id=f"c{len(messages)}x{k}", name=name, arguments=json.dumps(_ARGUMENTS[name]))
+        ToolCall(id=f"c{len(messages)}x{k}", name=name, arguments=json.dumps(arguments[name]))
         for k, name in enumerate(names)
     )
     return ModelResponse(tool_calls=calls, finish_reason=FinishReason.TOOL_CALLS)
