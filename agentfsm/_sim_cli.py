@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -118,15 +119,17 @@ def simulate_command(args: argparse.Namespace, out: TextIO) -> int:
         world = _world(args.world)
         if world is not None and not isinstance(world, World):
             raise ValueError(f"--world {args.world} is not a agentfsm.testing.sim.World")
-        failed = 0
+        failed: dict[str, list[int]] = {}
+        faults: Counter[str] = Counter()
         for seed in range(args.seed, args.seed + args.count):
             with _store(list(args.store)) as store:
                 report = Simulation(seed, store, steps=args.steps, world=world).run()
             if args.trace:
                 print("\n".join(report.trace), file=out)
             print(report.summary(), file=out)
-            if not report.ok:
-                failed += 1
+            faults.update(report.faults)
+            if report.violation is not None:
+                failed.setdefault(report.violation.invariant, []).append(seed)
                 rerun = f"agentfsm simulate --seed {seed} --steps {args.steps}"
                 if args.store != ["memory"]:
                     rerun += " --store " + " ".join(args.store)
@@ -136,4 +139,15 @@ def simulate_command(args: argparse.Namespace, out: TextIO) -> int:
     except (AgentFSMError, ValueError, ImportError, AttributeError, OSError) as error:
         print(f"agentfsm simulate: error: {terminal_safe(str(error))}", file=sys.stderr)
         return 1
+    if args.count > 1:
+        print(_totals(args.count, faults, failed), file=out)
     return 1 if failed else 0
+
+
+def _totals(seeds: int, faults: Counter[str], failed: dict[str, list[int]]) -> str:
+    struck = ", ".join(f"{kind} {count}" for kind, count in sorted(faults.items()))
+    found = "; ".join(f"{name}: seeds {seeds}" for name, seeds in sorted(failed.items()))
+    return (
+        f"{seeds} seeds, {sum(faults.values())} faults ({struck or 'none'}), "
+        f"{sum(len(s) for s in failed.values())} violations{': ' + found if found else ''}"
+    )

@@ -295,7 +295,7 @@ class Simulation:
             )
             return
         self._trace(f"  {life.process.name} {run_id} {what}: {name}")
-        if isinstance(error, StoreError) and agent is not None and self.shared.outage == 0:
+        if isinstance(error, StoreError) and agent is not None:
             stored = self.shared.inner.load(run_id)
             held = None if stored is None else (stored.state, stored.turn, stored.messages)
             live = (agent.state, agent.turn, agent.messages)
