@@ -28,7 +28,7 @@ from agentfsm.testing.sim.report import SimulationReport, Violation
 from agentfsm.testing.sim.scheduler import Parked, Scheduler
 from agentfsm.testing.sim.world import Ledger, Process, World
 
-FAULT_RATE = 0.12
+FAULT_RATE = 0.08
 """The chance that a point the seed lets go on strikes a fault."""
 DRAIN_STEPS = 400
 """Steps the end of a simulation may take to bring every run to rest."""
@@ -154,13 +154,13 @@ class Simulation:
     def _moves(self) -> list[tuple[str, float]]:
         moves: list[tuple[str, float]] = []
         if self.scheduler.parked:
-            moves.append(("release", 8.0))
+            moves.append(("release", 10.0))
         if len(self.roots) < 3:
             moves.append(("new_run", 1.0))
         if self.roots:
             moves.append(("act", 3.0))
             moves.append(("fork", 0.3 if len(self.roots) < 6 else 0.0))
-        moves.append(("crash", 0.25 if FaultKind.CRASH in self.kinds else 0.0))
+        moves.append(("crash", 0.15 if FaultKind.CRASH in self.kinds else 0.0))
         moves.append(("outage", 0.1 if FaultKind.OUTAGE in self.kinds else 0.0))
         moves.append(("clock", 0.5))
         return [(name, weight) for name, weight in moves if weight > 0]
@@ -175,9 +175,8 @@ class Simulation:
     def _do_release(self) -> None:
         entry = self.rng.choice(self.scheduler.parked)
         fault = self._fault_at(entry)
-        self._trace(
-            f"{entry.process} {entry.label} ({entry.run_id})" + (f" -> {fault}" if fault else "")
-        )
+        run = f" ({entry.run_id})" if entry.run_id else ""
+        self._trace(f"{entry.process} {entry.label}{run}" + (f" -> {fault}" if fault else ""))
         life = next((life for life in self.lives if life.process.name == entry.process), None)
         if fault is FaultKind.CRASH and life is not None:
             self._crash(life)  # (counted there; the point's task is cancelled with the rest)
@@ -220,13 +219,16 @@ class Simulation:
         self._trace(f"clock +{seconds}s")
 
     def _do_act(self) -> None:
-        run_id = self.rng.choice(self.roots)
-        stored = self.shared.inner.load(run_id)
-        if stored is None:
+        stored_runs = [self.shared.inner.load(run_id) for run_id in self.roots]
+        open_runs = [s for s in stored_runs if s is not None and s.state != RunState.SHUTDOWN]
+        if not open_runs:
+            self._trace("no run to act on")
             return
+        stored = self.rng.choice(open_runs)
+        run_id = stored.run_id
         working = [life for life in self.lives if life.working_on(run_id)]
         idle = [life for life in self.lives if not life.working_on(run_id)]
-        if working and (not idle or self.rng.random() < 0.6):
+        if working and (not idle or self.rng.random() < 0.3):
             life = self.rng.choice(working)
             name = self.rng.choice(("cancel", "pause"))
             self._act(life, run_id, f"{name} (while working)", _call(name), concurrent=True)
@@ -246,7 +248,7 @@ class Simulation:
             options = ["submit"] * 6 + ["pause", "shutdown"]
         elif state == RunState.PAUSED:
             options = ["resume"] * 4 + ["shutdown"]
-        else:  # busy, created, shutdown: take it up (a shut-down run refuses)
+        else:  # busy: take it up (its process died, or races another one)
             options = ["take_up"]
         name = rng.choice(options)
         if name == "resolve":

@@ -193,9 +193,8 @@ class ConversationModel:
         on_retry: object = None,
     ) -> ModelResponse:
         """Wait at a ``model`` point, then answer (`respond`)."""
-        run_id = self.process.name
         try:
-            await self.process.work("model", run_id)
+            await self.process.work("model", "")  # (a model is not told its run)
         except TimeoutError:
             raise ModelCallError(
                 "the model call timed out (simulated)", model="sim", reason="timeout"
