@@ -3,7 +3,8 @@
 Over every stored run and tree: the log is a legal path of the machines (`check_log`, I1,
 I3-I5, I8) and replays to the stored snapshot (I10, forks through their origins); message
 order (I7); the pending calls of a wait (I6); iteration cap (I8); a shut-down run stays
-shut down (I1); the tree's children (I14, `assert_tree_valid`); nothing the store accepted
+shut down (I1); a body whose tool needs approval ran only once approved (I9); the tree's
+children (I14, `assert_tree_valid`); nothing the store accepted
 is undone (its log only grows, and every acknowledged save is in it); and no
 non-idempotent tool body began twice (the `Ledger`, I11).
 """
@@ -83,6 +84,7 @@ class Checker:
         """Per run, the version and log the last check saw."""
         self.checks = 0
         """How many times `check` ran."""
+        self._approvals_seen: set[str] = set()
 
     @property
     def store(self) -> RunStore:
@@ -103,6 +105,7 @@ class Checker:
                 changed = True
                 self._check_run(snapshot)
         self._check_acknowledged()
+        self._check_approvals()
         for key in self.ledger.repeated[:1]:
             _check(
                 False,
@@ -152,6 +155,24 @@ class Checker:
         )
         check_pending(snapshot)
 
+    def _check_approvals(self) -> None:
+        """I9: a body whose tool needs approval ran only after its run's log approved it."""
+        for key in sorted(self.ledger.approved - self._approvals_seen):
+            run_id, _, call_id = key.rpartition(":")
+            approving = [
+                event
+                for event in self.store.events(run_id)
+                if event.machine == "run" and event.event == "resolve_action"
+                and _decision(event.data.get("decisions"), call_id) == "approve"
+            ]  # fmt: skip
+            _check(
+                approving,
+                "I9",
+                f"the body of call {call_id!r} of run {run_id!r} ran, but its tool needs "
+                "approval and the run's log approves no such call",
+            )
+            self._approvals_seen.add(key)
+
     def _check_acknowledged(self) -> None:
         for run_id, (version, events) in self.shared.acknowledged.items():
             stored = self.store.load(run_id)
@@ -173,6 +194,14 @@ class Checker:
                 "I12",
                 f"run {summary.run_id!r} is left busy after every run was taken up",
             )
+
+
+def _decision(decisions: object, call_id: str) -> object:
+    """The kind of the decision ``decisions`` (a ``resolve_action``'s) gives ``call_id``."""
+    if not isinstance(decisions, dict):
+        return None
+    decision = decisions.get(call_id)
+    return decision.get("kind") if isinstance(decision, dict) else None
 
 
 def lease_check(store: RunStore) -> LeaseCheck | None:

@@ -41,9 +41,22 @@ class Ledger:
     """Per call key (``<run>:<call>``), the processes whose body began it, in order."""
     repeated: list[str] = field(default_factory=list)
     """Keys of non-idempotent calls whose body began more than once: each a violation."""
+    approved: set[str] = field(default_factory=set)
+    """Keys of calls whose tool needs approval: the checks look for the approval (I9)."""
 
-    def begin(self, key: str, process: str, *, idempotent: bool) -> None:
-        """Note that the body of the call ``key`` began in ``process``."""
+    def begin(
+        self, key: str, process: str, *, idempotent: bool, needs_approval: bool = False
+    ) -> None:
+        """Note that the body of the call ``key`` began in ``process``.
+
+        Args:
+            key: The call's `ToolContext.idempotency_key` (``<run>:<call>``).
+            process: The process's name.
+            idempotent: Whether running the call twice is harmless.
+            needs_approval: Whether its tool needs approval (so its run's log must hold it).
+        """
+        if needs_approval:
+            self.approved.add(key)
         runs = self.began.setdefault(key, [])
         runs.append(process)
         if len(runs) > 1 and not idempotent:
@@ -209,6 +222,7 @@ def ledger_tool(
     idempotent: bool,
     policy: str = "allow",
     declared_idempotent: bool | None = None,
+    declared_policy: str | None = None,
 ) -> AnyTool:
     """A tool whose body notes itself in the ledger, between two points of the scheduler.
 
@@ -222,11 +236,18 @@ def ledger_tool(
         policy: The tool's policy.
         declared_idempotent: What the tool tells the Agent, if not ``idempotent`` (a tool
             that lies, for testing that the ledger catches a body run twice).
+        declared_policy: The policy the Agent is told, if not ``policy`` (a tool that lies,
+            for testing that the checks catch a body run without its approval).
     """
 
     async def body(ctx: ToolContext, **arguments: object) -> str:
         await process.work(f"tool:{name}", ctx.run_id)
-        process.ledger.begin(ctx.idempotency_key, process.name, idempotent=idempotent)
+        process.ledger.begin(
+            ctx.idempotency_key,
+            process.name,
+            idempotent=idempotent,
+            needs_approval=policy == "require_approval",
+        )
         await process.work(f"tool:{name}:done", ctx.run_id)
         return f"{name} done ({ctx.call_id})"
 
@@ -246,7 +267,7 @@ def ledger_tool(
         name=name,
         description=f"The simulation's {name!r} tool.",
         parameters=parameters,
-        policy=policy,  # type: ignore[arg-type]  # (a PolicyName, checked by Tool)
+        policy=policy if declared_policy is None else declared_policy,  # type: ignore[arg-type]
         idempotent=idempotent if declared_idempotent is None else declared_idempotent,
     )
 

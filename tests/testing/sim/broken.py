@@ -39,3 +39,16 @@ class LyingToolWorld(World):
     def tools(self, process: Process, depth: int) -> list[AnyTool]:
         lying = ledger_tool(process, "book", idempotent=False, declared_idempotent=True)
         return [lying, *super().tools(process, depth)[1:]]
+
+
+class UnapprovedPayWorld(World):
+    """A world whose ``pay`` needs approval but tells the Agent it runs freely."""
+
+    max_depth = 1
+
+    def tools(self, process: Process, depth: int) -> list[AnyTool]:
+        tools = super().tools(process, depth)
+        pay = ledger_tool(
+            process, "pay", idempotent=False, policy="require_approval", declared_policy="allow"
+        )
+        return [*tools[:2], pay, *tools[3:]]

@@ -17,7 +17,7 @@ from agentfsm.errors import InvariantError, ProcessCrashed, StoreWriteError
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.sqlite import SQLiteStore
 from agentfsm.testing.sim import FaultKind, FaultyStore, Simulation
-from tests.testing.sim.broken import LosingStore, LyingToolWorld
+from tests.testing.sim.broken import LosingStore, LyingToolWorld, UnapprovedPayWorld
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -69,12 +69,24 @@ def test_a_non_idempotent_tool_run_twice_is_caught_with_its_seed() -> None:
     assert "non-idempotent tool body ran again: call 'r1:c1x0'" in report.violation.message
 
 
-def test_the_seed_picks_every_kind_of_fault() -> None:
+def test_a_tool_body_run_without_its_approval_is_caught_with_its_seed() -> None:
+    report = Simulation(1, MemoryStore(), steps=100, world=UnapprovedPayWorld()).run()
+
+    assert report.violation is not None
+    assert report.violation.invariant == "I9"
+    assert "call 'c1x0' of run 'r3' ran, but its tool needs approval" in report.violation.message
+
+
+def test_the_seeds_strike_every_kind_of_fault_and_run_approved_bodies() -> None:
     faults: set[str] = set()
-    for seed in (0, 1, 3):
-        faults |= set(Simulation(seed, MemoryStore(), steps=100).run().faults)
+    approved: set[str] = set()
+    for seed in (0, 1, 2):
+        simulation = Simulation(seed, MemoryStore(), steps=100)
+        faults |= set(simulation.run().faults)
+        approved |= simulation.ledger.approved
 
     assert faults == {str(kind) for kind in FaultKind}
+    assert approved  # (the approval check looked at real approvals)
 
 
 def test_a_crashed_process_reaches_the_store_no_more() -> None:
