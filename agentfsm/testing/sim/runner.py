@@ -15,6 +15,7 @@ import random
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 
+from agentfsm import _checks
 from agentfsm.agent.core import Agent
 from agentfsm.errors import AgentFSMError, InvariantError, ProcessCrashed, StoreError
 from agentfsm.states.names import RunState
@@ -71,6 +72,7 @@ class Simulation:
         fault_rate: float = FAULT_RATE,
         faults: Collection[FaultKind] = tuple(FaultKind),
     ) -> None:
+        _arguments(seed, store, steps, world, processes, fault_rate, faults)
         self.seed = seed
         self.steps = steps
         self.world = world if world is not None else World()
@@ -408,6 +410,34 @@ class Simulation:
         life.agents.pop(run_id, None)
         self._act(life, run_id, "take_up (end)", _call("take_up"))
         return True
+
+
+def _arguments(
+    seed: object,
+    store: object,
+    steps: object,
+    world: object,
+    processes: object,
+    fault_rate: object,
+    faults: object,
+) -> None:
+    """Refuse a `Simulation`'s arguments of the wrong kind or out of range, naming them."""
+    if not _checks.is_whole(seed):
+        _checks.refuse_type("seed", seed, "an int")
+    if not isinstance(store, RunStore):
+        _checks.refuse_type("store", store, "a RunStore (MemoryStore(), SQLiteStore(path)…)")
+    _checks.whole("steps", steps, minimum=0)
+    _checks.whole("processes", processes, minimum=1)
+    if world is not None and not isinstance(world, World):
+        _checks.refuse_type("world", world, "a World (or a subclass of it), or None")
+    if not _checks.is_number(fault_rate) or not 0 <= fault_rate <= 1:  # type: ignore[operator]
+        raise ValueError(
+            f"fault_rate must be a number from 0 to 1, not {_checks.given(fault_rate)}"
+        )
+    kinds = list(faults) if isinstance(faults, (list, tuple, set, frozenset)) else None
+    if kinds is None or not all(isinstance(kind, FaultKind) for kind in kinds):
+        allowed = ", ".join(f"FaultKind.{kind.name}" for kind in FaultKind)
+        raise ValueError(f"faults must be a collection of FaultKind ({allowed}), not {faults!r}")
 
 
 _Call = Callable[[Agent], Awaitable[object]]

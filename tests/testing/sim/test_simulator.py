@@ -16,7 +16,7 @@ from agentfsm.cli import main
 from agentfsm.errors import InvariantError, ProcessCrashed, StoreWriteError
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.sqlite import SQLiteStore
-from agentfsm.testing.sim import FaultKind, FaultyStore, Simulation
+from agentfsm.testing.sim import FaultKind, FaultyStore, Simulation, lease_check
 from tests.testing.sim.broken import LosingStore, LyingToolWorld, UnapprovedPayWorld
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -183,3 +183,41 @@ def test_the_pytest_option_reruns_one_seed(tmp_path: Path) -> None:
     assert seeds() == ["SEED 0 100", "SEED 1 100", "SEED 2 100"]
     assert seeds("--agentfsm-seed", "417", "--agentfsm-steps", "7") == ["SEED 417 7"]
     assert len(seeds("--agentfsm-nightly")) == 9
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ({"seed": "7"}, TypeError, "seed must be an int, not '7'"),
+        ({"store": "memory:"}, TypeError, "store must be a RunStore"),
+        ({"steps": -1}, ValueError, "steps must be a whole number >= 0, not -1"),
+        ({"processes": 0}, ValueError, "processes must be a whole number >= 1, not 0"),
+        ({"world": object()}, TypeError, "world must be a World"),
+        ({"fault_rate": 2}, ValueError, "fault_rate must be a number from 0 to 1, not 2"),
+        ({"faults": ["crash"]}, ValueError, "faults must be a collection of FaultKind"),
+    ],
+    ids=["seed", "store", "steps", "processes", "world", "fault_rate", "faults"],
+)
+def test_a_simulation_refuses_bad_arguments_naming_them(
+    arguments: dict[str, object], error: type[Exception], message: str
+) -> None:
+    given: dict[str, object] = {"seed": 1, "store": MemoryStore(), **arguments}
+    with pytest.raises(error, match=re.escape(message)):
+        Simulation(**given)  # type: ignore[arg-type]
+
+
+class _NoLeases(MemoryStore):
+    """A store that exposes leases (the hook's ``lease(run_id)``) but never grants one."""
+
+    def lease(self, run_id: str) -> None:
+        return None
+
+
+def test_the_lease_hook_checks_busy_runs_when_the_store_exposes_leases() -> None:
+    assert lease_check(MemoryStore()) is None  # (no leases: the hook is off)
+
+    report = Simulation(0, _NoLeases(), steps=40).run()
+
+    assert report.violation is not None
+    assert report.violation.invariant == "leases"
+    assert "is busy without a live lease" in report.violation.message
