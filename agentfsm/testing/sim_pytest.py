@@ -11,6 +11,7 @@ A test that takes the ``sim_seed`` fixture runs once per seed: those of its
     pytest --agentfsm-seed 417             # rerun one seed (a failure prints it)
     pytest --agentfsm-nightly              # also the marker's nightly seeds
     HYPOTHESIS_PROFILE=nightly pytest      # the same, with the kit's nightly profile
+    pytest --hypothesis-profile=agentfsm-nightly
 
 Tests marked ``nightly`` run only with the nightly profile (skipped otherwise).
 """
@@ -68,8 +69,11 @@ def configure(config: pytest.Config) -> None:
 
 def nightly(config: pytest.Config) -> bool:
     """Whether the nightly profile is on."""
-    chosen = bool(config.getoption("agentfsm_nightly", default=False))
-    return chosen or os.environ.get("HYPOTHESIS_PROFILE", "") in NIGHTLY_PROFILES
+    if config.getoption("agentfsm_nightly", default=False):
+        return True
+    profile = config.getoption("hypothesis_profile", default=None)  # (hypothesis's option)
+    chosen = profile if isinstance(profile, str) else os.environ.get("HYPOTHESIS_PROFILE", "")
+    return chosen in NIGHTLY_PROFILES
 
 
 def seeds_for(metafunc: pytest.Metafunc) -> list[int]:
