@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from agentfsm._terminal import terminal_safe
 from agentfsm.errors import AgentFSMError
@@ -22,6 +22,10 @@ from agentfsm.stores.base import RunStore
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.sqlite import SQLiteStore
 from agentfsm.stores.urls import open_store
+
+if TYPE_CHECKING:  # (imported when the command runs: the CLI starts without it)
+    from agentfsm.testing.sim import SimulationReport as Report
+    from agentfsm.testing.sim import World
 
 STORE_HELP = (
     "where the simulated processes keep their runs: memory (the default), sqlite (a "
@@ -98,7 +102,14 @@ def _store(words: list[str]) -> Iterator[RunStore]:
         yield store
 
 
-def _world(reference: str | None) -> object:
+def _named(words: list[str]) -> bool:
+    """Whether ``--store`` names a store of the user's (a URL), not a throwaway one."""
+    return words[-1] not in ("memory", "sqlite")
+
+
+def _world(reference: str | None) -> World | None:
+    from agentfsm.testing.sim import World
+
     if reference is None:
         return None
     module_name, _, name = reference.partition(":")
@@ -106,42 +117,56 @@ def _world(reference: str | None) -> object:
         raise ValueError(f"--world must be MODULE:CLASS, not {reference!r}")
     sys.path.insert(0, ".")
     try:
-        return getattr(importlib.import_module(module_name), name)()
+        world: object = getattr(importlib.import_module(module_name), name)()
     finally:
         sys.path.remove(".")
+    if not isinstance(world, World):
+        raise ValueError(f"--world {reference} is not an agentfsm.testing.sim.World")
+    return world
 
 
 def simulate_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``agentfsm simulate``; 0 when every seed holds, 1 on a violation or an error."""
-    from agentfsm.testing.sim import Simulation, World
-
     try:
         world = _world(args.world)
-        if world is not None and not isinstance(world, World):
-            raise ValueError(f"--world {args.world} is not a agentfsm.testing.sim.World")
         failed: dict[str, list[int]] = {}
         faults: Counter[str] = Counter()
         for seed in range(args.seed, args.seed + args.count):
-            with _store(list(args.store)) as store:
-                report = Simulation(seed, store, steps=args.steps, world=world).run()
-            if args.trace:
-                print("\n".join(report.trace), file=out)
-            print(report.summary(), file=out)
+            report = _one_seed(args, seed, world, out)
             faults.update(report.faults)
             if report.violation is not None:
                 failed.setdefault(report.violation.invariant, []).append(seed)
-                rerun = f"agentfsm simulate --seed {seed} --steps {args.steps}"
-                if args.store != ["memory"]:
-                    rerun += " --store " + " ".join(args.store)
-                if args.world is not None:
-                    rerun += f" --world {args.world}"
-                print(report.failure(rerun=rerun), file=out)
+                if _named(args.store):
+                    print("its runs stay in the store: agentfsm runs --store URL", file=out)
+                    break
     except (AgentFSMError, ValueError, ImportError, AttributeError, OSError) as error:
         print(f"agentfsm simulate: error: {terminal_safe(str(error))}", file=sys.stderr)
         return 1
     if args.count > 1:
         print(_totals(args.count, faults, failed), file=out)
     return 1 if failed else 0
+
+
+def _one_seed(args: argparse.Namespace, seed: int, world: World | None, out: TextIO) -> Report:
+    """Simulate ``seed`` and print what came of it (its failure in full)."""
+    from agentfsm.testing.sim import Simulation
+
+    with _store(list(args.store)) as store:
+        report = Simulation(seed, store, steps=args.steps, world=world).run()
+        if report.ok and _named(args.store):
+            for run in store.list_runs():  # (the simulation's: the store was empty)
+                store.delete(run.run_id)
+    if args.trace:
+        print("\n".join(report.trace), file=out)
+    print(report.summary(), file=out)
+    if report.violation is not None:
+        rerun = f"agentfsm simulate --seed {seed} --steps {args.steps}"
+        if args.store != ["memory"]:
+            rerun += " --store " + " ".join(args.store)
+        if args.world is not None:
+            rerun += f" --world {args.world}"
+        print(report.failure(rerun=rerun), file=out)
+    return report
 
 
 def _totals(seeds: int, faults: Counter[str], failed: dict[str, list[int]]) -> str:
