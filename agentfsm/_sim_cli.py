@@ -118,6 +118,8 @@ def _world(reference: str | None) -> World | None:
     sys.path.insert(0, ".")
     try:
         world: object = getattr(importlib.import_module(module_name), name)()
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"--world {reference}: {error}") from error
     finally:
         sys.path.remove(".")
     if not isinstance(world, World):
