@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -119,21 +117,18 @@ def test_simulate_command_reports_a_seed_that_holds() -> None:
     assert out.getvalue().rstrip().endswith(": ok")
 
 
-def test_simulate_command_reruns_a_failing_seed_to_the_same_failure() -> None:
-    command = [
-        sys.executable, "-m", "agentfsm.cli", "simulate", "--seed", "3", "--steps", "100",
-        "--world", "tests.testing.sim.broken:LyingToolWorld",
-    ]  # fmt: skip
-    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    runs = [
-        subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True,
-                       timeout=120, check=False)
-        for _ in range(2)
-    ]  # fmt: skip
+def test_simulate_command_reruns_a_failing_seed_to_the_same_failure(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    command = ["simulate", "--seed", "3", "--steps", "100", "--world",
+               "tests.testing.sim.broken:LyingToolWorld"]  # fmt: skip
+    outputs = []
+    for _ in range(2):
+        assert main(command) == 1
+        outputs.append(capsys.readouterr().out)
 
-    assert [run.returncode for run in runs] == [1, 1]
-    assert runs[0].stdout == runs[1].stdout
-    lines = runs[0].stdout.splitlines()
+    assert outputs[0] == outputs[1]
+    lines = outputs[0].splitlines()
     assert lines[1] == "simulation seed 3 failed: I11 violated at step 13"
     assert lines[-1] == (
         "rerun: agentfsm simulate --seed 3 --steps 100 --world "
@@ -156,35 +151,56 @@ def test_simulate_command_refuses_a_store_that_holds_runs(tmp_path: Path) -> Non
     assert "the simulation needs an empty store" in err.getvalue()
 
 
-def test_the_pytest_option_reruns_one_seed(tmp_path: Path) -> None:
+class _Seeds:
+    """A pytest plugin that notes the seeds the collected tests run for."""
+
+    def __init__(self) -> None:
+        self.seeds: list[tuple[int, str]] = []
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            callspec = getattr(item, "callspec", None)
+            if callspec is not None:
+                self.seeds.append((callspec.params["sim_seed"], item.name))
+
+
+def test_the_pytest_option_reruns_one_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "test_mine.py").write_text(
         "import pytest\n"
         "@pytest.mark.agentfsm_seeds(range(3), nightly=range(3, 9))\n"
         "def test_seed(sim_seed, sim_steps):\n"
-        "    print('SEED', sim_seed, sim_steps)\n"
+        "    pass\n"
     )
-    base = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_mine.py"]
-    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    environment.pop("HYPOTHESIS_PROFILE", None)
+    monkeypatch.delenv("HYPOTHESIS_PROFILE", raising=False)
 
-    def seeds(*options: str) -> list[str]:
-        done = subprocess.run(
-            [*base, *options],
-            cwd=tmp_path,
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return re.findall(r"SEED \d+ \d+", done.stdout)
+    def seeds(*options: str) -> list[int]:
+        collector = _Seeds()
+        arguments = [str(tmp_path), "-q", "--collect-only", "-p", "no:cacheprovider", *options]
+        assert pytest.main(arguments, plugins=[collector]) == 0
+        return [seed for seed, _ in collector.seeds]
 
-    assert seeds("--agentfsm-seed", "417", "--agentfsm-steps", "7") == ["SEED 417 7"]
-    assert len(seeds("--agentfsm-nightly")) == 9
-    assert seeds("--hypothesis-profile=agentfsm-nightly")[3:] == [
-        f"SEED {n} 100" for n in range(3, 9)
-    ]
+    assert seeds() == [0, 1, 2]
+    assert seeds("--agentfsm-seed", "417") == [417]
+    assert seeds("--agentfsm-nightly") == list(range(9))
+    assert seeds("--hypothesis-profile=agentfsm-nightly") == list(range(9))
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "nightly")
+    assert seeds() == list(range(9))
+
+
+def test_the_steps_option_sets_sim_steps(tmp_path: Path) -> None:
+    (tmp_path / "test_steps.py").write_text(
+        "from pathlib import Path\n"
+        "def test_steps(sim_seed, sim_steps):\n"
+        "    (Path(__file__).parent / 'ran.txt').write_text(f'{sim_seed} {sim_steps}')\n"
+    )
+    arguments = [str(tmp_path), "-q", "-p", "no:cacheprovider", "--agentfsm-seed", "417"]
+
+    assert pytest.main([*arguments, "--agentfsm-steps", "7"]) == 0
+    assert (tmp_path / "ran.txt").read_text() == "417 7"
+    assert pytest.main(arguments) == 0
+    assert (tmp_path / "ran.txt").read_text() == "417 100"
 
 
 @pytest.mark.parametrize(
