@@ -17,8 +17,6 @@ from agentfsm.stores.sqlite import SQLiteStore
 from agentfsm.testing.sim import FaultKind, FaultyStore, Simulation, lease_check
 from tests.testing.sim.broken import LosingStore, LyingToolWorld, UnapprovedPayWorld
 
-ROOT = Path(__file__).resolve().parents[3]
-
 
 def test_the_same_seed_gives_the_same_trace_twice() -> None:
     first = Simulation(11, MemoryStore(), steps=80).run()
