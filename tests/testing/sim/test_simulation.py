@@ -51,6 +51,7 @@ def test_the_simulation_holds_over_postgresql(sim_seed: int, postgres_url: str) 
     with PostgresStore(postgres_url) as store:
         report = Simulation(sim_seed, store, steps=60).run()
     report.raise_if_violated(rerun=_rerun(sim_seed, 60, "postgres URL"))
+    assert report.trace == Simulation(sim_seed, MemoryStore(), steps=60).run().trace
 
 
 @pytest.mark.nightly
