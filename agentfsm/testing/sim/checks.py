@@ -161,7 +161,7 @@ class Checker:
             run_id, _, call_id = key.rpartition(":")
             approving = [
                 event
-                for event in self.store.events(run_id)
+                for event in self._history(run_id)
                 if event.machine == "run" and event.event == "resolve_action"
                 and _decision(event.data.get("decisions"), call_id) == "approve"
             ]  # fmt: skip
@@ -172,6 +172,15 @@ class Checker:
                 "approval and the run's log approves no such call",
             )
             self._approvals_seen.add(key)
+
+    def _history(self, run_id: str) -> list[Event]:
+        """The run's log, a fork's preceded by its origin's up to the fork point."""
+        log = self.store.events(run_id)
+        stored = self.store.load(run_id)
+        origin = None if stored is None else stored.origin
+        if origin is None:
+            return log
+        return [*self._history(origin.run_id)[: origin.seq], *log]
 
     def _check_acknowledged(self) -> None:
         for run_id, (version, events) in self.shared.acknowledged.items():

@@ -103,9 +103,26 @@ class Process:
 
 
 def _digest(salt: int, messages: Sequence[Message]) -> int:
-    shape = [(m.role, m.content, [c.id for c in m.tool_calls], m.tool_call_id) for m in messages]
+    """A hash of the seed and the conversation's shape.
+
+    A tool message counts only as an answer or an error, not by its words: so the seeds keep
+    their traces when an error's message is reworded.
+    """
+    shape = [
+        (
+            m.role,
+            _outcome(m.content or "") if m.role == "tool" else m.content,
+            [c.id for c in m.tool_calls],
+            m.tool_call_id,
+        )
+        for m in messages
+    ]
     text = json.dumps([salt, shape], sort_keys=True, default=str)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def _outcome(content: str) -> str:
+    return "error" if "error" in content.lower() else "answer"
 
 
 def _offered(tools: Sequence[JSONObject]) -> dict[str, JSONObject]:

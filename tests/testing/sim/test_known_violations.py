@@ -29,8 +29,9 @@ NO_OUTAGE = tuple(kind for kind in FaultKind if kind is not FaultKind.OUTAGE)
 """Without outages, which find the Agent-ahead defect first in most seeds."""
 
 CHILD_CONFLICT = (
-    "edges-agent: a conflict on a child run's save is recorded as the child's failure "
-    "(SubAgentError): the parent comes to rest while its child is left busy, or absent (I14)"
+    "edges-agent: a conflict on a child run's save (another process wrote the child, or "
+    "an injected one) is recorded as the child's failure (SubAgentError): the parent holds "
+    "an error for a child that answered, or rests while its child is busy or absent (I14)"
 )
 CHILD_ACK_LOST = (
     "edges-agent: a child run's save whose acknowledgement is lost (it committed) is recorded "
@@ -56,10 +57,10 @@ REQUEST_LEAVES_CHILD_BUSY = (
 )
 FORKED_NESTED_WAIT = (
     "edges-stores: a fork of a run waiting on its child's approval keeps the pending "
-    "addresses of its origin ('r2/c5x0/…' in fork 'f4'): not calls of the fork (I6)"
+    "addresses of its origin ('r1/c1x1/…' in fork 'f5'): not calls of the fork (I6)"
 )
 REQUEST_MID_CALL = (
-    "a cancel asked for while a restored run settles a call whose outcome is unknown is "
+    "a cancel or pause asked for while a restored run settles a call whose outcome is unknown is "
     "recorded right after the call's tool_started, not at a step boundary: the log does not "
     "replay (I10)"
 )
@@ -82,18 +83,20 @@ def _known(
 BUSY_CHILD = r"I14 .*run '[^']+' is {} while its child '[^']+' is busy"
 ABSENT_CHILD = r"I14 .*is at rest, child '[^']+' absent"
 KNOWN = [
-    _known(19, 100, World, ALL, BUSY_CHILD.format("completed"), CHILD_CONFLICT),
+    _known(4, 100, World, ALL, r"I14 .*child '[^']+' answered '[^']*', but its result is",
+           CHILD_CONFLICT),
+    _known(19, 100, World, ALL, BUSY_CHILD.format("requires_action"), CHILD_CONFLICT),
     _known(57, 100, World, ALL, ABSENT_CHILD, CHILD_CONFLICT),
-    _known(14, 100, World, ALL, BUSY_CHILD.format("completed"), CHILD_ACK_LOST),
+    _known(25, 100, World, ALL, BUSY_CHILD.format("completed"), CHILD_ACK_LOST),
     _known(40, 100, World, ALL, ABSENT_CHILD, CHILD_SAVE_FAILED),
     _known(40, 100, World, NO_OUTAGE, ABSENT_CHILD, CANCELLED_DELEGATION),
     _known(3, 100, World, ALL, r"I12 .*after a refused save the Agent is", AGENT_AHEAD),
     _known(99, 100, World, ALL, BUSY_CHILD.format("failed"), REQUEST_LEAVES_CHILD_BUSY),
     _known(50, 100, World, ALL, BUSY_CHILD.format("paused"), REQUEST_LEAVES_CHILD_BUSY),
-    _known(30, 100, World, ALL, r"I6 .*run 'f4': pending \['r2/", FORKED_NESTED_WAIT),
-    _known(65, 100, World, ALL, r"I10 .*event 'cancel' is not allowed in state 'busy'",
+    _known(13, 100, World, ALL, r"I6 .*run 'f5': pending \['r1/", FORKED_NESTED_WAIT),
+    _known(7, 100, World, ALL, r"I10 .*event 'pause' is not allowed in state 'busy'",
            REQUEST_MID_CALL),
-    _known(40, 150, FlatWorld, NO_OUTAGE, r"I10 .*event 'cancel' is not allowed in state 'busy'",
+    _known(11, 150, FlatWorld, NO_OUTAGE, r"I10 .*event '(cancel|pause)' is not allowed",
            REQUEST_MID_CALL),
     _known(51, 100, World, ALL, r"I10 .*started is \('c1x0', 'c1x0'\)", STARTED_TWICE),
 ]  # fmt: skip

@@ -17,7 +17,7 @@ from agentfsm.stores.postgres import PostgresStore
 from agentfsm.stores.sqlite import SQLiteStore
 from agentfsm.testing.sim import Simulation
 
-MEMORY_SEEDS = (0, 1, 2, 5, 6, 8, 9, 11, 12, 13, 15, 16)
+MEMORY_SEEDS = (0, 1, 2, 5, 6, 8, 9, 10, 11, 12, 14, 16)
 """Seeds that hold over a MemoryStore in 100 steps (the others find a known defect)."""
 SQLITE_SEEDS = (0, 1, 2)
 """Seeds that hold over SQLite in 100 steps (the same traces as over memory)."""

@@ -76,7 +76,7 @@ def test_a_tool_body_run_without_its_approval_is_caught_with_its_seed() -> None:
 def test_the_seeds_strike_every_kind_of_fault_and_run_approved_bodies() -> None:
     faults: set[str] = set()
     approved: set[str] = set()
-    for seed in (0, 1, 2):
+    for seed in (0, 2, 6):
         simulation = Simulation(seed, MemoryStore(), steps=100)
         faults |= set(simulation.run().faults)
         approved |= simulation.ledger.approved
