@@ -6,7 +6,7 @@ STAMP := $(VENV)/.agentfsm-installed
 # The peers the benchmarks measure (the `bench` extra) are never needed by the tests.
 BENCH_STAMP := $(VENV)/.agentfsm-bench-installed
 
-.PHONY: demo test lint typecheck unit bench bench-quick dot chromium postgres docs clean
+.PHONY: demo test nightly lint typecheck unit bench bench-quick dot chromium postgres docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ unit: $(STAMP) dot chromium postgres
 	$(BIN)/coverage report
 
 test: lint typecheck unit
+
+# The nightly job: hypothesis's nightly profile (2,000 examples each), the simulation's
+# nightly seeds (a thousand more per store) and the tests marked nightly (long simulations).
+nightly: $(STAMP) dot chromium postgres
+	HYPOTHESIS_PROFILE=nightly $(BIN)/python -m pytest
 
 # The docs site: regenerate the generated parts (diagrams as DOT and SVG, the lifecycle
 # tables), then build the site into site/ with MkDocs; --strict makes any warning (a broken

@@ -2,7 +2,7 @@
 
 ``demo``, ``table``, ``verify``, ``diagram`` (of the machines, or of a stored run's path),
 ``runs`` (the runs of a store), ``inspect`` (where one stored run is), ``fork`` (a new run
-from a rest point of a stored one), ``ui`` (a live
+from a rest point of a stored one), ``simulate`` (the deterministic simulation), ``ui`` (a live
 web view of a store, `agentfsm.serve`) and ``serve-a2a`` (an agent over the A2A protocol).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -24,6 +24,7 @@ from agentfsm._runs_cli import (
     run_diagram_command,
     runs_command,
 )
+from agentfsm._sim_cli import add_simulate_command, simulate_command
 from agentfsm._terminal import TerminalSafe, terminal_safe
 from agentfsm.diagrams import FORMATS, View, markdown_table, save_diagram
 from agentfsm.errors import AgentFSMError, DiagramRenderError
@@ -200,6 +201,7 @@ def _parser() -> argparse.ArgumentParser:
     diagram.add_argument("--run", metavar="RUN_ID", help="draw this stored run's path")
     diagram.add_argument("--store", metavar="STORE", help=_STORE_HELP + " (with --run)")
     _add_store_commands(commands)
+    add_simulate_command(commands)
     _add_ui_command(commands)
     _add_serve_commands(commands)
     _add_worker_command(commands)
@@ -323,16 +325,22 @@ def _main(argv: Sequence[str] | None) -> int:
         return fork_command(
             args.run_id, args.store, args.at, args.new_run_id, edits, out, nearest=args.nearest
         )
-    if args.command == "ui":
-        return _ui(args)
-    if args.command == "serve-a2a":
-        return _serve_a2a(args)
-    if args.command == "worker":
-        return _worker(args)
+    if args.command == "simulate":
+        return simulate_command(args, out)
+    if args.command in _SERVERS:
+        return _SERVERS[args.command](args)
     if args.command == "table":
         print(markdown_table(TABLES[MachineName(args.machine)]), file=out)
         return 0
     return _demo_command(args.dir, args.model, out)
+
+
+_SERVERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "ui": _ui,
+    "serve-a2a": _serve_a2a,
+    "worker": _worker,
+}
+"""The commands that serve until interrupted, by name."""
 
 
 def _demo_command(base: str | None, model: str | None, out: TextIO) -> int:

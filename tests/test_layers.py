@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("temporal", "verify"),
     ("serve", "testing"),
     ("__init__",),  # the facade: re-exports the curated names of the layers below
-    ("_demo", "_runs_cli", "cli"),  # the command line and its demo, over everything
+    ("_demo", "_runs_cli", "_sim_cli", "cli"),  # the command line and its demo, over everything
 )
 """Each layer's parts, bottom to top: top-level modules and subpackages of ``agentfsm``.
 

@@ -51,6 +51,7 @@
     └── InjectedError               a fault the testing kit injected (an Exception)
     BaseException
     └── InjectedInterrupt           a fault the testing kit injected (any other escape)
+        └── ProcessCrashed          a simulated process crashed (testing.sim)
 
 The roots an application usually catches are `AgentFSMError` itself,
 `IllegalTransitionError` (an event refused: nothing changed), `ToolCallError` (inside a tool
@@ -92,7 +93,12 @@ from agentfsm.errors.store import (
     StoreURLError,
     StoreWriteError,
 )
-from agentfsm.errors.testing import InjectedError, InjectedInterrupt, InvariantError
+from agentfsm.errors.testing import (
+    InjectedError,
+    InjectedInterrupt,
+    InvariantError,
+    ProcessCrashed,
+)
 from agentfsm.errors.tools import (
     DuplicateToolError,
     HookFailedError,
@@ -137,6 +143,7 @@ __all__ = [
     "ModelError",
     "ModelResponseError",
     "OutputRejectedError",
+    "ProcessCrashed",
     "ReentrantCallError",
     "ReplayError",
     "RunBusyError",

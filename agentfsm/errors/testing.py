@@ -28,3 +28,11 @@ class InjectedInterrupt(BaseException):
     It is neither an `Exception`, a `KeyboardInterrupt` nor a `SystemExit`, so it stands for
     any other escape a step must survive (I12).
     """
+
+
+class ProcessCrashed(InjectedInterrupt):
+    """A simulated process crashed (`agentfsm.testing.sim`): whatever it still does fails.
+
+    Raised inside the crashed process only, at its next touch of the store, the model or a
+    tool's side effect, so nothing it does after the crash reaches the outside world.
+    """

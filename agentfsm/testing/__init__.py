@@ -14,6 +14,9 @@
   with the `scripted_model` and `fake_clock` fixtures.
 - `LoopbackOpenAIServer`: an OpenAI-compatible chat completions server on 127.0.0.1 that
   answers from a script of `Reply` steps and faults, for end-to-end tests with no network.
+- `agentfsm.testing.sim`: a deterministic simulation of several processes over one store,
+  with crashes and store faults, all chosen by one seed that replays any failure (its own
+  subpackage; ``agentfsm simulate --seed N`` runs it).
 
 The names built on hypothesis are imported on first use, so ``import agentfsm.testing``
 works without it.

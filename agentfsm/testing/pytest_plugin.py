@@ -2,7 +2,11 @@
 
 It provides the `scripted_model` and `fake_clock` fixtures, and registers the hypothesis
 profiles of `agentfsm.testing.profiles` (when hypothesis is installed) so that
-``pytest --hypothesis-profile=agentfsm-ci`` works. Disable it with ``-p no:agentfsm``.
+``pytest --hypothesis-profile=agentfsm-ci`` works. For the deterministic simulation
+(`agentfsm.testing.sim`) it parametrises a test taking ``sim_seed`` over its seeds (the
+``agentfsm_seeds`` marker), reruns one with ``--agentfsm-seed N``, and runs the ``nightly``
+tests and seeds with ``--agentfsm-nightly`` (see `agentfsm.testing.sim_pytest`). Disable it
+with ``-p no:agentfsm``.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from agentfsm.llm.scripted import ScriptedModel
+from agentfsm.testing import sim_pytest
 from agentfsm.testing.clock import FakeClock
 
 try:
@@ -39,3 +44,30 @@ def scripted_model() -> ScriptedModel:
 def fake_clock() -> FakeClock:
     """A `FakeClock` to pass as an Agent's ``clock``: time moves only with ``advance``."""
     return FakeClock()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--agentfsm-seed``, ``--agentfsm-steps`` and ``--agentfsm-nightly``."""
+    sim_pytest.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``agentfsm_seeds`` and ``nightly`` markers."""
+    sim_pytest.configure(config)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise a test taking ``sim_seed`` over its seeds."""
+    sim_pytest.generate(metafunc)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the ``nightly`` tests unless the nightly profile is on."""
+    sim_pytest.skip_nightly(config, items)
+
+
+@pytest.fixture
+def sim_steps(request: pytest.FixtureRequest) -> int:
+    """Steps per simulation: ``--agentfsm-steps``, else 100."""
+    steps: int | None = request.config.getoption("agentfsm_steps", default=None)
+    return sim_pytest.DEFAULT_STEPS if steps is None else steps
