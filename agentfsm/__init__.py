@@ -25,7 +25,7 @@ from agentfsm.errors import (
     StoreError,
     ToolCallError,
 )
-from agentfsm.llm import Model, ModelResponse, OpenAIModel, ScriptedModel
+from agentfsm.llm import Model, ModelResponse, ModelSettings, OpenAIModel, ScriptedModel
 from agentfsm.states import Event, InputPolicy, Message, RunState, ToolCall
 from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore, open_store, replay
 from agentfsm.tools import (
@@ -53,6 +53,7 @@ __all__ = [
     "Model",
     "ModelError",
     "ModelResponse",
+    "ModelSettings",
     "OpenAIModel",
     "RunState",
     "RunStore",

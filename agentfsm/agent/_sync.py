@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from agentfsm.agent.vocabulary import DecisionLike, TurnOutcome
+    from agentfsm.llm.settings import SettingsLike
 
 T = TypeVar("T")
 
@@ -207,8 +208,10 @@ class _AsyncCore(Protocol):
     """Made by the first synchronous call (an Agent used from async code needs none)."""
     _depth: int
 
-    async def astart(self, text: str | None = None) -> TurnOutcome: ...
-    async def asubmit(self, text: str) -> TurnOutcome: ...
+    async def astart(
+        self, text: str | None = None, *, settings: SettingsLike | None = None
+    ) -> TurnOutcome: ...
+    async def asubmit(self, text: str, *, settings: SettingsLike | None = None) -> TurnOutcome: ...
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome: ...
     async def aprovide_input(self, text: str) -> TurnOutcome: ...
     async def acancel(self) -> TurnOutcome: ...
@@ -223,13 +226,17 @@ class SyncFacade:
 
     __slots__ = ()
 
-    def start(self: _AsyncCore, text: str | None = None) -> TurnOutcome:
+    def start(
+        self: _AsyncCore, text: str | None = None, *, settings: SettingsLike | None = None
+    ) -> TurnOutcome:
         """`astart`, for synchronous code: with ``text``, start and submit it in one step."""
-        return _run(self, self.astart(text))
+        return _run(self, self.astart(text, settings=settings))
 
-    def submit(self: _AsyncCore, text: str) -> TurnOutcome:
-        """`asubmit`, for synchronous code."""
-        return _run(self, self.asubmit(text))
+    def submit(
+        self: _AsyncCore, text: str, *, settings: SettingsLike | None = None
+    ) -> TurnOutcome:
+        """`asubmit`, for synchronous code: ``settings`` override the model's for this turn."""
+        return _run(self, self.asubmit(text, settings=settings))
 
     def resolve_action(self: _AsyncCore, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """`aresolve_action`, for synchronous code."""

@@ -30,6 +30,7 @@
     │   ├── ModelCallError          the request failed: status, connection or timeout
     │   └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
     ├── ModelConfigError            a model that cannot be built: unknown spec, no API key
+    ├── ModelSettingsError          model settings out of range, or naming no offered tool
     ├── OutputRejectedError         an output validator sends the answer back to the model
     ├── DiagramRenderError          a diagram that cannot be written: no `dot`, unknown suffix
     ├── ReplayError                 an event log that cannot be replayed into a run
@@ -75,6 +76,7 @@ from agentfsm.errors.model import (
     ModelConfigError,
     ModelError,
     ModelResponseError,
+    ModelSettingsError,
     OutputRejectedError,
 )
 from agentfsm.errors.serve import ActionError, DiagramRenderError
@@ -132,6 +134,7 @@ __all__ = [
     "ModelConfigError",
     "ModelError",
     "ModelResponseError",
+    "ModelSettingsError",
     "OutputRejectedError",
     "ReentrantCallError",
     "ReplayError",

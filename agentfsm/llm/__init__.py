@@ -2,7 +2,9 @@
 
 `OpenAIModel` talks to the chat completions API (OpenAI or any compatible server) with
 transient failures retried under a `RetryPolicy`; `ScriptedModel` replays a script, for
-tests and the demo; `resolve_model` turns a spec such as ``"scripted:demo"`` into a model.
+tests and the demo; `ModelSettings` are what a call asks for besides the conversation
+(temperature, max_tokens, tool_choice…); `resolve_model` turns a spec such as
+``"scripted:demo"`` into a model.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from agentfsm.llm.openai_model import API_KEY_VARIABLE, OpenAIModel, Sleep
 from agentfsm.llm.resolve import DEMO_SPEC, resolve_model
 from agentfsm.llm.retry import RetryPolicy, is_transient_status, retry_after
 from agentfsm.llm.scripted import Responder, ScriptedModel, ScriptedRequest, ScriptStep
+from agentfsm.llm.settings import ModelSettings, SettingsLike
 
 __all__ = [
     "API_KEY_VARIABLE",
@@ -35,6 +38,7 @@ __all__ = [
     "Model",
     "ModelDelta",
     "ModelResponse",
+    "ModelSettings",
     "OpenAIModel",
     "Responder",
     "RetryListener",
@@ -43,6 +47,7 @@ __all__ = [
     "ScriptStep",
     "ScriptedModel",
     "ScriptedRequest",
+    "SettingsLike",
     "Sleep",
     "StreamingModel",
     "StructuredModel",

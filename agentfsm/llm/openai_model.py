@@ -34,7 +34,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from agentfsm import _checks as checks
 from agentfsm._redact import redact
@@ -42,6 +42,7 @@ from agentfsm.errors import ModelCallError, ModelConfigError, ModelError, ModelR
 from agentfsm.llm._openai_convert import (
     Origin,
     StreamAssembly,
+    chat_settings,
     from_completion,
     supports_structured_output,
 )
@@ -54,6 +55,7 @@ from agentfsm.llm.base import (
     RetryNotice,
 )
 from agentfsm.llm.retry import RetryPolicy, is_transient_status, retry_after
+from agentfsm.llm.settings import ModelSettings
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message
 
@@ -85,6 +87,7 @@ class _Offer:
     messages: Sequence[Message]
     tools: Sequence[JSONObject]
     response_format: JSONObject | None
+    settings: ModelSettings | None = None
 
 
 class _BrokenError(Exception):
@@ -306,8 +309,12 @@ class OpenAIModel:
         on_retry: RetryListener | None = None,
         on_delta: DeltaListener | None = None,
         response_format: JSONObject | None = None,
+        settings: ModelSettings | None = None,
     ) -> ModelResponse:
         """Answer ``messages``, offering ``tools``; transient failures are retried.
+
+        ``settings`` are sent with each attempt (see `chat_settings` for how each maps
+        onto the request).
 
         With ``response_format`` (a typed Agent's JSON Schema, when `structured_output`),
         it is sent with each attempt: the answer is JSON text in that shape.
@@ -336,7 +343,7 @@ class OpenAIModel:
                 if told is not None:
                     told.attempt = attempts
                 try:
-                    offer = _Offer(messages, tools, response_format)
+                    offer = _Offer(messages, tools, response_format, settings)
                     return await self._bounded(client, offer, attempts, started, told)
                 except (openai.OpenAIError, _BrokenError, ModelError) as error:
                     if told is not None:
@@ -452,9 +459,10 @@ class OpenAIModel:
         offered = cast("list[ChatCompletionToolUnionParam]", list(tools)) if tools else openai.omit
         shape = cast("ResponseFormat", offer.response_format or openai.omit)
         completions = client.chat.completions
+        asked: dict[str, Any] = chat_settings(offer.settings, bool(tools))
         if not self._stream:
             completion = await completions.create(
-                model=self._model, messages=sent, tools=offered, response_format=shape
+                model=self._model, messages=sent, tools=offered, response_format=shape, **asked
             )
             return from_completion(origin, completion)
         stream = await completions.create(
@@ -464,6 +472,7 @@ class OpenAIModel:
             response_format=shape,
             stream=True,
             stream_options={"include_usage": True},
+            **asked,
         )
         assembly = StreamAssembly(origin, told)
         async with stream:

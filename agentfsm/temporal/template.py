@@ -75,7 +75,8 @@ def template_of(name: str, agent: object) -> AgentTemplate:
         TypeError: ``agent`` is not an `Agent`.
         ValueError: It has listeners (side effects the workflow would repeat on replay), a
             store (the worker's store is the run's), its own clock or timer (the workflow's
-            clock is the durable one), or a run already started.
+            clock is the durable one), a run already started, or model settings (not
+            carried into a workflow yet: refused rather than dropped).
     """
     if not isinstance(agent, Agent):
         raise TypeError(
@@ -95,6 +96,8 @@ def template_of(name: str, agent: object) -> AgentTemplate:
         _refuse(name, "it has its own clock or timer; the workflow's durable clock is used")
     if agent.state != "created":
         _refuse(name, f"the factory returned a run already started (state {agent.state!r})")
+    if agent.settings is not None:
+        _refuse(name, "it has model settings, which a workflow does not carry yet")
     max_iterations, max_turns, input_policy = agent._config
     return AgentTemplate(
         name=name,
