@@ -16,6 +16,7 @@ vocabulary in `agentfsm.states`, tools and hooks in `agentfsm.tools`, models in
 from __future__ import annotations
 
 from agentfsm.agent.core import Agent
+from agentfsm.agent.deltas import Delta
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.diagrams import combined_diagram, run_diagram, save_diagram
 from agentfsm.errors import (
@@ -45,6 +46,7 @@ __all__ = [
     "Agent",
     "AgentFSMError",
     "Decision",
+    "Delta",
     "Event",
     "IllegalTransitionError",
     "InputPolicy",

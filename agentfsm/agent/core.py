@@ -23,6 +23,7 @@ from agentfsm.agent.emitting import RunEmitter
 from agentfsm.agent.ids import draw_run_id
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
 from agentfsm.agent.record import NO_LISTINGS
+from agentfsm.agent.restoring import Restoring
 from agentfsm.agent.settings import SettingsControl
 from agentfsm.agent.steps import DRIVE, StepGuard, step
 from agentfsm.agent.vocabulary import (
@@ -55,7 +56,7 @@ from agentfsm.tools.system import ToolSystem
 __all__ = ["Agent"]
 
 
-class Agent(StepGuard, ContextControl, SettingsControl, SyncFacade):
+class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
     """An agent loop whose every step is a transition of RunLifecycle or TurnLoop.
 
     Args:
@@ -75,7 +76,9 @@ class Agent(StepGuard, ContextControl, SettingsControl, SyncFacade):
         run_id: The run's id (a new UUID by default).
         user_id: Passed to tools in their `ToolContext`.
         enabled_tools: The tools offered to the model and allowed to run; None for all.
-        ask_user: Offer the built-in ``ask_user`` tool (default True).
+        ask_user: Offer the built-in ``ask_user`` tool, through which the model asks the
+            user a question (the run then waits in ``input_required`` for `provide_input`).
+            Off by default: an application that answers questions turns it on.
         action_timeout: Seconds an approval may take before the wait can expire.
         input_timeout: Seconds a user's answer may take before the wait can expire.
         clock: Wall-clock seconds since the epoch (events, deadlines).
@@ -85,7 +88,9 @@ class Agent(StepGuard, ContextControl, SettingsControl, SyncFacade):
             and every change to the conversation is saved before its event is delivered
             (I11). If ``run_id`` names a run the store holds, the Agent is that run,
             restored where it was (its configuration, conversation and trace included),
-            and `start` takes it up without re-running any enter action.
+            and `start` takes it up without re-running any enter action; if it holds none,
+            a new run under that id. To take up a run that must exist, use `restore`,
+            which raises `RunNotFoundError` instead.
         context_window: The model's context window in tokens, for `context_usage`; None to
             use the model's ``context_window`` attribute or the known window of its name.
         mcp_servers: Tool sources listed when each turn starts (`agentfsm.tools.mcp.MCPServer`,
@@ -133,7 +138,7 @@ class Agent(StepGuard, ContextControl, SettingsControl, SyncFacade):
         run_id: str | None = None,
         user_id: str | None = None,
         enabled_tools: Collection[str] | None = None,
-        ask_user: bool = True,
+        ask_user: bool = False,
         action_timeout: float | None = None,
         input_timeout: float | None = None,
         clock: Callable[[], float] = time.time,

@@ -26,6 +26,7 @@
     ├── HookMessageError            a hook added a message where the lifecycle forbids it
     ├── HookFailedError             a hook handler raised (the cause is chained)
     ├── ReentrantCallError          a call into a run from inside one of its own steps
+    ├── TurnFailedError             a failed turn's outcome, raised by raise_for_error()
     ├── ModelError                  a model call failed for good (after any retries)
     │   ├── ModelCallError          the request failed: status, connection or timeout
     │   └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
@@ -39,6 +40,7 @@
     └── StoreError                  a run store refused or failed an operation
         ├── SnapshotConflictError   the stored version is not the one the save expected
         ├── InvalidSaveError        a save that does not continue the stored run (seq gap…)
+        ├── RunNotFoundError        a run to restore that the store does not hold
         ├── StoreWriteError         a save failed in the database (disk full, I/O error)
         ├── StoreCorruptError       the store's file is not a readable database of runs
         ├── SchemaVersionError      a stored snapshot or file of an unknown schema version
@@ -84,6 +86,7 @@ from agentfsm.errors.store import (
     ForkError,
     InvalidSaveError,
     ReplayError,
+    RunNotFoundError,
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
@@ -109,6 +112,7 @@ from agentfsm.errors.tools import (
     ToolTimeoutError,
     UnknownToolError,
 )
+from agentfsm.errors.turn import TurnFailedError
 
 __all__ = [
     "ActionError",
@@ -138,6 +142,7 @@ __all__ = [
     "OutputRejectedError",
     "ReentrantCallError",
     "ReplayError",
+    "RunNotFoundError",
     "SchemaVersionError",
     "SnapshotConflictError",
     "StoreCorruptError",
@@ -154,5 +159,6 @@ __all__ = [
     "ToolRoundError",
     "ToolSchemaError",
     "ToolTimeoutError",
+    "TurnFailedError",
     "UnknownToolError",
 ]
