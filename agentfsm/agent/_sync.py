@@ -209,9 +209,11 @@ class _AsyncCore(Protocol):
     _depth: int
 
     async def astart(
-        self, text: str | None = None, *, settings: SettingsLike | None = None
+        self, text: str | None = None, *, settings: SettingsLike | None = None, deps: object = None
     ) -> TurnOutcome: ...
-    async def asubmit(self, text: str, *, settings: SettingsLike | None = None) -> TurnOutcome: ...
+    async def asubmit(
+        self, text: str, *, settings: SettingsLike | None = None, deps: object = None
+    ) -> TurnOutcome: ...
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome: ...
     async def aprovide_input(self, text: str) -> TurnOutcome: ...
     async def acancel(self) -> TurnOutcome: ...
@@ -227,16 +229,20 @@ class SyncFacade:
     __slots__ = ()
 
     def start(
-        self: _AsyncCore, text: str | None = None, *, settings: SettingsLike | None = None
+        self: _AsyncCore,
+        text: str | None = None,
+        *,
+        settings: SettingsLike | None = None,
+        deps: object = None,
     ) -> TurnOutcome:
         """`astart`, for synchronous code: with ``text``, start and submit it in one step."""
-        return _run(self, self.astart(text, settings=settings))
+        return _run(self, self.astart(text, settings=settings, deps=deps))
 
     def submit(
-        self: _AsyncCore, text: str, *, settings: SettingsLike | None = None
+        self: _AsyncCore, text: str, *, settings: SettingsLike | None = None, deps: object = None
     ) -> TurnOutcome:
-        """`asubmit`, for synchronous code: ``settings`` override the model's for this turn."""
-        return _run(self, self.asubmit(text, settings=settings))
+        """`asubmit`, for synchronous code: ``settings`` and ``deps`` are this turn's."""
+        return _run(self, self.asubmit(text, settings=settings, deps=deps))
 
     def resolve_action(self: _AsyncCore, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """`aresolve_action`, for synchronous code."""

@@ -115,6 +115,11 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
             recorded in its ``llm_call`` trace entry and ``model_replied`` event. Refused
             (`ModelSettingsError`) when out of range, when ``tool_choice`` names no offered
             tool, or when the model takes no settings.
+        deps: The application's objects for tools and hooks (a DB session, an HTTP
+            client, the current user…), as ``ToolContext.deps`` and ``HookContext.deps``; a
+            turn may bring its own (``submit(text, deps=...)``). Never stored and never sent
+            to the model: a restored run gets the dependencies of the process that restored
+            it. Sub-agents' child runs get the turn's, unless their factory gives their own.
     """
 
     __slots__ = (
@@ -151,6 +156,7 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
         output_retries: int = 2,
         output_validators: Iterable[OutputValidator] = (),
         settings: SettingsLike | None = None,
+        deps: object = None,
     ) -> None:
         checks.agent_arguments(locals())
         sources = checks.tool_sources(mcp_servers)
@@ -185,6 +191,7 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
         self._typed(spec, structured)
         self._settings = self._override(settings)
         self._call_settings = call_settings(self._settings, None)
+        self._deps = self._call_deps = deps
         self.user_id = user_id
         self.action_timeout = action_timeout
         self.input_timeout = input_timeout
@@ -371,14 +378,20 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
             self._delta_listeners = _without(self._delta_listeners, listener)
 
     async def stream(
-        self, text: str, *, deltas: bool = True, settings: SettingsLike | None = None
+        self,
+        text: str,
+        *,
+        deltas: bool = True,
+        settings: SettingsLike | None = None,
+        deps: object = None,
     ) -> AsyncIterator[StreamItem]:
         """Submit ``text`` and yield every transition and trace entry of the turn as it happens.
 
         With ``deltas`` (the default), the pieces of the model's answers too, as `Delta`
         items in order with the rest (from a model that streams). The turn runs as a task;
         the iterator ends when `asubmit` returns, and re-raises what it raised. ``settings``
-        is the turn's override of the model settings, as for `asubmit`.
+        is the turn's override of the model settings and ``deps`` its dependencies, as for
+        `asubmit`.
         """
         checks.user_text("text", text)
         flag("deltas", deltas)
@@ -386,7 +399,7 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
         queue: asyncio.Queue[StreamItem] = asyncio.Queue()
         self.add_listener(queue.put_nowait, deltas=deltas)
         try:
-            turn = asyncio.ensure_future(self.asubmit(text, settings=settings))
+            turn = asyncio.ensure_future(self.asubmit(text, settings=settings, deps=deps))
             while not (turn.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())
                 await asyncio.wait({getter, turn}, return_when=asyncio.FIRST_COMPLETED)
@@ -404,7 +417,11 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
 
     @step
     async def astart(
-        self, text: str | None = None, *, settings: SettingsLike | None = None
+        self,
+        text: str | None = None,
+        *,
+        settings: SettingsLike | None = None,
+        deps: object = None,
     ) -> TurnOutcome:
         """Open the run: created → ready; with ``text``, also submit it, in the same step.
 
@@ -422,7 +439,8 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
         ``start`` asks for is taken at the turn's first step boundary. ``text`` is checked
         before anything happens: a bad one changes and stores nothing. On a restored run,
         ``text`` is taken only where ``astart()`` leaves the run ``ready``. ``settings``
-        overrides the Agent's model settings for ``text``'s turn, as for `asubmit`.
+        overrides the Agent's model settings for ``text``'s turn, and ``deps`` its
+        dependencies, as for `asubmit`.
 
         Raises:
             IllegalTransitionError: The run is shut down (a shut-down run is final: start a
@@ -454,7 +472,7 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
             if self._round and self._loop is not None and self._loop.is_final:
                 # The process stopped between ending a turn and closing its round.
                 self._close_turn(self._data.reason or "cancelled")
-            return self.outcome() if text is None else await self._first_turn(text, override)
+            return self.outcome() if text is None else await self._first_turn(text, override, deps)
         self._restored = False
         max_iterations, max_turns, input_policy = self._config
         parent = self._parent
@@ -471,9 +489,11 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
             system_prompt=self._system_prompt,
             **extra,
         )
-        return self.outcome() if text is None else await self._first_turn(text, override)
+        return self.outcome() if text is None else await self._first_turn(text, override, deps)
 
-    async def _first_turn(self, text: str, settings: ModelSettings | None) -> TurnOutcome:
+    async def _first_turn(
+        self, text: str, settings: ModelSettings | None, deps: object = None
+    ) -> TurnOutcome:
         """`astart`'s ``text``: submitted in the step that started the run (its turn driven).
 
         A cancel or pause asked for by a listener of ``start`` (told at once, without a
@@ -481,13 +501,15 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
         one save (with a store) asks for it too.
         """
         cancel, pause = self._cancel_requested, self._pause_requested
-        await self._open_turn(text, from_queue=False, settings=settings)
+        await self._open_turn(text, from_queue=False, settings=settings, deps=deps)
         self._cancel_requested |= cancel
         self._pause_requested |= pause
         return DRIVE  # (the step drives the turn, as for `asubmit`)
 
     @step
-    async def asubmit(self, text: str, *, settings: SettingsLike | None = None) -> TurnOutcome:
+    async def asubmit(
+        self, text: str, *, settings: SettingsLike | None = None, deps: object = None
+    ) -> TurnOutcome:
         """Give the run a user input and run the turn until it ends or waits.
 
         While busy, the input follows the run's input policy (`IllegalTransitionError`
@@ -497,6 +519,8 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
         ``settings`` (`ModelSettings`, or a mapping of its fields) overrides the Agent's
         model settings for this turn's calls only, merged over them field by field; it is
         recorded in the ``submit`` event. An input submitted while busy takes none.
+        ``deps`` are this turn's dependencies for tools and hooks, instead of the Agent's
+        (never stored: a run restored mid-turn has the Agent's).
 
         Raises:
             ModelSettingsError: ``settings`` out of range, naming no offered tool, for a
@@ -509,6 +533,11 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
         if self._data.deadline is not None:  # (only a wait with a deadline can be overdue)
             await self._expire_if_due()
         if self._data.state == _BUSY:
+            if deps is not None:
+                raise ValueError(
+                    "deps=... is a turn's, and this input arrives while the run is busy (it "
+                    "would be queued or interrupt); submit it with its deps once the turn ended"
+                )
             if override is not None:
                 raise ModelSettingsError(
                     next(iter(override.model_fields_set)),
@@ -518,7 +547,7 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
                 )
             self._run.send("submit", text=text)  # queued or interrupting, or refused
             return self.outcome()
-        await self._open_turn(text, from_queue=False, settings=override)
+        await self._open_turn(text, from_queue=False, settings=override, deps=deps)
         return DRIVE  # (the step drives the turn: this frame is gone meanwhile)
 
     @step

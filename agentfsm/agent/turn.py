@@ -104,8 +104,10 @@ class TurnDriver(ToolRounds):
     """Runs a turn from where its loop is until it ends, waits or pauses."""
 
     __slots__ = (
+        "_call_deps",
         "_call_settings",
         "_delta_listeners",
+        "_deps",
         "_edit",
         "_error",
         "_settings",
@@ -130,9 +132,18 @@ class TurnDriver(ToolRounds):
     _call_settings: CallSettings | None
     """What each model call of the current turn asks for: the Agent's settings with the
     turn's override merged over them, and their JSON (None: nothing)."""
+    _deps: object
+    """The Agent's dependencies for tools and hooks (None: none)."""
+    _call_deps: object
+    """The current turn's dependencies: the turn's own, else the Agent's. Never stored."""
 
     async def _open_turn(
-        self, text: str, *, from_queue: bool, settings: ModelSettings | None = None
+        self,
+        text: str,
+        *,
+        from_queue: bool,
+        settings: ModelSettings | None = None,
+        deps: object = None,
     ) -> None:
         """Submit an input that starts a turn; its user message is part of the transition.
 
@@ -158,6 +169,7 @@ class TurnDriver(ToolRounds):
                 self._messages = self._messages[:-1]
             raise
         self._round = ()
+        self._call_deps = self._deps if deps is None else deps  # (likewise)
         # (every turn starts from the Agent's settings: an override never outlives its turn)
         self._call_settings = (
             call_settings(self._settings, settings)
@@ -221,6 +233,7 @@ class TurnDriver(ToolRounds):
             turn=self._data.turn,
             iteration=self._data.iteration,
             error=error,
+            deps=self._call_deps,
         )
         added = await self.hooks.fire(context)
         if context.compaction is not None:  # asked for by a before_llm handler

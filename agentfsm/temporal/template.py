@@ -42,6 +42,8 @@ class AgentTemplate:
         context_window: The model's context window, if set.
         max_attempts: Tries in all for an idempotent tool's retryable failures.
         cancel_grace: Seconds a timed-out async tool body gets to finish cancelling.
+        deps: The factory's Agent's dependencies: the worker process's objects, given to
+            tool bodies (in activities) as ``ToolContext.deps``.
     """
 
     name: str
@@ -58,6 +60,7 @@ class AgentTemplate:
     context_window: int | None
     max_attempts: int
     cancel_grace: float = 0.1
+    deps: object = None
 
 
 def _refuse(name: str, problem: str) -> None:
@@ -114,6 +117,7 @@ def template_of(name: str, agent: object) -> AgentTemplate:
         context_window=agent.context_window,
         max_attempts=agent.tools._retry.max_attempts,
         cancel_grace=agent.tools._retry.cancel_grace,
+        deps=agent._deps,
     )
 
 
