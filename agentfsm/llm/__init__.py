@@ -9,6 +9,7 @@ tests and the demo; `ModelSettings` are what a call asks for besides the convers
 
 from __future__ import annotations
 
+from agentfsm.llm._calling import Sleep
 from agentfsm.llm.base import (
     DeltaKind,
     DeltaListener,
@@ -23,7 +24,7 @@ from agentfsm.llm.base import (
     Usage,
     check_finish,
 )
-from agentfsm.llm.openai_model import API_KEY_VARIABLE, OpenAIModel, Sleep
+from agentfsm.llm.openai_model import API_KEY_VARIABLE, OpenAIModel
 from agentfsm.llm.resolve import DEMO_SPEC, resolve_model
 from agentfsm.llm.retry import RetryPolicy, is_transient_status, retry_after
 from agentfsm.llm.scripted import Responder, ScriptedModel, ScriptedRequest, ScriptStep

@@ -258,8 +258,22 @@ class StreamAssembly:
                 ModelDelta(DeltaKind.TOOL_CALL, arguments, delta.index, delta.id, name or None)
             )
 
-    def response(self) -> ModelResponse:
-        """The whole response, once the stream has ended."""
+    def response(self, *, ended: bool | None = None) -> ModelResponse:
+        """The whole response, once the stream has ended.
+
+        ``ended`` says whether the stream ended with ``[DONE]`` (None: not known). A stream
+        that ended before its first chunk, or without ``[DONE]``, was cut: ``truncated``.
+        """
+        if self.chunks == 0 and ended is not True:
+            raise self.origin.error(
+                "truncated", "the stream ended before its first chunk (and without [DONE])"
+            )
+        if ended is False and self.finish_reason is not None:
+            raise self.origin.error(
+                "truncated",
+                f"the stream ended without [DONE] after {self.chunks} chunks (its finish "
+                "reason came, its usage and end did not), so it may be cut off",
+            )
         if not self.choices_seen:
             raise self.origin.error("empty_choices", "the stream carried no choices")
         if self.finish_reason is None:

@@ -86,15 +86,20 @@ class Disconnect:
 
 @dataclass(frozen=True, slots=True)
 class TruncatedStream:
-    """Send the reply's chunks, then end the body without a finish reason or ``[DONE]``.
+    """Send the reply's chunks, then end the body cleanly without ``[DONE]``.
 
     Meant for streaming requests; a plain request gets the first half of the JSON body.
 
     Attributes:
         reply: What the stream starts to say.
+        at: Where the body ends: ``"middle"`` (the default) after the reply's chunks but
+            before its finish reason; ``"start"`` before the first chunk (a 200 with an
+            empty event stream); ``"finish"`` after the finish reason, before the usage
+            chunk and ``[DONE]``.
     """
 
     reply: Reply = field(default_factory=lambda: Reply("It was cut"))
+    at: str = "middle"
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,7 +465,7 @@ class _Answer:
         elif isinstance(step, Disconnect):
             self.handler.drop()
         elif isinstance(step, TruncatedStream):
-            self._truncated(step.reply)
+            self._truncated(step.reply, step.at)
         elif isinstance(step, MalformedChunk):
             self._malformed_chunk(step)
         elif isinstance(step, CutConnection):
@@ -495,12 +500,18 @@ class _Answer:
         wanted = isinstance(options, dict) and options.get("include_usage") is True
         return reply.usage if wanted else None
 
-    def _truncated(self, reply: Reply) -> None:
+    def _truncated(self, reply: Reply, at: str) -> None:
         if self.request.stream:
+            finish = wire.finish_reason_of(reply.tool_calls, reply.finish_reason)
             events = wire.chunks(
-                self.number, self.model, reply.content, reply.tool_calls, None, None
+                self.number,
+                self.model,
+                reply.content,
+                reply.tool_calls,
+                finish if at == "finish" else None,
+                None,  # (no usage chunk: it comes after the finish reason)
             )
-            payload = wire.sse(events, done=False)
+            payload = wire.sse(events if at != "start" else [], done=False)
             self.handler._send_bytes(200, payload, "text/event-stream", close_delimited=True)
             return
         finish = wire.finish_reason_of(reply.tool_calls, reply.finish_reason)
