@@ -26,6 +26,7 @@ from agentfsm.llm.base import (
 )
 from agentfsm.llm.openai_model import API_KEY_VARIABLE, OpenAIModel
 from agentfsm.llm.resolve import DEMO_SPEC, resolve_model
+from agentfsm.llm.responses_model import OpenAIResponsesModel
 from agentfsm.llm.retry import RetryPolicy, is_transient_status, retry_after
 from agentfsm.llm.scripted import Responder, ScriptedModel, ScriptedRequest, ScriptStep
 from agentfsm.llm.settings import ModelSettings, SettingsLike
@@ -41,6 +42,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "Responder",
     "RetryListener",
     "RetryNotice",

@@ -257,6 +257,9 @@ def checked(
             f"cannot be sent: model {model.name!r} ({type(model).__name__}) takes no "
             "settings (its complete() has no settings parameter)",
         )
+    own_check = getattr(model, "check_settings", None)
+    if callable(own_check):  # the settings this model's API cannot honour are refused
+        own_check(made)
     if offered is not None:
         check_tool_choice(made, frozenset(offered))
     return made
