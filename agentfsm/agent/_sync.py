@@ -236,12 +236,16 @@ class SyncFacade:
         deps: object = None,
     ) -> TurnOutcome:
         """`astart`, for synchronous code: with ``text``, start and submit it in one step."""
+        if settings is None and deps is None:  # (a subclass's astart may take neither)
+            return _run(self, self.astart(text))
         return _run(self, self.astart(text, settings=settings, deps=deps))
 
     def submit(
         self: _AsyncCore, text: str, *, settings: SettingsLike | None = None, deps: object = None
     ) -> TurnOutcome:
         """`asubmit`, for synchronous code: ``settings`` and ``deps`` are this turn's."""
+        if settings is None and deps is None:  # (a subclass's asubmit may take neither)
+            return _run(self, self.asubmit(text))
         return _run(self, self.asubmit(text, settings=settings, deps=deps))
 
     def resolve_action(self: _AsyncCore, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:

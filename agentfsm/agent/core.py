@@ -399,7 +399,10 @@ class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
         queue: asyncio.Queue[StreamItem] = asyncio.Queue()
         self.add_listener(queue.put_nowait, deltas=deltas)
         try:
-            turn = asyncio.ensure_future(self.asubmit(text, settings=settings, deps=deps))
+            if settings is None and deps is None:  # (a subclass's asubmit may take neither)
+                turn = asyncio.ensure_future(self.asubmit(text))
+            else:
+                turn = asyncio.ensure_future(self.asubmit(text, settings=settings, deps=deps))
             while not (turn.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())
                 await asyncio.wait({getter, turn}, return_when=asyncio.FIRST_COMPLETED)

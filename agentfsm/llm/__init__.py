@@ -10,6 +10,7 @@ tests and the demo; `ModelSettings` are what a call asks for besides the convers
 from __future__ import annotations
 
 from agentfsm.llm._calling import Sleep
+from agentfsm.llm.anthropic_model import AnthropicModel
 from agentfsm.llm.base import (
     DeltaKind,
     DeltaListener,
@@ -34,6 +35,7 @@ from agentfsm.llm.settings import ModelSettings, SettingsLike
 __all__ = [
     "API_KEY_VARIABLE",
     "DEMO_SPEC",
+    "AnthropicModel",
     "DeltaKind",
     "DeltaListener",
     "FinishReason",

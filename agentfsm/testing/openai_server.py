@@ -30,6 +30,7 @@ from types import MappingProxyType, TracebackType
 
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.testing import _chat_wire as wire
+from agentfsm.testing._anthropic_wire import AnthropicAnswer
 from agentfsm.testing._chat_answer import ChatAnswer
 from agentfsm.testing._responses_wire import ResponsesAnswer
 from agentfsm.testing._steps import (
@@ -49,6 +50,7 @@ from agentfsm.testing._steps import (
 __all__ = [
     "CHAT_PATH",
     "HOST",
+    "MESSAGES_PATH",
     "RESPONSES_PATH",
     "CutConnection",
     "Disconnect",
@@ -69,7 +71,18 @@ HOST = "127.0.0.1"
 CHAT_PATH = "/v1/chat/completions"
 """The chat completions path (`agentfsm.OpenAIModel`)."""
 RESPONSES_PATH = "/v1/responses"
-"""The Responses API's path (`agentfsm.llm.OpenAIResponsesModel`); any other answers 404."""
+"""The Responses API's path (`agentfsm.llm.OpenAIResponsesModel`)."""
+MESSAGES_PATH = "/v1/messages"
+"""Anthropic's Messages API path (`agentfsm.llm.AnthropicModel`: its ``base_url`` is the
+server's root, ``server.url`` without ``/v1``); any other path answers 404."""
+
+
+_ANSWERS: dict[str, type[ChatAnswer]] = {
+    CHAT_PATH: ChatAnswer,
+    RESPONSES_PATH: ResponsesAnswer,
+    MESSAGES_PATH: AnthropicAnswer,
+}
+"""How each served path is answered: each wire format in its own module."""
 
 
 class LoopbackOpenAIServer:
@@ -257,8 +270,8 @@ class _Handler(BaseHTTPRequestHandler):
             headers=MappingProxyType({k.lower(): v for k, v in self.headers.items()}),
             body=body,
         )
-        if self.path not in (CHAT_PATH, RESPONSES_PATH):
-            served = f"{CHAT_PATH} and {RESPONSES_PATH}"
+        if self.path not in _ANSWERS:
+            served = ", ".join(_ANSWERS)
             self._send_json(404, wire.error_body(f"loopback server serves only {served}"))
             return
         owner = self.server.owner
@@ -267,7 +280,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, wire.error_body(owner._exhausted_message()))
             return
         model = request.json.get("model")
-        answer = ResponsesAnswer if self.path == RESPONSES_PATH else ChatAnswer
+        answer = _ANSWERS[self.path]
         answer(self, number, model if isinstance(model, str) else owner._model, request).send(step)
 
     def _send_json(
