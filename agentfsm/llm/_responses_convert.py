@@ -51,8 +51,35 @@ def check_settings(settings: ModelSettings) -> None:
             )
 
 
-def input_items(messages: list[Message] | tuple[Message, ...]) -> list[JSONObject]:
-    """The conversation as Responses API input items, in order."""
+REASONING_MODELS = ("o1", "o3", "o4", "gpt-5")
+"""Model id prefixes of OpenAI's reasoning models, whose reasoning items are carried."""
+
+
+def reasoning_items(response: Response) -> dict[str, tuple[JSONObject, ...]]:
+    """The reasoning items of a response, by the id of each tool call they led to.
+
+    With ``store=False`` the API keeps nothing: a reasoning model's reasoning reaches the
+    next call only if sent back, encrypted, before the calls it led to.
+    """
+    found: list[JSONObject] = []
+    carried: dict[str, tuple[JSONObject, ...]] = {}
+    for item in response.output:
+        if item.type == "reasoning":
+            found.append(item.model_dump(mode="json", exclude_none=True))
+        elif item.type == "function_call" and found:
+            carried[item.call_id] = tuple(found)
+    return carried
+
+
+def input_items(
+    messages: list[Message] | tuple[Message, ...],
+    reasoning: dict[str, tuple[JSONObject, ...]] | None = None,
+) -> list[JSONObject]:
+    """The conversation as Responses API input items, in order.
+
+    ``reasoning`` holds reasoning items by the id of the tool call they led to: each is
+    sent again before its assistant message's calls.
+    """
     items: list[JSONObject] = []
     for message in messages:
         if message.role in ("system", "user"):
@@ -60,6 +87,8 @@ def input_items(messages: list[Message] | tuple[Message, ...]) -> list[JSONObjec
         elif message.role == "assistant":
             if message.content:
                 items.append({"role": "assistant", "content": message.content})
+            if reasoning and message.tool_calls:
+                items.extend(reasoning.get(message.tool_calls[0].id, ()))
             items.extend(
                 {
                     "type": "function_call",

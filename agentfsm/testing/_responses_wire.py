@@ -63,9 +63,24 @@ def _items(number: int, content: str | None, tool_calls: Sequence[ToolCall]) -> 
     return items
 
 
-def response(number: int, model: str, reply: Reply, *, usage: Usage | None) -> JSONObject:
-    """The ``response`` object of a whole reply."""
+def response(
+    number: int, model: str, reply: Reply, *, usage: Usage | None, reasoning: bool = False
+) -> JSONObject:
+    """The ``response`` object of a whole reply.
+
+    With ``reasoning`` (the request asked for ``reasoning.encrypted_content``), a reply with
+    tool calls starts with a reasoning item, as a reasoning model's does.
+    """
     incomplete = _INCOMPLETE.get(reply.finish_reason or "")
+    output = _items(number, reply.content, reply.tool_calls)
+    if reasoning and reply.tool_calls:
+        thought: JSONObject = {
+            "type": "reasoning",
+            "id": f"rs_{number}",
+            "summary": [],
+            "encrypted_content": f"encrypted-{number}",
+        }
+        output.insert(0, thought)
     return {
         "id": f"resp_{number}",
         "object": "response",
@@ -74,7 +89,7 @@ def response(number: int, model: str, reply: Reply, *, usage: Usage | None) -> J
         "status": "incomplete" if incomplete else "completed",
         "incomplete_details": {"reason": incomplete} if incomplete else None,
         "error": None,
-        "output": _items(number, reply.content, reply.tool_calls),
+        "output": output,
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
@@ -82,7 +97,9 @@ def response(number: int, model: str, reply: Reply, *, usage: Usage | None) -> J
     }
 
 
-def events(number: int, model: str, reply: Reply, *, final: bool) -> list[JSONObject]:
+def events(
+    number: int, model: str, reply: Reply, *, final: bool, reasoning: bool = False
+) -> list[JSONObject]:
     """The stream's events, in order; without its last (``final`` False) it is cut."""
     out: list[JSONObject] = [
         {
@@ -134,7 +151,7 @@ def events(number: int, model: str, reply: Reply, *, final: bool) -> list[JSONOb
                 }
             )
     if final:
-        whole = response(number, model, reply, usage=reply.usage)
+        whole = response(number, model, reply, usage=reply.usage, reasoning=reasoning)
         kind = "response.incomplete" if whole["status"] == "incomplete" else "response.completed"
         out.append({"type": kind, "response": whole})
     return [{**event, "sequence_number": n} for n, event in enumerate(out)]
@@ -150,11 +167,13 @@ class ResponsesAnswer(ChatAnswer):
     """How one ``POST /v1/responses`` is answered by one step."""
 
     def _reply(self, reply: Reply) -> None:
+        include = self.request.json.get("include")
+        reasoning = isinstance(include, list) and "reasoning.encrypted_content" in include
         if self.request.stream:
-            payload = sse(events(self.number, self.model, reply, final=True))
-            self.handler._send_bytes(200, payload, "text/event-stream")
+            stream = events(self.number, self.model, reply, final=True, reasoning=reasoning)
+            self.handler._send_bytes(200, sse(stream), "text/event-stream")
             return
-        body = response(self.number, self.model, reply, usage=reply.usage)
+        body = response(self.number, self.model, reply, usage=reply.usage, reasoning=reasoning)
         self.handler._send_json(200, body)
 
     def _truncated(self, reply: Reply, at: str) -> None:

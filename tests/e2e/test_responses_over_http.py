@@ -164,3 +164,24 @@ def test_the_model_string_names_the_responses_api(monkeypatch: pytest.MonkeyPatc
     made = resolve_model("openai-responses:gpt-5")
     assert isinstance(made, OpenAIResponsesModel)
     assert made.name == "gpt-5"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_a_reasoning_models_reasoning_goes_back_before_the_calls_it_led_to(stream: bool) -> None:
+    with LoopbackOpenAIServer([Reply(tool_calls=(OSLO,)), Reply("Sunny.")]) as server:
+        reasoner = OpenAIResponsesModel(
+            "o4-mini", base_url=server.url, api_key="test", stream=stream, sleep=fake_sleep
+        )
+        Agent(reasoner, [weather]).start("Weather in Oslo?")
+        first, second = (request.json for request in server.requests)
+    assert first["include"] == ["reasoning.encrypted_content"]
+    kinds = [item.get("type", item.get("role")) for item in second["input"]]
+    assert kinds == ["user", "reasoning", "function_call", "function_call_output"]
+    assert second["input"][1]["encrypted_content"] == "encrypted-1"
+
+
+def test_a_model_that_does_not_reason_asks_for_no_reasoning_items() -> None:
+    with LoopbackOpenAIServer([Reply("Hi.")]) as server:
+        Agent(model(server, stream=False)).start("Hi")
+        sent = server.requests[0].json
+    assert "include" not in sent
