@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -198,3 +200,20 @@ def test_a_turns_override_never_leaks_and_replay_reproduces_the_log(
     )
     assert [e.data.get("settings") for e in log if e.event == "model_replied"] == expected
     assert [entry.settings for entry in stored.trace if entry.kind == "llm_call"] == expected
+
+
+def test_inspect_shows_what_each_call_asked_for(tmp_path: Path) -> None:
+    from agentfsm import SQLiteStore
+    from agentfsm._runs_cli import inspect_command
+
+    path = tmp_path / "runs.db"
+    with SQLiteStore(path) as store:
+        agent = Agent(ScriptedModel().text("ok"), store=store, run_id=RUN_ID, settings={"seed": 7})
+        agent.start("hi", settings={"temperature": 0.5})
+    out = io.StringIO()
+    assert inspect_command(RUN_ID, str(path), 10, out) == 0
+    shown = out.getvalue()
+    submit = next(line for line in shown.splitlines() if " submit " in line)
+    replied = next(line for line in shown.splitlines() if " model_replied " in line)
+    assert 'settings={"temperature": 0.5}' in submit  # the turn's override
+    assert 'settings={"temperature": 0.5' in replied  # the call's (merged; shown cut short)
