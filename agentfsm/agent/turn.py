@@ -171,11 +171,10 @@ class TurnDriver(ToolRounds):
         self._round = ()
         self._call_deps = self._deps if deps is None else deps  # (likewise)
         # (every turn starts from the Agent's settings: an override never outlives its turn)
-        self._call_settings = (
-            call_settings(self._settings, settings)
-            if settings is not None or self._settings is not None
-            else None
-        )
+        if settings is not None or self._settings is not None:
+            self._call_settings = call_settings(self._settings, settings)
+        else:
+            self._call_settings = None
         if listings is not None:
             self._install(*listings)
         await self._user_input(text, defer=False)

@@ -14,9 +14,10 @@ accepts. Each model call's settings are recorded in its ``llm_call`` trace entry
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -229,8 +230,16 @@ CallSettings = tuple[ModelSettings, JSONObject]
 
 def takes_settings(model: Model) -> bool:
     """Whether ``model.complete`` takes a ``settings`` argument (or any keyword)."""
+    declared = getattr(type(model), "complete", None)
+    if inspect.isfunction(declared):  # (the usual case: read once per class)
+        return _takes_settings(declared)
+    return _takes_settings(model.complete)
+
+
+@functools.lru_cache(maxsize=128)
+def _takes_settings(complete: Callable[..., object]) -> bool:
     try:
-        parameters = inspect.signature(model.complete).parameters
+        parameters = inspect.signature(complete).parameters
     except (TypeError, ValueError):
         return False
     return "settings" in parameters or any(
