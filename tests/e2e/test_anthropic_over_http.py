@@ -203,3 +203,21 @@ def test_the_model_string_names_anthropic(monkeypatch: pytest.MonkeyPatch) -> No
     made = resolve_model("anthropic:claude-sonnet-4-5")
     assert isinstance(made, AnthropicModel)
     assert made.name == "claude-sonnet-4-5"
+
+
+def test_a_retry_after_longer_than_allowed_fails_at_once_carrying_the_wait() -> None:
+    WAITS.clear()
+    with LoopbackOpenAIServer([ErrorResponse(429, retry_after="120")]) as server:
+        outcome = Agent(model(server, stream=False)).start("Hi")
+        sent = len(server.requests)
+    assert (outcome.state, outcome.error.type) == ("failed", "ModelCallError")
+    assert (outcome.error.retryable, outcome.error.retry_after) == (True, 120.0)
+    assert (sent, WAITS) == (1, [])
+
+
+def test_a_request_the_server_refuses_is_not_retried() -> None:
+    with LoopbackOpenAIServer([ErrorResponse(400, message="bad request")]) as server:
+        outcome = Agent(model(server, stream=True)).start("Hi")
+        sent = len(server.requests)
+    assert (outcome.state, outcome.error.retryable, sent) == ("failed", False, 1)
+    assert "bad request" in outcome.error.message

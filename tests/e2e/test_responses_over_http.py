@@ -185,3 +185,21 @@ def test_a_model_that_does_not_reason_asks_for_no_reasoning_items() -> None:
         Agent(model(server, stream=False)).start("Hi")
         sent = server.requests[0].json
     assert "include" not in sent
+
+
+def test_a_retry_after_longer_than_allowed_fails_at_once_carrying_the_wait() -> None:
+    WAITS.clear()
+    with LoopbackOpenAIServer([ErrorResponse(429, retry_after="120")]) as server:
+        outcome = Agent(model(server, stream=False)).start("Hi")
+        sent = len(server.requests)
+    assert (outcome.state, outcome.error.type) == ("failed", "ModelCallError")
+    assert (outcome.error.retryable, outcome.error.retry_after) == (True, 120.0)
+    assert (sent, WAITS) == (1, [])
+
+
+def test_a_request_the_server_refuses_is_not_retried() -> None:
+    with LoopbackOpenAIServer([ErrorResponse(400, message="bad request")]) as server:
+        outcome = Agent(model(server, stream=True)).start("Hi")
+        sent = len(server.requests)
+    assert (outcome.state, outcome.error.retryable, sent) == ("failed", False, 1)
+    assert "bad request" in outcome.error.message
