@@ -1,7 +1,9 @@
 """Models: the `Model` protocol and its implementations.
 
-`OpenAIModel` talks to the chat completions API (OpenAI or any compatible server) with
-transient failures retried under a `RetryPolicy`; `ScriptedModel` replays a script, for
+`OpenAIModel` talks to the chat completions API (OpenAI or any compatible server),
+`OpenAIResponsesModel` to OpenAI's Responses API and `AnthropicModel` to Anthropic's
+Messages API (the ``anthropic`` extra), each with transient failures retried under a
+`RetryPolicy`; `ScriptedModel` replays a script, for
 tests and the demo; `ModelSettings` are what a call asks for besides the conversation
 (temperature, max_tokens, tool_choice…); `resolve_model` turns a spec such as
 ``"scripted:demo"`` into a model.
