@@ -16,6 +16,7 @@ vocabulary in `agentfsm.states`, tools and hooks in `agentfsm.tools`, models in
 from __future__ import annotations
 
 from agentfsm.agent.core import Agent
+from agentfsm.agent.deltas import Delta
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.diagrams import combined_diagram, run_diagram, save_diagram
 from agentfsm.errors import (
@@ -25,7 +26,7 @@ from agentfsm.errors import (
     StoreError,
     ToolCallError,
 )
-from agentfsm.llm import Model, ModelResponse, OpenAIModel, ScriptedModel
+from agentfsm.llm import Model, ModelResponse, ModelSettings, OpenAIModel, ScriptedModel
 from agentfsm.states import Event, InputPolicy, Message, RunState, ToolCall
 from agentfsm.stores import MemoryStore, RunStore, Snapshot, SQLiteStore, open_store, replay
 from agentfsm.tools import (
@@ -45,6 +46,7 @@ __all__ = [
     "Agent",
     "AgentFSMError",
     "Decision",
+    "Delta",
     "Event",
     "IllegalTransitionError",
     "InputPolicy",
@@ -53,6 +55,7 @@ __all__ = [
     "Model",
     "ModelError",
     "ModelResponse",
+    "ModelSettings",
     "OpenAIModel",
     "RunState",
     "RunStore",

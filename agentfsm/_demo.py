@@ -126,6 +126,7 @@ def demo_agent(folder: Path, store: SQLiteStore, model: str | None, out: TextIO)
         store=store,
         run_id=RUN_ID,
         max_iterations=4,
+        ask_user=True,  # the travel agent asks how many guests
     )
     agent.add_listener(Transcript(out), deltas=True)  # the answers as they stream, too
     return agent

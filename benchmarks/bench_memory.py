@@ -107,7 +107,7 @@ def main() -> None:
         "agentfsm bare RunLifecycle (compiled)": bytes_per_instance(bare_machine),
         "agentfsm Agent, created (ask_user=False)": bytes_per_instance(idle_agent(ask_user=False)),
         "agentfsm Agent, started (ask_user=False)": started_agents(COUNT),
-        "agentfsm Agent, created (defaults, with ask_user)": bytes_per_instance(idle_agent()),
+        "agentfsm Agent, created (with ask_user)": bytes_per_instance(idle_agent(ask_user=True)),
         "python-statemachine StateChart": bytes_per_instance(statechart, 500),
         "Apache Burr Application": bytes_per_instance(burr_application, 500),
     }

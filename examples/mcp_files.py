@@ -85,17 +85,21 @@ def files_server(root: Path, key: bytes) -> SDKServer:
     return server
 
 
-def build_agent(model: Model, root: Path, store: SQLiteStore, key: bytes) -> Agent:
-    """The agent of run ``notes``, whose tools come from the files server on ``root``."""
+def build_agent(
+    model: Model, root: Path, store: SQLiteStore, key: bytes, *, restore: bool = False
+) -> Agent:
+    """The agent of run ``notes``, whose tools come from the files server on ``root``.
+
+    With ``restore``, the stored run taken up (`Agent.restore`: it must exist).
+    """
     command = [sys.executable, __file__, "serve", str(root), key.hex()]
     files = MCPServer("files", command, trusted=True)
-    return Agent(
-        model,
-        mcp_servers=[files],
-        store=store,
-        run_id="notes",
-        system_prompt="You keep the notes in a directory tidy. Ask before changing anything.",
-    )
+    prompt = "You keep the notes in a directory tidy. Ask before changing anything."
+    if restore:
+        return Agent.restore(
+            model, mcp_servers=[files], store=store, run_id="notes", system_prompt=prompt
+        )
+    return Agent(model, mcp_servers=[files], store=store, run_id="notes", system_prompt=prompt)
 
 
 STEPS: list[tuple[str, dict[str, str]]] = [
@@ -138,8 +142,7 @@ def main(
     outcome = agent.start("Summarise my to-do list into summary.txt")
     while outcome.state in ("requires_action", "input_required"):
         agent.close()  # "the process ends"; a new one takes the run up from the file
-        agent = build_agent(ScriptedModel(fallback=next_step), root, store, key)
-        agent.start()
+        agent = build_agent(ScriptedModel(fallback=next_step), root, store, key, restore=True)
         if outcome.state == "requires_action":
             decisions = {
                 call.id: "approve" if approve(call.name, call.arguments) else "deny"

@@ -97,6 +97,7 @@ def build_agent(
         system_prompt="You are the support agent of a small shop. Be brief and polite.",
         hooks={"before_llm": remind_of_policy, "before_each_tool": audit or Audit()},
         max_iterations=4,
+        ask_user=True,  # the agent may ask the customer (provide_input answers)
         action_timeout=3_600,
         input_timeout=86_400,
         store=store,

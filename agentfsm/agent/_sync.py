@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from agentfsm.agent.vocabulary import DecisionLike, TurnOutcome
+    from agentfsm.llm.settings import SettingsLike
 
 T = TypeVar("T")
 
@@ -207,8 +208,12 @@ class _AsyncCore(Protocol):
     """Made by the first synchronous call (an Agent used from async code needs none)."""
     _depth: int
 
-    async def astart(self, text: str | None = None) -> TurnOutcome: ...
-    async def asubmit(self, text: str) -> TurnOutcome: ...
+    async def astart(
+        self, text: str | None = None, *, settings: SettingsLike | None = None, deps: object = None
+    ) -> TurnOutcome: ...
+    async def asubmit(
+        self, text: str, *, settings: SettingsLike | None = None, deps: object = None
+    ) -> TurnOutcome: ...
     async def aresolve_action(self, decisions: Mapping[str, DecisionLike]) -> TurnOutcome: ...
     async def aprovide_input(self, text: str) -> TurnOutcome: ...
     async def acancel(self) -> TurnOutcome: ...
@@ -223,13 +228,25 @@ class SyncFacade:
 
     __slots__ = ()
 
-    def start(self: _AsyncCore, text: str | None = None) -> TurnOutcome:
+    def start(
+        self: _AsyncCore,
+        text: str | None = None,
+        *,
+        settings: SettingsLike | None = None,
+        deps: object = None,
+    ) -> TurnOutcome:
         """`astart`, for synchronous code: with ``text``, start and submit it in one step."""
-        return _run(self, self.astart(text))
+        if settings is None and deps is None:  # (a subclass's astart may take neither)
+            return _run(self, self.astart(text))
+        return _run(self, self.astart(text, settings=settings, deps=deps))
 
-    def submit(self: _AsyncCore, text: str) -> TurnOutcome:
-        """`asubmit`, for synchronous code."""
-        return _run(self, self.asubmit(text))
+    def submit(
+        self: _AsyncCore, text: str, *, settings: SettingsLike | None = None, deps: object = None
+    ) -> TurnOutcome:
+        """`asubmit`, for synchronous code: ``settings`` and ``deps`` are this turn's."""
+        if settings is None and deps is None:  # (a subclass's asubmit may take neither)
+            return _run(self, self.asubmit(text))
+        return _run(self, self.asubmit(text, settings=settings, deps=deps))
 
     def resolve_action(self: _AsyncCore, decisions: Mapping[str, DecisionLike]) -> TurnOutcome:
         """`aresolve_action`, for synchronous code."""

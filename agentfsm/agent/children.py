@@ -221,6 +221,8 @@ class ChildRuns(TurnDriver):
                 )
             child._adopt(run_id, self.store, (data.run_id, call_id))
             child._nesting = self._nesting + 1
+            if child._deps is None:  # the parent's dependencies, unless the factory gave own
+                child._deps = child._call_deps = self._call_deps
             self._children = {**self._children, run_id: child}
         return child
 

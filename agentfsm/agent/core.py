@@ -24,6 +24,8 @@ from agentfsm.agent.ids import draw_run_id
 from agentfsm.agent.leasing import take_up
 from agentfsm.agent.output import FINAL_ANSWER, OutputSpec, OutputType, OutputValidator
 from agentfsm.agent.record import NO_LISTINGS
+from agentfsm.agent.restoring import Restoring
+from agentfsm.agent.settings import SettingsControl
 from agentfsm.agent.steps import DRIVE, StepGuard, step
 from agentfsm.agent.vocabulary import (
     ASK_USER,
@@ -34,10 +36,12 @@ from agentfsm.agent.vocabulary import (
     hooks_from,
     to_decision,
 )
+from agentfsm.errors import ModelSettingsError
 from agentfsm.fsm import Engine
 from agentfsm.fsm.trace import AnyTraceEntry
 from agentfsm.llm.base import Model
 from agentfsm.llm.resolve import resolve_model
+from agentfsm.llm.settings import ModelSettings, SettingsLike, call_settings
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import FailedReason, InputPolicy, MachineName, RecordKind, RunState
@@ -54,7 +58,7 @@ from agentfsm.tools.system import ToolSystem
 __all__ = ["Agent"]
 
 
-class Agent(StepGuard, ContextControl, SyncFacade):
+class Agent(StepGuard, ContextControl, SettingsControl, Restoring, SyncFacade):
     """An agent loop whose every step is a transition of RunLifecycle or TurnLoop.
 
     Args:
@@ -74,7 +78,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         run_id: The run's id (a new UUID by default).
         user_id: Passed to tools in their `ToolContext`.
         enabled_tools: The tools offered to the model and allowed to run; None for all.
-        ask_user: Offer the built-in ``ask_user`` tool (default True).
+        ask_user: Offer the built-in ``ask_user`` tool, through which the model asks the
+            user a question (the run then waits in ``input_required`` for `provide_input`).
+            Off by default: an application that answers questions turns it on.
         action_timeout: Seconds an approval may take before the wait can expire.
         input_timeout: Seconds a user's answer may take before the wait can expire.
         clock: Wall-clock seconds since the epoch (events, deadlines).
@@ -84,7 +90,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             and every change to the conversation is saved before its event is delivered
             (I11). If ``run_id`` names a run the store holds, the Agent is that run,
             restored where it was (its configuration, conversation and trace included),
-            and `start` takes it up without re-running any enter action.
+            and `start` takes it up without re-running any enter action; if it holds none,
+            a new run under that id. To take up a run that must exist, use `restore`,
+            which raises `RunNotFoundError` instead.
         context_window: The model's context window in tokens, for `context_usage`; None to
             use the model's ``context_window`` attribute or the known window of its name.
         mcp_servers: Tool sources listed when each turn starts (`agentfsm.tools.mcp.MCPServer`,
@@ -108,6 +116,17 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             the busy run gets `RunBusyError` until the lease is released or expires, then
             takes it over (recorded as ``lease_taken_over``). None: no lease (any process
             may take the run up, as on a store that keeps none).
+        settings: Model settings for every call of the run (`ModelSettings`, or a mapping
+            of its fields, e.g. ``{"temperature": 0.2, "max_tokens": 800}``); a turn may
+            override some (``submit(text, settings=...)``). Each call's settings are
+            recorded in its ``llm_call`` trace entry and ``model_replied`` event. Refused
+            (`ModelSettingsError`) when out of range, when ``tool_choice`` names no offered
+            tool, or when the model takes no settings.
+        deps: The application's objects for tools and hooks (a DB session, an HTTP
+            client, the current user…), as ``ToolContext.deps`` and ``HookContext.deps``; a
+            turn may bring its own (``submit(text, deps=...)``). Never stored and never sent
+            to the model: a restored run gets the dependencies of the process that restored
+            it. Sub-agents' child runs get the turn's, unless their factory gives their own.
     """
 
     __slots__ = (
@@ -133,7 +152,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         run_id: str | None = None,
         user_id: str | None = None,
         enabled_tools: Collection[str] | None = None,
-        ask_user: bool = True,
+        ask_user: bool = False,
         action_timeout: float | None = None,
         input_timeout: float | None = None,
         clock: Callable[[], float] = time.time,
@@ -146,6 +165,8 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         output_retries: int = 2,
         output_validators: Iterable[OutputValidator] = (),
         lease: LeasePolicy | None = LeasePolicy(),  # noqa: B008 - frozen, shared
+        settings: SettingsLike | None = None,
+        deps: object = None,
     ) -> None:
         checks.agent_arguments(locals())
         sources = checks.tool_sources(mcp_servers)
@@ -178,6 +199,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             if self.enabled_tools is not None:
                 self.enabled_tools |= {FINAL_ANSWER}
         self._typed(spec, structured)
+        self._settings = self._override(settings)
+        self._call_settings = call_settings(self._settings, None)
+        self._deps = self._call_deps = deps
         self.user_id = user_id
         self.action_timeout = action_timeout
         self.input_timeout = input_timeout
@@ -210,6 +234,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         if stored is not None:
             checks.same_output_type(stored, spec)
             self._restore(stored)
+            self._resume_settings()
         self._restored = stored is not None
 
     def _adopt(self, run_id: str, store: object, parent: tuple[str, str]) -> None:
@@ -363,19 +388,32 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         if listener in self._delta_listeners:
             self._delta_listeners = _without(self._delta_listeners, listener)
 
-    async def stream(self, text: str, *, deltas: bool = True) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self,
+        text: str,
+        *,
+        deltas: bool = True,
+        settings: SettingsLike | None = None,
+        deps: object = None,
+    ) -> AsyncIterator[StreamItem]:
         """Submit ``text`` and yield every transition and trace entry of the turn as it happens.
 
         With ``deltas`` (the default), the pieces of the model's answers too, as `Delta`
         items in order with the rest (from a model that streams). The turn runs as a task;
-        the iterator ends when `asubmit` returns, and re-raises what it raised.
+        the iterator ends when `asubmit` returns, and re-raises what it raised. ``settings``
+        is the turn's override of the model settings and ``deps`` its dependencies, as for
+        `asubmit`.
         """
         checks.user_text("text", text)
         flag("deltas", deltas)
+        self._override(settings)  # (refused before the turn's task is made)
         queue: asyncio.Queue[StreamItem] = asyncio.Queue()
         self.add_listener(queue.put_nowait, deltas=deltas)
         try:
-            turn = asyncio.ensure_future(self.asubmit(text))
+            if settings is None and deps is None:  # (a subclass's asubmit may take neither)
+                turn = asyncio.ensure_future(self.asubmit(text))
+            else:
+                turn = asyncio.ensure_future(self.asubmit(text, settings=settings, deps=deps))
             while not (turn.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())
                 await asyncio.wait({getter, turn}, return_when=asyncio.FIRST_COMPLETED)
@@ -392,7 +430,13 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         return self._snapshot(self._emitter.seq, max(self._version, 1))
 
     @step
-    async def astart(self, text: str | None = None) -> TurnOutcome:
+    async def astart(
+        self,
+        text: str | None = None,
+        *,
+        settings: SettingsLike | None = None,
+        deps: object = None,
+    ) -> TurnOutcome:
         """Open the run: created → ready; with ``text``, also submit it, in the same step.
 
         For a run restored from its store, take it up where it was instead: nothing is
@@ -408,7 +452,9 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         call, and delivered once it committed (I11). A cancel or pause a listener of
         ``start`` asks for is taken at the turn's first step boundary. ``text`` is checked
         before anything happens: a bad one changes and stores nothing. On a restored run,
-        ``text`` is taken only where ``astart()`` leaves the run ``ready``.
+        ``text`` is taken only where ``astart()`` leaves the run ``ready``. ``settings``
+        overrides the Agent's model settings for ``text``'s turn, and ``deps`` its
+        dependencies, as for `asubmit`.
 
         Raises:
             IllegalTransitionError: The run is shut down (a shut-down run is final: start a
@@ -418,10 +464,17 @@ class Agent(StepGuard, ContextControl, SyncFacade):
                 awaits). Nothing is written.
             GuardFailedError: ``text`` is empty or blank. Nothing is written.
             TypeError: ``text`` is not a str. Nothing is written.
+            ModelSettingsError: ``settings`` out of range, or given without ``text``.
         """
         restored = self._restored
         if text is not None:
             checks.user_text("text", text)
+        override = self._override(settings)
+        if override is not None and text is None:
+            raise ModelSettingsError(
+                next(iter(override.model_fields_set)),
+                "is a turn's setting: give it with the turn's text (start(text, settings=...))",
+            )
         checks.startable(self, restored)
         if text is not None:
             checks.first_input(self, text, restored)
@@ -435,7 +488,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             if self._round and self._loop is not None and self._loop.is_final:
                 # The process stopped between ending a turn and closing its round.
                 self._close_turn(self._data.reason or "cancelled")
-            return self.outcome() if text is None else await self._first_turn(text)
+            return self.outcome() if text is None else await self._first_turn(text, override, deps)
         self._restored = False
         max_iterations, max_turns, input_policy = self._config
         parent = self._parent
@@ -452,9 +505,11 @@ class Agent(StepGuard, ContextControl, SyncFacade):
             system_prompt=self._system_prompt,
             **extra,
         )
-        return self.outcome() if text is None else await self._first_turn(text)
+        return self.outcome() if text is None else await self._first_turn(text, override, deps)
 
-    async def _first_turn(self, text: str) -> TurnOutcome:
+    async def _first_turn(
+        self, text: str, settings: ModelSettings | None, deps: object = None
+    ) -> TurnOutcome:
         """`astart`'s ``text``: submitted in the step that started the run (its turn driven).
 
         A cancel or pause asked for by a listener of ``start`` (told at once, without a
@@ -462,27 +517,53 @@ class Agent(StepGuard, ContextControl, SyncFacade):
         one save (with a store) asks for it too.
         """
         cancel, pause = self._cancel_requested, self._pause_requested
-        await self._open_turn(text, from_queue=False)
+        await self._open_turn(text, from_queue=False, settings=settings, deps=deps)
         self._cancel_requested |= cancel
         self._pause_requested |= pause
         return DRIVE  # (the step drives the turn, as for `asubmit`)
 
     @step
-    async def asubmit(self, text: str) -> TurnOutcome:
+    async def asubmit(
+        self, text: str, *, settings: SettingsLike | None = None, deps: object = None
+    ) -> TurnOutcome:
         """Give the run a user input and run the turn until it ends or waits.
 
         While busy, the input follows the run's input policy (`IllegalTransitionError`
         under ``reject``). An empty input, or one past the turn limit, raises
         `GuardFailedError` and changes nothing.
+
+        ``settings`` (`ModelSettings`, or a mapping of its fields) overrides the Agent's
+        model settings for this turn's calls only, merged over them field by field; it is
+        recorded in the ``submit`` event. An input submitted while busy takes none.
+        ``deps`` are this turn's dependencies for tools and hooks, instead of the Agent's
+        (never stored: a run restored mid-turn has the Agent's).
+
+        Raises:
+            ModelSettingsError: ``settings`` out of range, naming no offered tool, for a
+                model that takes none, or given with an input that arrives while busy.
+                Nothing changes.
         """
         checks.user_text("text", text)
+        override = self._override(settings)
         checks.open_for(self, "submit")
         if self._data.deadline is not None:  # (only a wait with a deadline can be overdue)
             await self._expire_if_due()
         if self._data.state == _BUSY:
+            if deps is not None:
+                raise ValueError(
+                    "deps=... is a turn's, and this input arrives while the run is busy (it "
+                    "would be queued or interrupt); submit it with its deps once the turn ended"
+                )
+            if override is not None:
+                raise ModelSettingsError(
+                    next(iter(override.model_fields_set)),
+                    "is a turn's setting, and this input arrives while the run is busy (it "
+                    "would be queued or interrupt); submit it with its settings once the "
+                    "turn ended",
+                )
             self._run.send("submit", text=text)  # queued or interrupting, or refused
             return self.outcome()
-        await self._open_turn(text, from_queue=False)
+        await self._open_turn(text, from_queue=False, settings=override, deps=deps)
         return DRIVE  # (the step drives the turn: this frame is gone meanwhile)
 
     @step
@@ -626,6 +707,7 @@ class Agent(StepGuard, ContextControl, SyncFacade):
 
 _COMPLETED = RunState.COMPLETED
 _BUSY = RunState.BUSY
+
 _FAILED_WITH_ERROR = (FailedReason.ERROR, FailedReason.OUTPUT_INVALID)
 """The reasons whose outcome carries the error (an enum member read costs a lookup)."""
 

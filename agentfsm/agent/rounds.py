@@ -61,6 +61,7 @@ class ToolRounds(TypedAnswers):
 
     enabled_tools: frozenset[str] | None
     user_id: str | None
+    _call_deps: object  # (`TurnDriver`'s slot: the turn's dependencies)
     action_timeout: float | None
     input_timeout: float | None
     _clock: Callable[[], float]
@@ -163,7 +164,9 @@ class ToolRounds(TypedAnswers):
         if self._cancel_requested or self._pause_requested or data.cancel_requested:
             self._stop_at_boundary()  # the boundary before the round's first call
             return
-        context = context_of(data.run_id, data.turn, data.iteration, "", self.user_id)
+        context = context_of(
+            data.run_id, data.turn, data.iteration, "", self.user_id, None, self._call_deps
+        )
         data.at_boundary = False
         if self._started:  # (only a round resumed after a crash has calls started)
             self._settle_unknown()

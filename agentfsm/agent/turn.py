@@ -30,6 +30,14 @@ from agentfsm.llm.base import (
     StructuredModel,
     check_finish,
 )
+from agentfsm.llm.settings import (
+    CallSettings,
+    ModelSettings,
+    call_settings,
+    check_tool_choice,
+    named_choice,
+    tool_names,
+)
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import (
     Message,
@@ -57,6 +65,9 @@ _BUSY = RunState.BUSY
 _BEFORE_LLM, _AFTER_LLM = HookKind.BEFORE_LLM, HookKind.AFTER_LLM
 _AWAITING_ACTION, _AWAITING_INPUT = LoopState.AWAITING_ACTION, LoopState.AWAITING_INPUT
 
+
+_FREE_CHOICE = (None, "auto", "none")
+"""The ``tool_choice`` values that leave the model free to answer in words."""
 
 _UNKNOWN = object()
 """What a reply was made of, when it is not known (see `_reply_json`)."""
@@ -92,7 +103,18 @@ def _reply_json(reply: Message, content: object, calls: tuple[ToolCall, ...]) ->
 class TurnDriver(ToolRounds):
     """Runs a turn from where its loop is until it ends, waits or pauses."""
 
-    __slots__ = ("_delta_listeners", "_edit", "_error", "_timer", "hooks", "model")
+    __slots__ = (
+        "_call_deps",
+        "_call_settings",
+        "_delta_listeners",
+        "_deps",
+        "_edit",
+        "_error",
+        "_settings",
+        "_timer",
+        "hooks",
+        "model",
+    )
 
     model: Model
     hooks: Hooks
@@ -105,8 +127,24 @@ class TurnDriver(ToolRounds):
     """The error that failed the last turn that failed (None if none did, here)."""
     _edit: tuple[ToolCall, ...] | None
     """The tool calls as the last ``after_llm`` handler edited them, until applied."""
+    _settings: ModelSettings | None
+    """The Agent's model settings (None: none)."""
+    _call_settings: CallSettings | None
+    """What each model call of the current turn asks for: the Agent's settings with the
+    turn's override merged over them, and their JSON (None: nothing)."""
+    _deps: object
+    """The Agent's dependencies for tools and hooks (None: none)."""
+    _call_deps: object
+    """The current turn's dependencies: the turn's own, else the Agent's. Never stored."""
 
-    async def _open_turn(self, text: str, *, from_queue: bool) -> None:
+    async def _open_turn(
+        self,
+        text: str,
+        *,
+        from_queue: bool,
+        settings: ModelSettings | None = None,
+        deps: object = None,
+    ) -> None:
         """Submit an input that starts a turn; its user message is part of the transition.
 
         The caller then drives the turn (`_drive`): so that this frame is gone while the
@@ -115,6 +153,8 @@ class TurnDriver(ToolRounds):
         args: dict[str, JSONValue] = {"text": text}
         if from_queue:
             args["from_queue"] = True
+        if settings is not None:  # the turn's override, in its log: a restored turn keeps it
+            args["settings"] = settings.to_json()
         # Listed before the turn starts: a source that cannot be listed, or whose tools
         # clash, refuses the submit, and nothing changes.
         listings = await self._list_sources() if self._sources else None
@@ -129,6 +169,12 @@ class TurnDriver(ToolRounds):
                 self._messages = self._messages[:-1]
             raise
         self._round = ()
+        self._call_deps = self._deps if deps is None else deps  # (likewise)
+        # (every turn starts from the Agent's settings: an override never outlives its turn)
+        if settings is not None or self._settings is not None:
+            self._call_settings = call_settings(self._settings, settings)
+        else:
+            self._call_settings = None
         if listings is not None:
             self._install(*listings)
         await self._user_input(text, defer=False)
@@ -186,6 +232,7 @@ class TurnDriver(ToolRounds):
             turn=self._data.turn,
             iteration=self._data.iteration,
             error=error,
+            deps=self._call_deps,
         )
         added = await self.hooks.fire(context)
         if context.compaction is not None:  # asked for by a before_llm handler
@@ -295,7 +342,10 @@ class TurnDriver(ToolRounds):
         self._error = ErrorDetails.of(error)
         await self._fire(HookKind.ON_ERROR, error=self._error)
         details = self._error.event_data()
-        self._loop_machine().send("model_failed", **details)
+        if self._call_settings is not None:
+            self._loop_machine().send("model_failed", settings=self._call_settings[1], **details)
+        else:
+            self._loop_machine().send("model_failed", **details)
         self._run.send("fail", **details)
 
     async def _replied(self, response: ModelResponse, started: float) -> None:
@@ -310,6 +360,7 @@ class TurnDriver(ToolRounds):
             self._data.iteration,
             self._timer() - started,
             self._clock(),
+            None if self._call_settings is None else self._call_settings[1],
         )
         if self._tells():
             self._record(entry_of(item), item)
@@ -350,6 +401,16 @@ class TurnDriver(ToolRounds):
     def _call_model(self) -> Awaitable[ModelResponse]:
         messages = self._messages  # a tuple: the model cannot change the history (I10)
         tools = self.tools.registry.offered_tools(self.enabled_tools)  # shared, not copied
+        if self._call_settings is not None:
+            settings = self._call_settings[0]
+            if self._data.iteration > 1 and settings.tool_choice not in _FREE_CHOICE:
+                # A forcing tool_choice holds for a turn's first call only (as the peers'
+                # default): forced on every call, the model could never answer.
+                self._call_settings = call_settings(settings.without_tool_choice(), None)
+                if self._call_settings is None:
+                    return self._call_model()
+                settings = self._call_settings[0]
+            return self._call_with_settings(messages, tools, settings)
         if self._response_format is not None:  # a typed run, on a model with structured output
             return self._call_structured(messages, tools)
         if self._delta_listeners and takes_deltas(self.model):
@@ -374,6 +435,26 @@ class TurnDriver(ToolRounds):
             on_delta=on_delta,
             response_format=self._response_format,
         )
+
+    def _call_with_settings(
+        self, messages: tuple[Message, ...], tools: tuple[JSONObject, ...], settings: ModelSettings
+    ) -> Awaitable[ModelResponse]:
+        """`_call_model`, for a turn that asks for settings (checked: the model takes them).
+
+        Raises:
+            ModelSettingsError: Its ``tool_choice`` names a tool not offered now (a tool
+                source's listing changed since the turn began).
+        """
+        named = named_choice(settings)
+        if named is not None:
+            check_tool_choice(settings, tool_names(tools))
+        kwargs: dict[str, object] = {"on_retry": self._emitter, "settings": settings}
+        if self._response_format is not None:
+            kwargs["response_format"] = self._response_format
+        if self._delta_listeners and takes_deltas(self.model):
+            kwargs["on_delta"] = self._on_delta
+        complete = cast("Callable[..., Awaitable[ModelResponse]]", self.model.complete)
+        return complete(messages, tools, **kwargs)
 
     def _on_delta(self, delta: ModelDelta) -> None:
         """Tell the listeners that asked for them of a piece of the model's answer."""
@@ -402,18 +483,18 @@ class TurnDriver(ToolRounds):
         self._messages += (reply,)
         loop = self._loop if self._loop is not None else self._loop_machine()  # (no call)
         # (JSON by construction, from the validated reply: `send` would walk it again)
-        loop.send_trusted(
-            "model_replied",
-            {
-                "tool_calls": self._answer_calls(calls) if self._answer_by_tool else len(calls),
-                "needing_action": len(waiting) - len(asking),
-                "asking_user": len(asking),
-                # (`_dump`, inlined: once per model reply)
-                "message": _reply_json(reply, content, calls)
-                if self.store is not None or self._listeners
-                else {},
-            },
-        )
+        replied: JSONObject = {
+            "tool_calls": self._answer_calls(calls) if self._answer_by_tool else len(calls),
+            "needing_action": len(waiting) - len(asking),
+            "asking_user": len(asking),
+            # (`_dump`, inlined: once per model reply)
+            "message": _reply_json(reply, content, calls)
+            if self.store is not None or self._listeners
+            else {},
+        }
+        if self._call_settings is not None:  # what the call asked for, in the run's log
+            replied["settings"] = self._call_settings[1]
+        loop.send_trusted("model_replied", replied)
         state = self._data.loop_state  # (the loop's state, read without a call)
         if state == _AWAITING_ACTION:
             self._run.send("need_action", calls=list(waiting), deadline=self._deadline(True))

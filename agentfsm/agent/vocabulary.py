@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from agentfsm.errors import TurnFailedError
 from agentfsm.fsm.trace import LLMCallTrace, LLMRetryTrace, ToolExecutionTrace, UserInputTrace
 from agentfsm.states.events import Event
 from agentfsm.states.messages import ToolCall
@@ -74,6 +75,30 @@ class TurnOutcome:
     output: object = None
     """The typed answer of a run with an ``output_type``, when the turn completed with a
     valid one: an instance of the pydantic model (or the JSON value, for a JSON Schema)."""
+
+    def raise_for_error(self) -> TurnOutcome:
+        """Raise `TurnFailedError` if the turn failed; else return this outcome.
+
+        A failed turn is a value (the run is at rest, its error recorded); this turns it into
+        an exception, as httpx's ``raise_for_status`` does a 4xx/5xx response::
+
+            reply = agent.submit("Hi").raise_for_error().reply
+
+        Raises:
+            TurnFailedError: ``state`` is ``failed`` (any reason: an error, an invalid
+                answer, a cancel, an expired wait); its fields carry ``reason`` and
+                ``error``.
+        """
+        if self.state != "failed":
+            return self
+        error = self.error
+        raise TurnFailedError(
+            None if self.reason is None else str(self.reason),
+            None if error is None else error.type,
+            None if error is None else error.message,
+            retryable=error is not None and error.retryable,
+            retry_after=None if error is None else error.retry_after,
+        )
 
 
 def to_decision(call_id: str, value: DecisionLike) -> Decision:

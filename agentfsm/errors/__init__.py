@@ -27,10 +27,12 @@
     ├── HookMessageError            a hook added a message where the lifecycle forbids it
     ├── HookFailedError             a hook handler raised (the cause is chained)
     ├── ReentrantCallError          a call into a run from inside one of its own steps
+    ├── TurnFailedError             a failed turn's outcome, raised by raise_for_error()
     ├── ModelError                  a model call failed for good (after any retries)
     │   ├── ModelCallError          the request failed: status, connection or timeout
     │   └── ModelResponseError      the response cannot be used (cut off, filtered, empty)
     ├── ModelConfigError            a model that cannot be built: unknown spec, no API key
+    ├── ModelSettingsError          model settings out of range, or naming no offered tool
     ├── OutputRejectedError         an output validator sends the answer back to the model
     ├── DiagramRenderError          a diagram that cannot be written: no `dot`, unknown suffix
     ├── ReplayError                 an event log that cannot be replayed into a run
@@ -40,6 +42,7 @@
         ├── SnapshotConflictError   the stored version is not the one the save expected
         ├── RunBusyError            another process drives the run: its lease is live
         ├── InvalidSaveError        a save that does not continue the stored run (seq gap…)
+        ├── RunNotFoundError        a run to restore that the store does not hold
         ├── StoreWriteError         a save failed in the database (disk full, I/O error)
         ├── StoreCorruptError       the store's file is not a readable database of runs
         ├── SchemaVersionError      a stored snapshot or file of an unknown schema version
@@ -78,6 +81,7 @@ from agentfsm.errors.model import (
     ModelConfigError,
     ModelError,
     ModelResponseError,
+    ModelSettingsError,
     OutputRejectedError,
 )
 from agentfsm.errors.serve import ActionError, DiagramRenderError
@@ -86,6 +90,7 @@ from agentfsm.errors.store import (
     InvalidSaveError,
     ReplayError,
     RunBusyError,
+    RunNotFoundError,
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
@@ -117,6 +122,7 @@ from agentfsm.errors.tools import (
     ToolTimeoutError,
     UnknownToolError,
 )
+from agentfsm.errors.turn import TurnFailedError
 
 __all__ = [
     "ActionError",
@@ -142,11 +148,13 @@ __all__ = [
     "ModelConfigError",
     "ModelError",
     "ModelResponseError",
+    "ModelSettingsError",
     "OutputRejectedError",
     "ProcessCrashed",
     "ReentrantCallError",
     "ReplayError",
     "RunBusyError",
+    "RunNotFoundError",
     "SchemaVersionError",
     "SnapshotConflictError",
     "StoreCorruptError",
@@ -164,5 +172,6 @@ __all__ = [
     "ToolRoundError",
     "ToolSchemaError",
     "ToolTimeoutError",
+    "TurnFailedError",
     "UnknownToolError",
 ]

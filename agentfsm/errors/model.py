@@ -72,6 +72,22 @@ class ModelConfigError(AgentFSMError):
         super().__init__(f"model {spec!r} cannot be used: {problem}")
 
 
+class ModelSettingsError(AgentFSMError, ValueError):
+    """Model settings that cannot be sent: an unknown field, or a value out of its range.
+
+    Raised when the settings are given (to the Agent, or with a turn's input), before
+    anything changes: a temperature of 7, a ``tool_choice`` naming no offered tool, a
+    setting the model cannot honour.
+
+    Attributes:
+        field: The setting that is wrong (e.g. ``"temperature"``).
+    """
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        super().__init__(f"model setting {field!r} {problem}")
+
+
 class OutputRejectedError(AgentFSMError):
     """Raised by an output validator to send the model's answer back with ``message``.
 

@@ -76,6 +76,26 @@ class InvalidSaveError(StoreError):
         super().__init__(f"cannot save run {run_id!r}: {problem}; nothing was written")
 
 
+class RunNotFoundError(StoreError, LookupError):
+    """A run to restore is not in the store; nothing was created or written.
+
+    `Agent.restore` takes up a stored run and never starts a new one: a run id that names no
+    stored run is this error, not a fresh run under that id.
+
+    Attributes:
+        run_id: The run asked for.
+        store: The store's ``repr``, to say where it was looked for.
+    """
+
+    def __init__(self, run_id: str, store: str) -> None:
+        self.run_id = run_id
+        self.store = store
+        super().__init__(
+            f"no run {run_id!r} in {store}: nothing to restore (check the run id and the "
+            "store; to start a new run under this id, use Agent(..., run_id=..., store=...))"
+        )
+
+
 class StoreWriteError(StoreError):
     """The database failed a save (disk full, I/O error, locked too long).
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentfsm.llm.base import FinishReason, ModelResponse, Usage
+from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import ToolCall
 from agentfsm.states.unchecked import inline_fields, new, put, sealed, twin
 from agentfsm.tools.results import RESULT_GIVEN, ToolResult, ToolStatus, tool_result
@@ -53,6 +54,9 @@ class LLMCallTrace(BaseModel):
     usage: Usage | None = None
     """Token counts, when the provider reported them."""
     at: float
+    settings: JSONObject | None = None
+    """The model settings the call asked for (`agentfsm.llm.ModelSettings`, as JSON: the
+    Agent's merged with the turn's), or None when it asked for none."""
 
 
 class LLMRetryTrace(BaseModel):
@@ -116,6 +120,8 @@ _LLM_CALL_GIVEN = {
     "at",
 }
 """The fields `llm_call_entry` gives (``kind`` is the default): shared, see `sealed`."""
+_LLM_CALL_SET = {*_LLM_CALL_GIVEN, "settings"}
+"""The same, for a call that asked for settings."""
 _TOOL_EXECUTION_GIVEN = {
     "name",
     "arguments",
@@ -151,7 +157,13 @@ def user_input_entry(turn: int, text: str, at: float) -> UserInputTrace:
 
 
 def llm_call_entry(
-    model: str, response: ModelResponse, turn: int, iteration: int, duration: float, at: float
+    model: str,
+    response: ModelResponse,
+    turn: int,
+    iteration: int,
+    duration: float,
+    at: float,
+    settings: JSONObject | None = None,
 ) -> LLMCallTrace:
     """The trace entry of one model call that returned ``response``.
 
@@ -159,7 +171,8 @@ def llm_call_entry(
     ``response`` or is made a float here (by `packed_llm_call`); a test pins it equal to the
     validated entry.
     """
-    return _llm_call(*packed_llm_call(model, response, turn, iteration, duration, at)[1:])
+    packed = packed_llm_call(model, response, turn, iteration, duration, at, settings)
+    return _llm_call(*packed[1:])
 
 
 def _llm_call(
@@ -171,6 +184,7 @@ def _llm_call(
     finish_reason: str,
     usage: Usage | None,
     at: float,
+    settings: JSONObject | None = None,
 ) -> LLMCallTrace:
     # An instance of the twin, each field and slot a plain store (see `_tool_execution`).
     entry = _LLMCallTwin()
@@ -183,7 +197,8 @@ def _llm_call(
     entry.finish_reason = finish_reason
     entry.usage = usage
     entry.at = at
-    entry.__pydantic_fields_set__ = _LLM_CALL_GIVEN
+    entry.settings = settings
+    entry.__pydantic_fields_set__ = _LLM_CALL_GIVEN if settings is None else _LLM_CALL_SET
     entry.__pydantic_extra__ = None
     entry.__pydantic_private__ = None
     entry.__class__ = LLMCallTrace
@@ -263,7 +278,13 @@ not track), not the member."""
 
 
 def packed_llm_call(
-    model: str, response: ModelResponse, turn: int, iteration: int, duration: float, at: float
+    model: str,
+    response: ModelResponse,
+    turn: int,
+    iteration: int,
+    duration: float,
+    at: float,
+    settings: JSONObject | None = None,
 ) -> tuple[Any, ...]:
     """`llm_call_entry`'s entry, packed (see `Kept`).
 
@@ -281,6 +302,7 @@ def packed_llm_call(
         _FINISH_TEXT.get(reason) or str(reason),  # (one shared text)
         given["usage"],
         float(at),
+        settings,
     )
 
 

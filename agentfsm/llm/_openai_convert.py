@@ -24,6 +24,8 @@ from agentfsm.llm.base import (
     Usage,
     usage_counts,
 )
+from agentfsm.llm.settings import TOOL_CHOICE_MODES, ModelSettings
+from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import ToolCall, tool_call
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only when a call is made
@@ -58,6 +60,41 @@ def supports_structured_output(model: str) -> bool:
         (True, False)
     """
     return model.startswith(STRUCTURED_OUTPUT_MODELS) and model != "gpt-4o-2024-05-13"
+
+
+def chat_settings(settings: ModelSettings | None, with_tools: bool) -> dict[str, object]:
+    """The keyword arguments of ``chat.completions.create`` that ``settings`` ask for.
+
+    ``max_tokens`` is sent as ``max_completion_tokens`` (what OpenAI's reasoning models
+    take; ``max_tokens`` is deprecated); ``tool_choice`` and ``parallel_tool_calls`` only
+    when tools are offered (the API refuses them otherwise: with no tool, the model cannot
+    call one anyway). ``extra_headers`` and ``extra_body`` go to the client as such.
+    """
+    if settings is None:
+        return {}
+    sent: dict[str, object] = {}
+    for name in ("temperature", "top_p", "seed", "reasoning_effort", "extra_headers"):
+        value = getattr(settings, name)
+        if value is not None:
+            sent[name] = value
+    if settings.extra_body is not None:
+        sent["extra_body"] = dict(settings.extra_body)
+    if settings.max_tokens is not None:
+        sent["max_completion_tokens"] = settings.max_tokens
+    if settings.stop is not None:
+        sent["stop"] = [settings.stop] if isinstance(settings.stop, str) else list(settings.stop)
+    if with_tools:
+        if settings.tool_choice is not None:
+            sent["tool_choice"] = _choice(settings.tool_choice)
+        if settings.parallel_tool_calls is not None:
+            sent["parallel_tool_calls"] = settings.parallel_tool_calls
+    return sent
+
+
+def _choice(choice: str) -> JSONValue:
+    if choice in TOOL_CHOICE_MODES:
+        return choice
+    return {"type": "function", "function": {"name": choice}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,8 +258,22 @@ class StreamAssembly:
                 ModelDelta(DeltaKind.TOOL_CALL, arguments, delta.index, delta.id, name or None)
             )
 
-    def response(self) -> ModelResponse:
-        """The whole response, once the stream has ended."""
+    def response(self, *, ended: bool | None = None) -> ModelResponse:
+        """The whole response, once the stream has ended.
+
+        ``ended`` says whether the stream ended with ``[DONE]`` (None: not known). A stream
+        that ended before its first chunk, or without ``[DONE]``, was cut: ``truncated``.
+        """
+        if self.chunks == 0 and ended is not True:
+            raise self.origin.error(
+                "truncated", "the stream ended before its first chunk (and without [DONE])"
+            )
+        if ended is False and self.finish_reason is not None:
+            raise self.origin.error(
+                "truncated",
+                f"the stream ended without [DONE] after {self.chunks} chunks (its finish "
+                "reason came, its usage and end did not), so it may be cut off",
+            )
         if not self.choices_seen:
             raise self.origin.error("empty_choices", "the stream carried no choices")
         if self.finish_reason is None:

@@ -41,6 +41,11 @@ class Usage(BaseModel):
     """Tokens produced."""
     total_tokens: int = Field(default=0, ge=0)
     """Both together."""
+    cache_creation_tokens: int | None = Field(default=None, ge=0)
+    """Of the prompt tokens, those written to the provider's prompt cache (Anthropic), when
+    reported."""
+    cache_read_tokens: int | None = Field(default=None, ge=0)
+    """Of the prompt tokens, those read from the provider's prompt cache, when reported."""
 
 
 _USAGE_GIVEN = {"prompt_tokens", "completion_tokens", "total_tokens"}
@@ -77,6 +82,8 @@ def usage_counts(prompt_tokens: int, completion_tokens: int, total_tokens: int) 
     counts.prompt_tokens = prompt_tokens
     counts.completion_tokens = completion_tokens
     counts.total_tokens = total_tokens
+    counts.cache_creation_tokens = None
+    counts.cache_read_tokens = None
     counts.__pydantic_fields_set__ = _USAGE_GIVEN
     counts.__pydantic_extra__ = None
     counts.__pydantic_private__ = None

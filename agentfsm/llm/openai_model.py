@@ -25,35 +25,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import importlib
-import json
 import os
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from agentfsm import _checks as checks
 from agentfsm._redact import redact
-from agentfsm.errors import ModelCallError, ModelConfigError, ModelError, ModelResponseError
+from agentfsm.errors import ModelConfigError
+from agentfsm.llm._calling import Clock, Offer, RetryingModel, Sleep, Told
 from agentfsm.llm._openai_convert import (
     Origin,
     StreamAssembly,
+    chat_settings,
     from_completion,
     supports_structured_output,
 )
-from agentfsm.llm.base import (
-    DeltaKind,
-    DeltaListener,
-    ModelDelta,
-    ModelResponse,
-    RetryListener,
-    RetryNotice,
-)
-from agentfsm.llm.retry import RetryPolicy, is_transient_status, retry_after
+from agentfsm.llm.base import DeltaListener, ModelResponse, RetryListener
+from agentfsm.llm.retry import RetryPolicy
+from agentfsm.llm.settings import ModelSettings
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message
 
@@ -67,109 +62,6 @@ API_KEY_VARIABLE = "OPENAI_API_KEY"
 
 DEFAULT_DEADLINE = 120.0
 """Seconds one model call may take by default, its attempts and waits together."""
-
-Sleep = Callable[[float], Awaitable[None]]
-"""How retries wait: ``await sleep(seconds)``; inject a fake one in tests."""
-
-Clock = Callable[[], float]
-"""A monotonic clock in seconds, for the call's deadline; inject a fake one in tests."""
-
-_BROKEN_REASONS = frozenset({"no_finish_reason", "malformed"})
-"""Unusable answers that are retried: they arrived broken, not as the server meant them."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Offer:
-    """What one call sends: the conversation, the tools and the answer's shape."""
-
-    messages: Sequence[Message]
-    tools: Sequence[JSONObject]
-    response_format: JSONObject | None
-
-
-class _BrokenError(Exception):
-    """An answer that arrived broken (cut off, not JSON): retried like a dropped connection."""
-
-    def __init__(self, error: ModelResponseError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class _Told:
-    """The pieces of one call's answer, told to its listener as they arrive.
-
-    Each is stamped with its attempt. An attempt that told pieces and is not accepted is
-    followed by a ``reset`` delta; what the listener itself raises is never mistaken for a
-    failure of the model.
-    """
-
-    __slots__ = ("attempt", "error", "listener", "told")
-
-    def __init__(self, listener: DeltaListener) -> None:
-        self.listener = listener
-        self.attempt = 1
-        self.told = False
-        self.error: BaseException | None = None
-
-    def __call__(self, delta: ModelDelta) -> None:
-        self.told = True
-        if self.attempt != 1:
-            delta = dataclasses.replace(delta, attempt=self.attempt)
-        try:
-            self.listener(delta)
-        except BaseException as error:
-            self.error = error
-            raise
-
-    def failed(self) -> None:
-        """The attempt failed: re-raise what the listener raised, if it did; else reset."""
-        if self.error is not None:
-            raise self.error
-        if self.told:
-            self.told = False
-            self(ModelDelta(DeltaKind.RESET))
-
-
-def _transient(error: BaseException) -> bool:
-    import openai
-
-    if isinstance(error, _BrokenError):
-        return True
-    if isinstance(error, openai.APIStatusError):
-        return is_transient_status(error.status_code)
-    return isinstance(error, openai.APIConnectionError)  # timeouts included
-
-
-def _status_code(error: BaseException) -> int | None:
-    import openai
-
-    return error.status_code if isinstance(error, openai.APIStatusError) else None
-
-
-def _asked_wait(error: BaseException) -> float | None:
-    """The ``Retry-After`` (or ``retry-after-ms``) of an error response, if it sent one."""
-    import openai
-
-    if isinstance(error, openai.APIStatusError):
-        return retry_after(error.response.headers)
-    return None
-
-
-def _describe(error: BaseException) -> str:
-    """One line on what went wrong, without the request body or headers."""
-    import openai
-
-    kind = type(error).__name__
-    if isinstance(error, _BrokenError):
-        return f"{type(error.error).__name__}: {error.error}"
-    if isinstance(error, openai.APIStatusError):
-        body = error.body
-        detail = body.get("message") if isinstance(body, dict) else None
-        return f"HTTP {error.status_code} ({kind}): {detail or body or 'no error body'}"
-    cause = error.__cause__
-    if cause is not None and str(cause):
-        return f"{kind}: {error} ({type(cause).__name__}: {cause})"
-    return f"{kind}: {error}"
 
 
 @functools.cache
@@ -191,7 +83,7 @@ def _tls_context() -> ssl.SSLContext:
     return cast(ssl.SSLContext, library.create_ssl_context())
 
 
-class OpenAIModel:
+class OpenAIModel(RetryingModel):
     """A model behind the chat completions API: OpenAI's, or any compatible server's.
 
     Args:
@@ -255,39 +147,19 @@ class OpenAIModel:
                 )
         import openai
 
-        self._model = model
+        self._setup(model, retry, stream, sleep, deadline, clock)
         self._base_url = base_url
         self._api_key = api_key
         self._timeout = openai.Timeout(timeout, connect=connect_timeout)
-        self._retry = retry or RetryPolicy()
-        self._stream = stream
-        self._sleep = sleep
         self._client = client
-        self._deadline = deadline
-        self._clock = clock
         self._structured = (
             supports_structured_output(model) if structured_output is None else structured_output
         )
 
     @property
-    def name(self) -> str:
-        """The model id."""
-        return self._model
-
-    @property
     def structured_output(self) -> bool:
         """Whether ``complete`` sends a ``response_format`` (structured output)."""
         return self._structured
-
-    @property
-    def retry(self) -> RetryPolicy:
-        """What is retried, and how long each retry waits."""
-        return self._retry
-
-    @property
-    def deadline(self) -> float | None:
-        """Seconds one call may take in all (attempts and waits); None for no limit."""
-        return self._deadline
 
     def __repr__(self) -> str:
         where = f", base_url={self._redact(self._base_url)!r}" if self._base_url else ""
@@ -306,8 +178,12 @@ class OpenAIModel:
         on_retry: RetryListener | None = None,
         on_delta: DeltaListener | None = None,
         response_format: JSONObject | None = None,
+        settings: ModelSettings | None = None,
     ) -> ModelResponse:
         """Answer ``messages``, offering ``tools``; transient failures are retried.
+
+        ``settings`` are sent with each attempt (see `chat_settings` for how each maps
+        onto the request).
 
         With ``response_format`` (a typed Agent's JSON Schema, when `structured_output`),
         it is sent with each attempt: the answer is JSON text in that shape.
@@ -325,86 +201,13 @@ class OpenAIModel:
                 no choices, malformed, a stream that ended without a finish reason), on the
                 last attempt when it arrived broken.
         """
+        offer = Offer(messages, tools, response_format, settings)
+        return await self._call(offer, on_retry, on_delta)
+
+    def _sdk(self) -> ModuleType:
         import openai
 
-        started = self._clock()
-        attempts = 0
-        told = _Told(on_delta) if on_delta is not None and self._stream else None
-        async with self._open() as client:
-            while True:
-                attempts += 1
-                if told is not None:
-                    told.attempt = attempts
-                try:
-                    offer = _Offer(messages, tools, response_format)
-                    return await self._bounded(client, offer, attempts, started, told)
-                except (openai.OpenAIError, _BrokenError, ModelError) as error:
-                    if told is not None:
-                        told.failed()
-                    if isinstance(error, ModelError):
-                        raise
-                    await self._before_retry(error, attempts, started, on_retry)
-
-    def _left(self, started: float) -> float | None:
-        """Seconds left before the call's deadline, or None without one."""
-        if self._deadline is None:
-            return None
-        return self._deadline - (self._clock() - started)
-
-    async def _bounded(
-        self,
-        client: openai.AsyncOpenAI,
-        offer: _Offer,
-        attempt: int,
-        started: float,
-        told: _Told | None,
-    ) -> ModelResponse:
-        """One attempt, given at most what is left of the call's deadline."""
-        left = self._left(started)
-        if left is None:
-            return await self._attempt(client, offer, attempt, told)
-        if left <= 0:
-            raise self._deadline_passed(attempt - 1, None, None)
-        try:
-            one = self._attempt(client, offer, attempt, told)
-            return await asyncio.wait_for(one, left)
-        except TimeoutError:
-            raise self._deadline_passed(attempt, None, None) from None
-
-    async def _before_retry(
-        self,
-        error: openai.OpenAIError | _BrokenError,
-        attempts: int,
-        started: float,
-        on_retry: RetryListener | None,
-    ) -> None:
-        """Wait before the next attempt, or raise the call's final error."""
-        if not _transient(error) or attempts >= self._retry.max_attempts:
-            raise self._failure(error, attempts) from error
-        asked = _asked_wait(error)
-        if not self._retry.allows(asked) and asked is not None:
-            allowed = f"max_retry_after={self._retry.max_retry_after:g}s"
-            raise self._asked_too_long(error, attempts, asked, allowed) from error
-        wait = self._retry.wait(attempts, asked)
-        left = self._left(started)
-        if left is not None and wait >= left:
-            if asked is not None:
-                allowed = f"the {max(left, 0.0):.3g}s left of its {self._deadline:g}s deadline"
-                raise self._asked_too_long(error, attempts, asked, allowed) from error
-            raise self._deadline_passed(attempts, error, wait) from error
-        if on_retry is not None:
-            on_retry(
-                RetryNotice(
-                    attempt=attempts,
-                    error_type=type(
-                        error.error if isinstance(error, _BrokenError) else error
-                    ).__name__,
-                    message=self._redact(_describe(error)),
-                    status_code=_status_code(error),
-                    wait=wait,
-                )
-            )
-        await self._sleep(wait)
+        return openai
 
     def _open(self) -> AbstractAsyncContextManager[openai.AsyncOpenAI]:
         import openai
@@ -422,28 +225,8 @@ class OpenAIModel:
             http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
         )
 
-    async def _attempt(
-        self,
-        client: openai.AsyncOpenAI,
-        offer: _Offer,
-        attempt: int,
-        told: _Told | None,
-    ) -> ModelResponse:
-        """One request; an answer that arrived broken raises `_BrokenError` (so it is retried)."""
-        origin = Origin(self._model, attempt)
-        try:
-            return await self._request(client, offer, origin, told)
-        except json.JSONDecodeError as error:
-            raise _BrokenError(
-                origin.error("malformed", f"its body is not valid JSON ({error})")
-            ) from error
-        except ModelResponseError as error:
-            if error.reason in _BROKEN_REASONS:
-                raise _BrokenError(error) from error
-            raise
-
     async def _request(
-        self, client: openai.AsyncOpenAI, offer: _Offer, origin: Origin, told: _Told | None
+        self, client: openai.AsyncOpenAI, offer: Offer, origin: Origin, told: Told | None
     ) -> ModelResponse:
         import openai
 
@@ -452,9 +235,10 @@ class OpenAIModel:
         offered = cast("list[ChatCompletionToolUnionParam]", list(tools)) if tools else openai.omit
         shape = cast("ResponseFormat", offer.response_format or openai.omit)
         completions = client.chat.completions
+        asked: dict[str, Any] = chat_settings(offer.settings, bool(tools))
         if not self._stream:
             completion = await completions.create(
-                model=self._model, messages=sent, tools=offered, response_format=shape
+                model=self._model, messages=sent, tools=offered, response_format=shape, **asked
             )
             return from_completion(origin, completion)
         stream = await completions.create(
@@ -464,100 +248,38 @@ class OpenAIModel:
             response_format=shape,
             stream=True,
             stream_options={"include_usage": True},
+            **asked,
         )
         assembly = StreamAssembly(origin, told)
+        ended = _watch_for_done(stream)
         async with stream:
             async for chunk in stream:
                 assembly.add(chunk)
-        return assembly.response()
+        return assembly.response(ended=ended[0])
 
-    def _failure(self, error: openai.OpenAIError | _BrokenError, attempts: int) -> ModelError:
-        import openai
 
-        name, transient = self._model, _transient(error)
-        if isinstance(error, _BrokenError):
-            problem = str(error.error).split(": ", 1)[-1]
-            return ModelResponseError(
-                self._redact(
-                    f"model {name!r} returned an unusable response on each of {attempts} "
-                    f"attempt(s): {problem}"
-                ),
-                model=name,
-                reason=error.error.reason,
-                attempts=attempts,
-            )
-        if isinstance(error, openai.APIResponseValidationError):
-            origin = Origin(name, attempts)
-            return origin.error("malformed", f"its body does not fit the API ({error})")
-        if transient:  # retried until the last attempt allowed
-            why = f"transient, but all {attempts} attempt(s) allowed failed"
-        else:
-            why = (
-                "not retried: only connection errors, timeouts and HTTP 408, 409, 429 and 5xx are"
-            )
-        return self._call_error(error, attempts, why, retryable=transient)
+def _watch_for_done(stream: Any) -> list[bool | None]:
+    """Note whether ``stream`` ends with ``[DONE]``: ``[True]`` if so, ``[False]`` if not.
 
-    def _call_error(
-        self,
-        error: openai.OpenAIError | _BrokenError,
-        attempts: int,
-        why: str,
-        *,
-        retryable: bool,
-        reason: str | None = None,
-        retry_after: float | None = None,
-    ) -> ModelCallError:
-        import openai
+    ``[DONE]`` is a chat completions stream's end: a body that ends without it was cut,
+    however much arrived (a stream cut after its finish reason loses its usage chunk). The
+    client consumes ``[DONE]`` without telling; its event iterator is wrapped here before
+    the stream is read. On a client whose stream has no such iterator, ``[None]``: unknown.
+    """
+    ended: list[bool | None] = [None]
+    events = getattr(stream, "_iter_events", None)
+    if events is None:
+        return ended
+    ended[0] = False
 
-        if reason is None:
-            reason = "status"
-            if isinstance(error, openai.APITimeoutError):
-                reason = "timeout"
-            elif isinstance(error, openai.APIConnectionError):
-                reason = "connection"
-            elif not isinstance(error, openai.APIStatusError):
-                reason = "api_error"
-        where = f" at {str(error.request.url)!r}" if isinstance(error, openai.APIError) else ""
-        return ModelCallError(
-            self._redact(
-                f"model {self._model!r} call failed{where} after {attempts} attempt(s): "
-                f"{_describe(error)}; {why}"
-            ),
-            model=self._model,
-            reason=reason,
-            attempts=attempts,
-            status_code=_status_code(error),
-            retryable=retryable,
-            retry_after=retry_after,
-        )
+    async def noting() -> AsyncIterator[Any]:
+        async for event in events():
+            if getattr(event, "data", "").startswith("[DONE]"):
+                ended[0] = True
+            yield event
 
-    def _asked_too_long(
-        self, error: openai.OpenAIError | _BrokenError, attempts: int, asked: float, allowed: str
-    ) -> ModelCallError:
-        why = (
-            f"the server asked to wait {asked:g}s before a retry (Retry-After), longer than "
-            f"{allowed}; not retried early: try again after retry_after seconds"
-        )
-        return self._call_error(error, attempts, why, retryable=True, retry_after=asked)
-
-    def _deadline_passed(
-        self, attempts: int, error: openai.OpenAIError | _BrokenError | None, wait: float | None
-    ) -> ModelCallError:
-        after = f" after {attempts} attempt(s)" if attempts else ""
-        if error is not None:
-            why = (
-                f"its deadline of {self._deadline:g}s (deadline=...) leaves no time for the "
-                f"next wait of {wait:.3g}s"
-            )
-            return self._call_error(error, attempts, why, retryable=True, reason="deadline")
-        return ModelCallError(
-            f"model {self._model!r} call failed{after}: its deadline of {self._deadline:g}s "
-            "(deadline=..., attempts and waits together) passed",
-            model=self._model,
-            reason="deadline",
-            attempts=max(attempts, 1),
-            retryable=True,
-        )
+    stream._iter_events = noting
+    return ended
 
 
 def _check_arguments(

@@ -15,7 +15,11 @@ def resolve_model(spec: str | Model) -> Model:
     """The model a spec names; a `Model` is returned as it is.
 
     ``"scripted:demo"`` is `ScriptedModel.demo` (no network, no key);
-    ``"openai:<model id>"`` is ``OpenAIModel("<model id>")``, its key from ``OPENAI_API_KEY``.
+    ``"openai:<model id>"`` is ``OpenAIModel("<model id>")`` (chat completions), and
+    ``"openai-responses:<model id>"`` ``OpenAIResponsesModel("<model id>")`` (the Responses
+    API), their key from ``OPENAI_API_KEY``; ``"anthropic:<model id>"`` is
+    ``AnthropicModel("<model id>")`` (the ``anthropic`` extra), its key from
+    ``ANTHROPIC_API_KEY``.
 
     Raises:
         ModelConfigError: The spec names no known model, or the OpenAI key is missing.
@@ -27,8 +31,17 @@ def resolve_model(spec: str | Model) -> Model:
     provider, _, model_id = spec.partition(":")
     if provider == "openai" and model_id.strip():
         return OpenAIModel(model_id.strip())
+    if provider == "openai-responses" and model_id.strip():
+        from agentfsm.llm.responses_model import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(model_id.strip())
+    if provider == "anthropic" and model_id.strip():
+        from agentfsm.llm.anthropic_model import AnthropicModel
+
+        return AnthropicModel(model_id.strip())
     raise ModelConfigError(
         spec,
         f"unknown model spec; use {DEMO_SPEC!r}, 'openai:<model id>' (e.g. "
-        "'openai:gpt-4o-mini') or a Model instance such as OpenAIModel(..., base_url=...)",
+        "'openai:gpt-4o-mini'), 'openai-responses:<model id>', 'anthropic:<model id>' or a "
+        "Model instance such as OpenAIModel(..., base_url=...)",
     )

@@ -33,6 +33,7 @@ from agentfsm.llm.base import (
     RetryNotice,
     Usage,
 )
+from agentfsm.llm.settings import ModelSettings
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall
 
@@ -54,11 +55,14 @@ class ScriptedRequest:
         tools: The tool schemas it was offered.
         response_format: The structured output asked for (a typed run's, on a model with
             ``structured_output``), else None.
+        settings: The model settings the call asked for (recorded, not honoured: a script
+            answers what it says), else None.
     """
 
     messages: tuple[Message, ...]
     tools: tuple[JSONObject, ...]
     response_format: JSONObject | None = None
+    settings: ModelSettings | None = None
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -257,8 +261,12 @@ class ScriptedModel:
         on_retry: RetryListener | None = None,
         on_delta: DeltaListener | None = None,
         response_format: JSONObject | None = None,
+        settings: ModelSettings | None = None,
     ) -> ModelResponse:
         """Record the call and answer it with the next step of the script.
+
+        ``settings`` are recorded in the call's `ScriptedRequest` and otherwise ignored
+        (a script's answers are fixed).
 
         With a ``chunk_size`` and ``on_delta``, the answer is streamed to ``on_delta`` in
         pieces before it is returned (a retry's ``partial`` text too, then a reset).
@@ -267,7 +275,9 @@ class ScriptedModel:
             ModelResponseError: The script ran out and there is no fallback.
             BaseException: Whatever exception the step is.
         """
-        self.requests.append(ScriptedRequest(tuple(messages), tuple(tools), response_format))
+        self.requests.append(
+            ScriptedRequest(tuple(messages), tuple(tools), response_format, settings)
+        )
         streaming = on_delta if self._chunk_size is not None else None
         attempt = 1
         step = self._next_step()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -35,6 +36,32 @@ class ToolCall(BaseModel):
     """The name of the tool the model asked for (it may not exist: that is checked later)."""
     arguments: str = "{}"
     """The arguments as the JSON text the model produced (it may be malformed)."""
+
+    @property
+    def parsed_arguments(self) -> JSONObject:
+        """The arguments as a dict (``arguments`` is the JSON text the model sent).
+
+        Example:
+            >>> ToolCall(id="c1", name="refund", arguments='{"order": "A-7"}').parsed_arguments
+            {'order': 'A-7'}
+
+        Raises:
+            ValueError: ``arguments`` is not the JSON text of an object (the model sent
+                malformed arguments; the run answers such a call with an error result).
+        """
+        try:
+            parsed = json.loads(self.arguments or "{}")
+        except ValueError as error:
+            raise ValueError(
+                f"the arguments of tool call {self.id!r} ({self.name!r}) are not JSON: "
+                f"{self.arguments!r} ({error})"
+            ) from None
+        if not isinstance(parsed, dict):
+            raise ValueError(
+                f"the arguments of tool call {self.id!r} ({self.name!r}) are not a JSON "
+                f"object: {self.arguments!r}"
+            )
+        return parsed
 
     def to_openai(self) -> JSONObject:
         """This call in the form of the chat completions API."""

@@ -240,7 +240,12 @@ class RunActivities:
         )
         if declared.context_parameter is not None:
             kwargs[declared.context_parameter] = ToolContext(
-                request.run_id, request.turn, request.iteration, request.call_id, request.user_id
+                request.run_id,
+                request.turn,
+                request.iteration,
+                request.call_id,
+                request.user_id,
+                deps=template.deps,
             )
         attempt = activity.info().attempt
         beat = asyncio.ensure_future(self._heartbeat())

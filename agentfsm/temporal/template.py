@@ -42,6 +42,8 @@ class AgentTemplate:
         context_window: The model's context window, if set.
         max_attempts: Tries in all for an idempotent tool's retryable failures.
         cancel_grace: Seconds a timed-out async tool body gets to finish cancelling.
+        deps: The factory's Agent's dependencies: the worker process's objects, given to
+            tool bodies (in activities) as ``ToolContext.deps``.
     """
 
     name: str
@@ -58,6 +60,7 @@ class AgentTemplate:
     context_window: int | None
     max_attempts: int
     cancel_grace: float = 0.1
+    deps: object = None
 
 
 def _refuse(name: str, problem: str) -> None:
@@ -75,7 +78,8 @@ def template_of(name: str, agent: object) -> AgentTemplate:
         TypeError: ``agent`` is not an `Agent`.
         ValueError: It has listeners (side effects the workflow would repeat on replay), a
             store (the worker's store is the run's), its own clock or timer (the workflow's
-            clock is the durable one), or a run already started.
+            clock is the durable one), a run already started, or model settings (not
+            carried into a workflow yet: refused rather than dropped).
     """
     if not isinstance(agent, Agent):
         raise TypeError(
@@ -95,6 +99,8 @@ def template_of(name: str, agent: object) -> AgentTemplate:
         _refuse(name, "it has its own clock or timer; the workflow's durable clock is used")
     if agent.state != "created":
         _refuse(name, f"the factory returned a run already started (state {agent.state!r})")
+    if agent.settings is not None:
+        _refuse(name, "it has model settings, which a workflow does not carry yet")
     max_iterations, max_turns, input_policy = agent._config
     return AgentTemplate(
         name=name,
@@ -111,6 +117,7 @@ def template_of(name: str, agent: object) -> AgentTemplate:
         context_window=agent.context_window,
         max_attempts=agent.tools._retry.max_attempts,
         cancel_grace=agent.tools._retry.cancel_grace,
+        deps=agent._deps,
     )
 
 

@@ -24,186 +24,65 @@ import json
 import socket
 import socketserver
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import MappingProxyType, TracebackType
 
-from agentfsm.llm.base import Usage
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.states.messages import ToolCall
 from agentfsm.testing import _chat_wire as wire
+from agentfsm.testing._anthropic_wire import AnthropicAnswer
+from agentfsm.testing._chat_answer import ChatAnswer
+from agentfsm.testing._responses_wire import ResponsesAnswer
+from agentfsm.testing._steps import (
+    CutConnection,
+    Disconnect,
+    EmptyChoices,
+    ErrorResponse,
+    MalformedBody,
+    MalformedChunk,
+    RecordedRequest,
+    Reply,
+    Responder,
+    Step,
+    TruncatedStream,
+)
+
+__all__ = [
+    "CHAT_PATH",
+    "HOST",
+    "MESSAGES_PATH",
+    "RESPONSES_PATH",
+    "CutConnection",
+    "Disconnect",
+    "EmptyChoices",
+    "ErrorResponse",
+    "LoopbackOpenAIServer",
+    "MalformedBody",
+    "MalformedChunk",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
+    "Step",
+    "TruncatedStream",
+]
 
 HOST = "127.0.0.1"
 """The only address the server binds."""
 CHAT_PATH = "/v1/chat/completions"
-"""The one path served; any other answers 404."""
+"""The chat completions path (`agentfsm.OpenAIModel`)."""
+RESPONSES_PATH = "/v1/responses"
+"""The Responses API's path (`agentfsm.llm.OpenAIResponsesModel`)."""
+MESSAGES_PATH = "/v1/messages"
+"""Anthropic's Messages API path (`agentfsm.llm.AnthropicModel`: its ``base_url`` is the
+server's root, ``server.url`` without ``/v1``); any other path answers 404."""
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A successful completion: text and/or tool calls.
-
-    Attributes:
-        content: The text, if any.
-        tool_calls: The calls, in order (their ``arguments`` are sent exactly as given).
-        finish_reason: Sent as is; by default ``"tool_calls"`` when there are calls, else
-            ``"stop"``. Use ``"length"`` or ``"content_filter"`` for those faults.
-        usage: Token counts to report, or None to report none.
-        delay: Seconds to wait before answering (keep it tiny: for read-timeout tests).
-    """
-
-    content: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    finish_reason: str | None = None
-    usage: Usage | None = None
-    delay: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorResponse:
-    """An HTTP error status with an error body in the API's shape.
-
-    Attributes:
-        status: The HTTP status, e.g. 429 or 503.
-        retry_after: The ``Retry-After`` header (seconds or an HTTP date), if any.
-        message: The error message in the body.
-        headers: More headers to send.
-        delay: Seconds to wait before answering.
-    """
-
-    status: int
-    retry_after: str | None = None
-    message: str = "scripted error"
-    headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    delay: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Disconnect:
-    """Close the connection without answering (the client sees a connection error)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TruncatedStream:
-    """Send the reply's chunks, then end the body without a finish reason or ``[DONE]``.
-
-    Meant for streaming requests; a plain request gets the first half of the JSON body.
-
-    Attributes:
-        reply: What the stream starts to say.
-    """
-
-    reply: Reply = field(default_factory=lambda: Reply("It was cut"))
-
-
-@dataclass(frozen=True, slots=True)
-class MalformedBody:
-    """Answer 200 with a body that is not valid JSON (or, streaming, not valid event data).
-
-    Attributes:
-        text: The body.
-    """
-
-    text: str = '{"choices": [{"index": 0, "message": '
-
-
-@dataclass(frozen=True, slots=True)
-class MalformedChunk:
-    """Stream the reply's chunks but for its last, then one chunk that is not JSON, then end.
-
-    Meant for streaming requests; a plain request gets the reply's body with its last
-    character replaced by ``text``.
-
-    Attributes:
-        reply: What the stream starts to say.
-        text: The malformed chunk's data.
-    """
-
-    reply: Reply = field(default_factory=lambda: Reply("It was garbled"))
-    text: str = '{"choices": [{"index": 0, "delta": '
-
-
-@dataclass(frozen=True, slots=True)
-class CutConnection:
-    """Promise a longer body than is sent, send part of the reply, then drop the connection.
-
-    The client sees the connection fail in the middle of the body (a protocol error), as
-    when a proxy or the network cuts a long answer.
-
-    Attributes:
-        reply: What the body starts to say.
-    """
-
-    reply: Reply = field(default_factory=lambda: Reply("It was cut off mid-"))
-
-
-@dataclass(frozen=True, slots=True)
-class EmptyChoices:
-    """Answer 200 with a completion that has no choices (streaming: no choice chunks)."""
-
-
-Step = (
-    Reply
-    | ErrorResponse
-    | Disconnect
-    | TruncatedStream
-    | MalformedBody
-    | MalformedChunk
-    | CutConnection
-    | EmptyChoices
-)
-"""One scripted answer of the server."""
-
-Responder = Callable[["RecordedRequest"], Step]
-"""Answers a request from what it holds (its messages, its tools): for a script that must
-not depend on how many requests came before, such as a run resumed after a crash, which
-asks its model again for the reply it lost."""
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    """One request the server received.
-
-    Attributes:
-        method: The HTTP method.
-        path: The request path.
-        headers: The headers, names lower-cased.
-        body: The parsed JSON body, or None if it was not JSON.
-    """
-
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    body: JSONValue
-
-    @property
-    def json(self) -> JSONObject:
-        """The body as a JSON object (empty if it was something else)."""
-        return self.body if isinstance(self.body, dict) else {}
-
-    @property
-    def messages(self) -> list[JSONValue]:
-        """The ``messages`` sent."""
-        messages = self.json.get("messages")
-        return messages if isinstance(messages, list) else []
-
-    @property
-    def tools(self) -> list[JSONValue]:
-        """The ``tools`` sent (empty when none were)."""
-        tools = self.json.get("tools")
-        return tools if isinstance(tools, list) else []
-
-    @property
-    def response_format(self) -> JSONObject | None:
-        """The ``response_format`` sent (a typed Agent's structured output), or None."""
-        shape = self.json.get("response_format")
-        return shape if isinstance(shape, dict) else None
-
-    @property
-    def stream(self) -> bool:
-        """Whether the request asked for a stream."""
-        return self.json.get("stream") is True
+_ANSWERS: dict[str, type[ChatAnswer]] = {
+    CHAT_PATH: ChatAnswer,
+    RESPONSES_PATH: ResponsesAnswer,
+    MESSAGES_PATH: AnthropicAnswer,
+}
+"""How each served path is answered: each wire format in its own module."""
 
 
 class LoopbackOpenAIServer:
@@ -391,8 +270,9 @@ class _Handler(BaseHTTPRequestHandler):
             headers=MappingProxyType({k.lower(): v for k, v in self.headers.items()}),
             body=body,
         )
-        if self.path != CHAT_PATH:
-            self._send_json(404, wire.error_body(f"loopback server serves only {CHAT_PATH}"))
+        if self.path not in _ANSWERS:
+            served = ", ".join(_ANSWERS)
+            self._send_json(404, wire.error_body(f"loopback server serves only {served}"))
             return
         owner = self.server.owner
         number, step = owner._record(request)
@@ -400,9 +280,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, wire.error_body(owner._exhausted_message()))
             return
         model = request.json.get("model")
-        _Answer(self, number, model if isinstance(model, str) else owner._model, request).send(
-            step
-        )
+        answer = _ANSWERS[self.path]
+        answer(self, number, model if isinstance(model, str) else owner._model, request).send(step)
 
     def _send_json(
         self, status: int, body: JSONObject, headers: Mapping[str, str] = MappingProxyType({})
@@ -436,123 +315,3 @@ class _Handler(BaseHTTPRequestHandler):
         """Close the connection without a word."""
         self.close_connection = True
         self.connection.shutdown(socket.SHUT_RDWR)
-
-
-@dataclass(slots=True)
-class _Answer:
-    """How one request is answered by one step."""
-
-    handler: _Handler
-    number: int
-    model: str
-    request: RecordedRequest
-
-    def send(self, step: Step) -> None:
-        if isinstance(step, Reply | ErrorResponse) and step.delay > 0:
-            self.handler.server.stopping.wait(step.delay)
-        if isinstance(step, Reply):
-            self._reply(step)
-        elif isinstance(step, ErrorResponse):
-            headers = dict(step.headers)
-            if step.retry_after is not None:
-                headers["Retry-After"] = step.retry_after
-            self.handler._send_json(step.status, wire.error_body(step.message), headers)
-        elif isinstance(step, Disconnect):
-            self.handler.drop()
-        elif isinstance(step, TruncatedStream):
-            self._truncated(step.reply)
-        elif isinstance(step, MalformedChunk):
-            self._malformed_chunk(step)
-        elif isinstance(step, CutConnection):
-            self._cut(step.reply)
-        elif isinstance(step, MalformedBody):
-            kind = "text/event-stream" if self.request.stream else "application/json"
-            text = f"data: {step.text}\n\n" if self.request.stream else step.text
-            self.handler._send_bytes(200, text.encode(), kind)
-        else:
-            self._empty()
-
-    def _reply(self, reply: Reply) -> None:
-        finish = wire.finish_reason_of(reply.tool_calls, reply.finish_reason)
-        if self.request.stream:
-            events = wire.chunks(
-                self.number,
-                self.model,
-                reply.content,
-                reply.tool_calls,
-                finish,
-                self._usage(reply),
-            )
-            self.handler._send_bytes(200, wire.sse(events, done=True), "text/event-stream")
-            return
-        body = wire.completion(
-            self.number, self.model, reply.content, reply.tool_calls, finish, reply.usage
-        )
-        self.handler._send_json(200, body)
-
-    def _usage(self, reply: Reply) -> Usage | None:
-        options = self.request.json.get("stream_options")
-        wanted = isinstance(options, dict) and options.get("include_usage") is True
-        return reply.usage if wanted else None
-
-    def _truncated(self, reply: Reply) -> None:
-        if self.request.stream:
-            events = wire.chunks(
-                self.number, self.model, reply.content, reply.tool_calls, None, None
-            )
-            payload = wire.sse(events, done=False)
-            self.handler._send_bytes(200, payload, "text/event-stream", close_delimited=True)
-            return
-        finish = wire.finish_reason_of(reply.tool_calls, reply.finish_reason)
-        whole = json.dumps(
-            wire.completion(
-                self.number, self.model, reply.content, reply.tool_calls, finish, reply.usage
-            )
-        ).encode()
-        payload = whole[: len(whole) // 2]
-        self.handler._send_bytes(200, payload, "application/json", close_delimited=True)
-
-    def _body(self, reply: Reply, *, done: bool = True) -> bytes:
-        """The reply as this request asked for it: server-sent events, or one JSON body."""
-        finish = wire.finish_reason_of(reply.tool_calls, reply.finish_reason)
-        if self.request.stream:
-            events = wire.chunks(
-                self.number, self.model, reply.content, reply.tool_calls, finish, None
-            )
-            return wire.sse(events, done=done)
-        return json.dumps(
-            wire.completion(
-                self.number, self.model, reply.content, reply.tool_calls, finish, reply.usage
-            )
-        ).encode()
-
-    def _malformed_chunk(self, step: MalformedChunk) -> None:
-        if self.request.stream:
-            finish = wire.finish_reason_of(step.reply.tool_calls, step.reply.finish_reason)
-            events = wire.chunks(
-                self.number, self.model, step.reply.content, step.reply.tool_calls, finish, None
-            )
-            payload = wire.sse(events[:-1], done=False) + f"data: {step.text}\n\n".encode()
-            payload += b"data: [DONE]\n\n"
-            self.handler._send_bytes(200, payload, "text/event-stream")
-            return
-        whole = self._body(step.reply)
-        self.handler._send_bytes(200, whole[:-1] + step.text.encode(), "application/json")
-
-    def _cut(self, reply: Reply) -> None:
-        whole = self._body(reply)
-        kind = "text/event-stream" if self.request.stream else "application/json"
-        handler = self.handler
-        handler.send_response(200)
-        handler.send_header("Content-Type", kind)
-        handler.send_header("Content-Length", str(len(whole) * 2))  # more than will come
-        handler.end_headers()
-        handler.wfile.write(whole[: max(len(whole) * 2 // 3, 1)])
-        handler.wfile.flush()
-        handler.drop()
-
-    def _empty(self) -> None:
-        if self.request.stream:
-            self.handler._send_bytes(200, wire.sse([], done=True), "text/event-stream")
-            return
-        self.handler._send_json(200, wire.empty_completion(self.number, self.model))

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic
+
+from typing_extensions import TypeVar
 
 from agentfsm import _checks
 from agentfsm.states.json import JSONObject
 
+D = TypeVar("D", default=object)
+"""The type of the application's dependencies (``ToolContext[MyDeps]``; a bare
+``ToolContext``'s are ``object``)."""
+
 
 @dataclass(frozen=True, slots=True)
-class ToolContext:
-    """The run, turn and call a tool body is executing for.
+class ToolContext(Generic[D]):
+    """The run, turn and call a tool body is executing for, and the application's objects.
 
-    A tool receives it by declaring a parameter annotated ``ToolContext`` (any name); that
-    parameter is not part of the tool's JSON Schema, so the model never sees or fills it.
-    `ToolSystem.run_round` takes one without a ``call_id`` for the whole round and gives
-    each body a copy bound to its call.
+    A tool receives it by declaring a parameter annotated ``ToolContext`` (any name;
+    ``ToolContext[MyDeps]`` types its ``deps``); that parameter is not part of the tool's
+    JSON Schema, so the model never sees or fills it. `ToolSystem.run_round` takes one
+    without a ``call_id`` for the whole round and gives each body a copy bound to its call.
 
     Example:
         >>> ToolContext(run_id="run-1", turn=2).for_call("call-7").idempotency_key
@@ -40,6 +47,10 @@ class ToolContext:
     resume: JSONObject | None = None
     """For a call retried after its tool asked the user (it returned an `InputRequest`):
     ``{"request": <the request it returned>, "answer": <the user's text>}``; else None."""
+    deps: D = None  # type: ignore[assignment]  # (None when the Agent was given none)
+    """The application's dependencies (a DB session, an HTTP client, the current user…):
+    the Agent's ``deps=``, or the turn's (``submit(text, deps=...)``); None if none was
+    given. Never stored and never sent to the model."""
 
     @property
     def idempotency_key(self) -> str:
@@ -59,13 +70,15 @@ class ToolContext:
         if self.resume is not None and not isinstance(self.resume, dict):
             _checks.refuse_type("resume", self.resume, "a dict (a JSON object) or None")
 
-    def for_call(self, call_id: str, resume: JSONObject | None = None) -> ToolContext:
+    def for_call(self, call_id: str, resume: JSONObject | None = None) -> ToolContext[D]:
         """This context, bound to the call ``call_id`` (retried with ``resume``, if given)."""
         # Not dataclasses.replace: this runs once per call (with a context), and is 6x faster.
-        return context_of(self.run_id, self.turn, self.iteration, call_id, self.user_id, resume)
+        return context_of(
+            self.run_id, self.turn, self.iteration, call_id, self.user_id, resume, self.deps
+        )
 
 
-class _Unfrozen:
+class _Unfrozen(Generic[D]):
     """`ToolContext`'s layout without its frozen ``__setattr__``.
 
     `context_of` fills one of these with plain slot stores, then makes it a `ToolContext`
@@ -79,6 +92,7 @@ class _Unfrozen:
     call_id: str
     user_id: str | None
     resume: JSONObject | None
+    deps: object
 
 
 def context_of(
@@ -88,8 +102,9 @@ def context_of(
     call_id: str = "",
     user_id: str | None = None,
     resume: JSONObject | None = None,
-) -> ToolContext:
-    """``ToolContext(run_id, turn, iteration, call_id, user_id, resume)``, built directly.
+    deps: D = None,  # type: ignore[assignment]  # (None: no dependencies)
+) -> ToolContext[D]:
+    """``ToolContext(run_id, turn, iteration, call_id, user_id, resume, deps)``, built directly.
 
     A frozen dataclass's constructor sets each field through ``object.__setattr__``; this
     stores each slot of an unfrozen twin and then gives it `ToolContext`'s class (a third of
@@ -103,5 +118,6 @@ def context_of(
     context.call_id = call_id
     context.user_id = user_id
     context.resume = resume
+    context.deps = deps
     context.__class__ = ToolContext  # type: ignore[assignment]  # the same slots
     return context  # type: ignore[return-value]  # now a ToolContext

@@ -80,6 +80,7 @@ class HookContext:
         pending_tool: The call about to run or just answered (per-call hooks, on_error).
         result: The call's result (``after_each_tool``, ``on_error``).
         error: What went wrong (``on_error``): the failed tool call's or model call's error.
+        deps: The application's dependencies (the Agent's ``deps=``, or the turn's).
     """
 
     __slots__ = (
@@ -87,6 +88,7 @@ class HookContext:
         "_handler",
         "_messages",
         "compaction",
+        "deps",
         "error",
         "iteration",
         "kind",
@@ -108,6 +110,7 @@ class HookContext:
         pending_tool: ToolCall | None = None,
         result: ToolResult | None = None,
         error: ErrorDetails | None = None,
+        deps: object = None,
     ) -> None:
         self.kind = kind
         """The hook being fired."""
@@ -121,6 +124,9 @@ class HookContext:
         """The call about to run or just answered, in per-call hooks and on_error."""
         self.result = result
         """The call's result, in after_each_tool and on_error."""
+        self.deps = deps
+        """The application's dependencies (the Agent's ``deps=``, or the turn's; None if
+        none was given): never stored, never sent to the model."""
         self.error = error
         """What went wrong, in on_error: the type, message, whether it may be retried and
         the wait a server asked for, for a failed model call and a failed tool call alike."""

@@ -62,13 +62,15 @@ def json_pointer(path: typing.Iterable[str | int]) -> str:
 def is_context(hint: object) -> bool:
     """Whether a parameter annotated ``hint`` receives the `ToolContext`.
 
-    ``ToolContext`` and ``ToolContext | None`` do (the latter so the function can still be
-    called without one).
+    ``ToolContext``, ``ToolContext[MyDeps]`` and either ``| None`` do (the latter so the
+    function can still be called without one).
     """
-    if hint is ToolContext:
+    if hint is ToolContext or typing.get_origin(hint) is ToolContext:
         return True
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return set(typing.get_args(hint)) == {ToolContext, type(None)}
+        args = typing.get_args(hint)
+        bare = {typing.get_origin(arg) or arg for arg in args}
+        return len(args) == 2 and bare == {ToolContext, type(None)}
     return False
 
 

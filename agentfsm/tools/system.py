@@ -479,6 +479,7 @@ class ToolSystem(CallAnswers):
                 iteration=context.iteration,
                 pending_tool=call,
                 result=result,
+                deps=context.deps,
                 error=ErrorDetails.of_result(result)
                 if result is not None and kind is HookKind.ON_ERROR
                 else None,

@@ -53,6 +53,7 @@ def _clear_spy() -> None:
 def make(*steps: Any, **options: Any) -> tuple[Agent, ScriptedModel, list[Any]]:
     model = ScriptedModel(steps)
     seen: list[Any] = []
+    options.setdefault("ask_user", True)
     agent = Agent(model, [weather, book, location], listeners=[seen.append], **options)
     agent.start()
     return agent, model, seen

@@ -138,7 +138,7 @@ def test_bad_compactions_are_refused_and_change_nothing(tmp_path: Path) -> None:
 
 
 def test_compact_only_at_rest_and_from_before_llm_only() -> None:
-    waiting = Agent(ScriptedModel().tool_call("ask_user", question="Which city?"))
+    waiting = Agent(ScriptedModel().tool_call("ask_user", question="Which city?"), ask_user=True)
     waiting.start()
     waiting.submit("book")
     with pytest.raises(IllegalTransitionError, match="compact only while ready"):

@@ -51,6 +51,7 @@ THREE = calls(
 
 
 def make(*steps: Any, tools: Sequence[Any] = (weather,), **options: Any) -> Agent:
+    options.setdefault("ask_user", True)
     agent = Agent(ScriptedModel(steps), list(tools), **options)
     agent.start()
     return agent

@@ -69,6 +69,7 @@ def build(
     return Agent(
         ScriptedModel(replies),
         [Tool(echo), Tool(broken), Tool(listing)],
+        ask_user=True,
         listeners=[] if told is None else [told.append],
         run_id=RUN_ID,
         clock=lambda: NOW,

@@ -61,7 +61,7 @@ def test_agents_from_one_tool_list_offer_each_only_what_they_add() -> None:
     models = [ScriptedModel([answer("hi")]) for _ in range(4)]
     typed_model = ScriptedModel([calls(("c1", "final_answer", {"ok": True}))])
     agents = [
-        Agent(models[0], TOOLS),  # with ask_user
+        Agent(models[0], TOOLS, ask_user=True),
         Agent(models[1], TOOLS, ask_user=False),
         Agent(typed_model, TOOLS, ask_user=False, output_type=Verdict),
         Agent(models[2], TOOLS, ask_user=False, mcp_servers=[Source()]),

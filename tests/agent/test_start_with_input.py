@@ -60,6 +60,7 @@ def build(
     return Agent(
         ScriptedModel(replies),
         [Tool(echo)],
+        ask_user=True,
         hooks=hooks,
         listeners=[told.append],
         run_id=RUN_ID,

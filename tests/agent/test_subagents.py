@@ -155,7 +155,7 @@ def test_a_bad_address_is_refused_and_changes_nothing() -> None:
 
 def test_a_question_in_the_child_is_the_parents_and_its_answer_goes_down() -> None:
     child_model = ScriptedModel().tool_call("ask_user", question="Which folder?").text("Done.")
-    parent = _parent(lambda: Agent(child_model))
+    parent = _parent(lambda: Agent(child_model, ask_user=True))
     outcome = parent.submit("Tidy")
     assert (outcome.state, outcome.question) == ("input_required", "Which folder?")
     assert [c.id for c in outcome.pending] == [f"parent/call_1/{CHILD}/call_1"]

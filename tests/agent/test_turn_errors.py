@@ -99,7 +99,7 @@ def test_the_error_is_only_on_the_outcome_of_a_turn_that_failed_with_an_error() 
     agent.start()
     assert agent.submit("hi").error is not None
     assert agent.submit("again").error is None
-    cancelled = Agent(ScriptedModel().tool_call("ask_user", question="Which city?"))
+    cancelled = Agent(ScriptedModel().tool_call("ask_user", question="Which city?"), ask_user=True)
     cancelled.start()
     cancelled.submit("book")
     assert (cancelled.cancel().reason, cancelled.outcome().error) == ("cancelled", None)

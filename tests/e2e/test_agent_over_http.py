@@ -74,6 +74,7 @@ class Harness:
             sleep=self.sleep,
             retry=RetryPolicy(max_attempts=3),
         )
+        options.setdefault("ask_user", True)
         agent = Agent(
             model, [weather, transfer, location], listeners=[self.events.append], **options
         )

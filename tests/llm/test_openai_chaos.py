@@ -35,6 +35,11 @@ BROKEN: list[tuple[Step, bool, str]] = [
     (TruncatedStream(Reply("It is sun")), True, "no_finish_reason"),
     (TruncatedStream(Reply(tool_calls=(PARIS,))), True, "no_finish_reason"),
     (TruncatedStream(), False, "malformed"),
+    # A 200 whose event stream ends before its first chunk: cut like a dropped connection.
+    (TruncatedStream(at="start"), True, "truncated"),
+    # Cut after the finish reason, before the usage chunk and [DONE]: the stream's end is
+    # [DONE], so it is not whole (its usage is lost, and nothing says more was not to come).
+    (TruncatedStream(Reply("It is sunny"), at="finish"), True, "truncated"),
     (MalformedBody(), False, "malformed"),
     (MalformedBody(), True, "malformed"),
     (MalformedChunk(Reply("It is sunny and warm")), True, "malformed"),

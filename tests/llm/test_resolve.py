@@ -39,7 +39,7 @@ def test_a_model_is_returned_as_it_is() -> None:
 
 @pytest.mark.parametrize(
     "spec",
-    ["", "scripted", "scripted:other", "openai:", "openai: ", "anthropic:claude", "gpt-4o"],
+    ["", "scripted", "scripted:other", "openai:", "openai: ", "anthropic:", "mistral:x", "gpt-4o"],
 )
 def test_an_unknown_spec_says_which_specs_there_are(spec: str) -> None:
     with pytest.raises(ModelConfigError) as caught:
@@ -47,3 +47,9 @@ def test_an_unknown_spec_says_which_specs_there_are(spec: str) -> None:
 
     assert caught.value.spec == spec
     assert "'scripted:demo', 'openai:<model id>'" in str(caught.value)
+
+
+def test_the_anthropic_key_is_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ModelConfigError, match="ANTHROPIC_API_KEY"):
+        resolve_model("anthropic:claude-sonnet-4-5")

@@ -60,7 +60,12 @@ def factory(run_id: str, store: RunStore) -> Agent:
     """The served agent: its model is the run's script (a run ``hooked-…`` has a bad hook)."""
     hooks = {"before_llm": broken_hook} if run_id.startswith("hooked-") else None
     return Agent(
-        script_for(run_id), [weather, transfer, slow], run_id=run_id, store=store, hooks=hooks
+        script_for(run_id),
+        [weather, transfer, slow],
+        run_id=run_id,
+        store=store,
+        hooks=hooks,
+        ask_user=True,
     )
 
 

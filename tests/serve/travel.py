@@ -23,6 +23,7 @@ def travel_agent(run_id: str, store: RunStore) -> Agent:
         run_id=run_id,
         store=store,
         max_iterations=4,
+        ask_user=True,  # the demo's model asks how many guests
     )
 
 

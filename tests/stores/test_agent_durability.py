@@ -60,7 +60,7 @@ def approval_agent(store: RunStore, model: ScriptedModel, ran: list[str]) -> Age
         ran.append(f"lookup:{city}")
         return f"{city} is nice"
 
-    return Agent(model, [pay, lookup], store=store, run_id=RUN_ID, max_iterations=4)
+    return Agent(model, [pay, lookup], store=store, run_id=RUN_ID, max_iterations=4, ask_user=True)
 
 
 def script(skip: int = 0) -> ScriptedModel:

@@ -52,7 +52,9 @@ def recorded_run(store: RunStore) -> None:
             ModelResponse(content="Done."),
         ]
     )
-    agent = Agent(model, [buy], store=store, run_id="origin", system_prompt="Be brief.")
+    agent = Agent(
+        model, [buy], store=store, run_id="origin", system_prompt="Be brief.", ask_user=True
+    )
     agent.start()
     agent.submit("Buy tea")
     agent.resolve_action({"k0": "approve"})
@@ -63,7 +65,7 @@ def recorded_run(store: RunStore) -> None:
 
 
 def taken_up(store: RunStore, run_id: str, *replies: ModelResponse) -> Agent:
-    agent = Agent(ScriptedModel(list(replies)), [buy], store=store, run_id=run_id)
+    agent = Agent(ScriptedModel(list(replies)), [buy], store=store, run_id=run_id, ask_user=True)
     agent.start()
     return agent
 

@@ -142,6 +142,7 @@ def make_agent(**options: object) -> Agent:
         [get_weather, pay, slow_pay, boom, sleepy],
         system_prompt="You are a test agent.",
         max_iterations=3,
+        ask_user=True,
         **options,  # type: ignore[arg-type]
     )
 

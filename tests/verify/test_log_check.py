@@ -183,7 +183,7 @@ def test_an_agents_run_is_a_legal_path_of_the_machines() -> None:
         .tool_call("book", city="Nice")
     )
     seen: list[object] = []
-    agent = Agent(model, [weather, book], listeners=[seen.append], max_iterations=3)
+    agent = Agent(model, [weather, book], listeners=[seen.append], max_iterations=3, ask_user=True)
     agent.start()
     agent.submit("Weather in Paris?")
     waiting = agent.submit("Book Rome")
