@@ -58,9 +58,9 @@ def test_serve_a2a_serves_the_factory_of_the_current_directory(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("myagent", "expected module:factory"),
+        ("myagent", "expected MODULE:FUNCTION"),
         ("nosuchmodule:make", "cannot import 'nosuchmodule'"),
-        ("myagent:missing", "module 'myagent' has no callable 'missing'"),
+        ("myagent:missing", "'myagent' has no callable 'missing'"),
     ],
 )
 def test_serve_a2a_names_a_bad_factory(
