@@ -263,7 +263,7 @@ def _worker(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return worker_command(args, sys.stderr)
+    return worker_command(args, sys.stderr, sys.stdout)
 
 
 def _add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

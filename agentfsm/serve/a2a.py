@@ -105,6 +105,8 @@ def agent_card(
 ) -> AgentCard:
     """The A2A agent card of ``agent`` served at ``url``: one skill per tool it offers.
 
+    An agent without tools gets one skill, ``conversation`` (the protocol requires one).
+
     The JSON-RPC binding is at ``url`` and the REST (HTTP+JSON) binding under it; the card
     says the agent streams.
     """
@@ -122,9 +124,19 @@ def agent_card(
                 tags=["tool"],
             )
         )
+    count = len(skills)
+    if not skills:  # the protocol requires one: an agent without tools still converses
+        skills.append(
+            AgentSkill(
+                id="conversation",
+                name="conversation",
+                description="Each message is the run's next input; the reply is its answer.",
+                tags=["chat"],
+            )
+        )
     return AgentCard(
         name=name,
-        description=description or f"An agentfsm agent with {len(skills)} tool(s).",
+        description=description or f"An agentfsm agent with {count} tool(s).",
         version=version,
         supported_interfaces=[
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
