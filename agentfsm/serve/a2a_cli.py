@@ -60,7 +60,8 @@ def serve_command(
             return 1
         with sock:
             url = where(sock)
-            app = a2a_app(factory, runs, url, name=name)
+            # Open streams get most of the grace, so that they end before uvicorn cuts them.
+            app = a2a_app(factory, runs, url, name=name, stream_grace=grace * 0.8)
             print(
                 f"serving {name!r} over A2A at {url} (runs in {shown(store)})",
                 file=out,
