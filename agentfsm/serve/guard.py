@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import json
 from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
@@ -98,7 +99,8 @@ class Guard:
         headers = _headers(scope)
         refusal = self._refusal(scope, headers)
         if refusal is not None:
-            await _answer(send, *refusal)
+            page = "text/html" in headers.get("accept", "")
+            await _answer(send, *refusal, page=page)
             return
         if self.token is not None and scope["method"] in ("GET", "HEAD"):
             query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), True)
@@ -184,13 +186,22 @@ def _action_refusal(headers: dict[str, str]) -> tuple[int, str, str] | None:
     return None
 
 
-async def _answer(send: Send, status: int, kind: str, message: str) -> None:
-    body = json.dumps({"error": kind, "message": message}).encode()
+async def _answer(send: Send, status: int, kind: str, message: str, *, page: bool) -> None:
+    """The refusal: JSON for a program, a short page for a browser (``Accept: text/html``)."""
+    if page:
+        body = (
+            '<!doctype html><meta charset="utf-8"><title>agentfsm: refused</title>'
+            f"<h1>{status}: {html.escape(kind)}</h1><p>{html.escape(message)}</p>"
+        ).encode()
+        media = b"text/html; charset=utf-8"
+    else:
+        body = json.dumps({"error": kind, "message": message}).encode()
+        media = b"application/json"
     start: Message = {
         "type": "http.response.start",
         "status": status,
         "headers": [
-            (b"content-type", b"application/json"),
+            (b"content-type", media),
             (b"content-length", str(len(body)).encode()),
             (b"cache-control", b"no-store"),
         ],

@@ -151,3 +151,11 @@ def test_a_link_of_the_old_form_leads_to_the_run(store_path: Path) -> None:
 )
 def test_host_name_drops_the_port(header: str, name: str) -> None:
     assert host_name(header) == name
+
+
+def test_a_browser_is_told_why_in_a_page_a_program_in_json(client: TestClient) -> None:
+    page = client.get("/", headers={"Accept": "text/html,application/xhtml+xml"})
+    assert page.status_code == 403
+    assert page.headers["content-type"].startswith("text/html")
+    assert "open the URL &#x27;agentfsm ui&#x27; printed" in page.text
+    assert client.get("/api/runs").json()["error"] == "NoToken"
