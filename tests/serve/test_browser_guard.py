@@ -149,6 +149,8 @@ def test_odd_run_ids_open_and_an_unknown_run_offers_nothing(
         expect(page.locator("#error")).to_contain_text("no run 'no-such-run'")
         expect(page.locator("#live")).to_have_text("no such run")
         assert _visible_buttons(page) == []
+        for part in ("#status", "#diagram", ".columns"):  # nothing of a run is shown
+            expect(page.locator(part)).to_be_hidden()
         page.goto("about:blank")
         assert errors == []
 

@@ -92,10 +92,7 @@ function showMissing(error) {
   run = null;
   showError(error);
   showActions(null);
-  for (const id of ["state", "loop-state", "turn", "iteration", "reason", "version"]) {
-    document.getElementById(id).textContent = "";
-  }
-  document.getElementById("state").className = "badge";
+  for (const part of document.querySelectorAll(".of-a-run")) part.hidden = true;
   const badge = document.getElementById("live");
   badge.textContent = "no such run";
   badge.className = "live off";
@@ -105,6 +102,7 @@ function show(update) {
   if (missing) {
     missing = false;
     showError(null);
+    for (const part of document.querySelectorAll(".of-a-run")) part.hidden = false;
     const badge = document.getElementById("live");
     badge.textContent = "live";
     badge.className = "live on";
