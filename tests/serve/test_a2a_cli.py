@@ -140,17 +140,23 @@ def test_serve_a2a_finishes_the_task_in_flight_then_exits_0_on_a_signal(
         assert process.stdout is not None
         url = process.stdout.readline().split(" at ")[1].split(" ")[0]
 
+        streaming = sig == signal.SIGTERM  # (a stream in flight with one, a send with the other)
+
         async def talk() -> list[str]:
-            a2a = await client(url)
+            a2a = await client(url, streaming=streaming)
             sent = asyncio.ensure_future(collect(a2a, text_message("Hi", context_id="busy")))
             deadline = time.monotonic() + 30
             while not (tmp_path / "started").exists():  # the model call is in flight
                 assert time.monotonic() < deadline, "the model was never called"
                 await asyncio.sleep(0.02)
             process.send_signal(sig)
-            (response,) = await sent
-            assert response.task.status.state == TaskState.TASK_STATE_COMPLETED
-            return get_text_parts(response.task.artifacts[0].parts)
+            responses = await sent
+            last = responses[-1]
+            if streaming:  # the stream went on to its terminal event
+                assert last.status_update.status.state == TaskState.TASK_STATE_COMPLETED
+                return get_text_parts(responses[-2].artifact_update.artifact.parts)
+            assert last.task.status.state == TaskState.TASK_STATE_COMPLETED
+            return get_text_parts(last.task.artifacts[0].parts)
 
         assert run(talk()) == ["slept well"]  # the request in flight was let finish
         out, err = process.communicate(timeout=30)
