@@ -81,7 +81,8 @@ def test_agentfsm_ui_stops_cleanly_on_a_signal_with_a_page_open(
 def test_no_token_is_refused_off_loopback_and_warned_about_on_it(
     store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["ui", "--store", str(store_path), "--host", "0.0.0.0", "--no-token"]) == 1
+    off_loopback = ["--host", "0.0.0.0", "--port", "0", "--no-token"]
+    assert main(["ui", "--store", str(store_path), *off_loopback]) == 1
     assert "only allowed on a loopback address" in capsys.readouterr().err
     server, url = _ui(store_path, "--no-token")
     try:
@@ -129,7 +130,7 @@ def test_agentfsm_ui_never_makes_a_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = tmp_path / "typo.db"
-    assert main(["ui", "--store", str(missing)]) == 1
+    assert main(["ui", "--store", str(missing), "--port", "0"]) == 1
     assert "no run store at" in capsys.readouterr().err
     assert not missing.exists()
 
