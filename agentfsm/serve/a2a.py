@@ -24,6 +24,7 @@ store; ``agentfsm serve-a2a --agent module:factory --store PATH`` runs it under 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -126,8 +127,8 @@ def agent_card(
         description=description or f"An agentfsm agent with {count} tool(s).",
         version=version,
         supported_interfaces=[
-            AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
-            for version in (("1.0", "0.3") if v0_3 else ("1.0",))
+            AgentInterface(url=url, protocol_binding=binding, protocol_version=protocol)
+            for protocol in (("1.0", "0.3") if v0_3 else ("1.0",))
             for binding in ("JSONRPC", "HTTP+JSON")
         ],
         capabilities=AgentCapabilities(streaming=True),
@@ -308,7 +309,10 @@ async def _relay(agent: Agent, step: _Step, report: Report) -> TurnOutcome:
                 await agent.acancel()
             await asyncio.wait({call})
             if not call.cancelled() and call.exception() is None:
-                await report.close(agent, call.result())  # the stream's last event
+                # The stream's last event, if the task's queue still takes it (best effort:
+                # the request is going away, and its cancellation is what propagates).
+                with contextlib.suppress(Exception):
+                    await report.close(agent, call.result())
             raise
         return call.result()
     finally:
