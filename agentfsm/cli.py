@@ -129,6 +129,49 @@ def _add_ui_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "updates (needs the temporal extra and --task-queue)",
     )
     ui.add_argument("--task-queue", metavar="QUEUE", help="the runs' task queue (--temporal)")
+    ui.add_argument(
+        "--token",
+        metavar="TOKEN",
+        default=os.environ.get("AGENTFSM_UI_TOKEN", ""),
+        help="the secret every request must carry (default: $AGENTFSM_UI_TOKEN, else a new "
+        "one); it is printed in the URL",
+    )
+    ui.add_argument(
+        "--no-token",
+        action="store_true",
+        help="ask for no token (only on a loopback --host; any page your browser opens "
+        "can then use the view)",
+    )
+    ui.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name the Host header may give besides the bound address's (repeatable; "
+        "'*' for any), e.g. the name of a proxy in front",
+    )
+    _add_grace(ui)
+
+
+def _grace(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
+
+
+def _add_grace(parser: argparse.ArgumentParser, default: float = 10.0) -> None:
+    parser.add_argument(
+        "--grace",
+        type=_grace,
+        default=default,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C, how long the work in flight gets to finish before it "
+        f"is cut (default: {default:g})",
+    )
 
 
 def _ui(args: argparse.Namespace) -> int:
@@ -150,6 +193,9 @@ def _ui(args: argparse.Namespace) -> int:
         sys.stdout,
         temporal=args.temporal,
         task_queue=args.task_queue,
+        token=None if args.no_token else args.token,
+        allow_hosts=args.allow_host,
+        grace=args.grace,
     )
 
 
@@ -228,7 +274,7 @@ def _worker(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return worker_command(args, sys.stderr)
+    return worker_command(args, sys.stderr, sys.stdout)
 
 
 def _add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -254,6 +300,7 @@ def _add_serve_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
     serve.add_argument("--port", type=_non_negative, default=8000, help="default: 8000; 0 for any")
     serve.add_argument("--name", default="agentfsm", help="the agent card's name")
+    _add_grace(serve)
 
 
 def _serve_a2a(args: argparse.Namespace) -> int:
@@ -266,7 +313,14 @@ def _serve_a2a(args: argparse.Namespace) -> int:
         )
         return 1
     return serve_command(
-        args.agent, args.store, args.host, args.port, args.name, sys.stdout, sys.stderr
+        args.agent,
+        args.store,
+        args.host,
+        args.port,
+        args.name,
+        sys.stdout,
+        sys.stderr,
+        grace=args.grace,
     )
 
 

@@ -49,10 +49,12 @@ the browser that draws them: [x0, y0, x1, y1] in the SVG's units."""
 
 
 @contextmanager
-def chromium() -> Iterator[Browser]:
-    """A headless Chromium, closed afterwards."""
+def chromium(*extra: str) -> Iterator[Browser]:
+    """A headless Chromium, closed afterwards; ``extra``: more command-line switches."""
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=[*ARGS, *extra]
+        )
         try:
             yield browser
         finally:

@@ -24,8 +24,8 @@ store; ``agentfsm serve-a2a --agent module:factory --store PATH`` runs it under 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -34,9 +34,7 @@ from typing import Any
 from a2a.helpers.proto_helpers import (
     get_data_parts,
     get_text_parts,
-    new_data_part,
     new_task,
-    new_text_part,
 )
 from a2a.server.agent_execution import (
     AgentExecutor,
@@ -55,21 +53,22 @@ from a2a.types import (
     AgentSkill,
     CancelTaskRequest,
     Message,
-    Role,
     SendMessageRequest,
     Task,
     TaskState,
 )
+from a2a.utils.errors import InternalError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import ASK_USER, AgentEvent, DecisionLike, TurnOutcome
 from agentfsm.errors import AgentFSMError
+from agentfsm.serve.a2a_json import IntegerMetadata
+from agentfsm.serve.a2a_report import TASK_STATES, Report, agent_message, hidden
 from agentfsm.serve.a2a_tasks import SQLiteTaskStore, task_store_path
 from agentfsm.states.events import Event
-from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.names import RUN_WAITING, MachineName, RunState
-from agentfsm.states.projections import A2A_INTERRUPTED, A2A_TERMINAL, A2AState, project
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.sqlite import SQLiteStore
@@ -81,19 +80,6 @@ AgentFactory = Callable[[str, RunStore], Agent]
 """Builds the Agent of a run: ``factory(run_id, store)`` must return an Agent with that
 ``run_id`` and that ``store`` (it restores the run when the store holds it)."""
 
-TASK_STATES: dict[A2AState, TaskState] = {
-    A2AState.SUBMITTED: TaskState.TASK_STATE_SUBMITTED,
-    A2AState.WORKING: TaskState.TASK_STATE_WORKING,
-    A2AState.INPUT_REQUIRED: TaskState.TASK_STATE_INPUT_REQUIRED,
-    A2AState.COMPLETED: TaskState.TASK_STATE_COMPLETED,
-    A2AState.FAILED: TaskState.TASK_STATE_FAILED,
-    A2AState.CANCELED: TaskState.TASK_STATE_CANCELED,
-}
-"""The projection's A2A states as the SDK's `TaskState` values."""
-
-_AT_REST_FOR_INPUT = frozenset({RunState.READY, RunState.COMPLETED, RunState.FAILED})
-_ENDS_THE_STREAM = A2A_TERMINAL | A2A_INTERRUPTED
-
 
 def agent_card(
     agent: Agent,
@@ -102,8 +88,12 @@ def agent_card(
     name: str = "agentfsm",
     description: str | None = None,
     version: str = "1.0.0",
+    v0_3: bool = True,
 ) -> AgentCard:
     """The A2A agent card of ``agent`` served at ``url``: one skill per tool it offers.
+
+    An agent without tools gets one skill, ``conversation`` (the protocol requires one).
+    With ``v0_3``, the bindings are listed for protocol 0.3 too, after those of 1.0.
 
     The JSON-RPC binding is at ``url`` and the REST (HTTP+JSON) binding under it; the card
     says the agent streams.
@@ -122,13 +112,24 @@ def agent_card(
                 tags=["tool"],
             )
         )
+    count = len(skills)
+    if not skills:  # the protocol requires one: an agent without tools still converses
+        skills.append(
+            AgentSkill(
+                id="conversation",
+                name="conversation",
+                description="Each message is the run's next input; the reply is its answer.",
+                tags=["chat"],
+            )
+        )
     return AgentCard(
         name=name,
-        description=description or f"An agentfsm agent with {len(skills)} tool(s).",
+        description=description or f"An agentfsm agent with {count} tool(s).",
         version=version,
         supported_interfaces=[
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
-            AgentInterface(url=url, protocol_binding="HTTP+JSON", protocol_version="1.0"),
+            AgentInterface(url=url, protocol_binding=binding, protocol_version=protocol)
+            for protocol in (("1.0", "0.3") if v0_3 else ("1.0",))
+            for binding in ("JSONRPC", "HTTP+JSON")
         ],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain", "application/json"],
@@ -199,30 +200,29 @@ class RunExecutor(AgentExecutor):
             await event_queue.enqueue_event(
                 new_task(task_id, run_id, TaskState.TASK_STATE_SUBMITTED, history=history)
             )
-        report = _Report(TaskUpdater(event_queue, task_id, run_id))
-        async with self.holding(run_id) as agent:
-            try:
-                step = _next_input(agent, context.message, fresh)
-                outcome = await _relay(agent, step, report)
-            except (AgentFSMError, ValueError) as error:
-                if report.last is None:  # refused: nothing changed
-                    await report.refused(agent, error, fresh)
-                else:  # the turn moved, then raised (a failing hook): it is at rest now
-                    report.failure.setdefault("message", f"{type(error).__name__}: {error}")
-                    await report.close(agent, agent.outcome())
-                return
-            await report.close(agent, outcome)
+        report = Report(TaskUpdater(event_queue, task_id, run_id))
+        try:
+            async with self.holding(run_id) as agent:
+                await _take(agent, context.message, fresh, report)
+        except Exception as error:  # (the factory's, a store's): the task still ends
+            if not report.closed:
+                await report.updater.failed(agent_message(hidden(error, "a task")))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """Cancel the run's turn: at once while it waits, at the next boundary while busy."""
+        """Cancel the run's turn: at once while it waits, at the next boundary while busy.
+
+        A busy turn's request closes its task (``canceled``, on its stream too) once the
+        turn has stopped; this returns then, before the SDK cancels that request.
+        """
         run_id = _run_id(context)
         working = self._served.get(run_id)
         if working is not None and working.agent.state == RunState.BUSY:
-            await working.agent.acancel()  # the SDK cancels the running request next
-            return
+            await working.agent.acancel()
+            async with working.lock:  # held by the turn's request until it has closed
+                return
         if await self.settle_cancel(run_id):
             updater = TaskUpdater(event_queue, str(context.task_id), run_id)
-            await updater.cancel(_agent_message("The run's turn was cancelled."))
+            await updater.cancel(agent_message("The run's turn was cancelled."))
 
     async def settle_cancel(self, run_id: str) -> bool:
         """Cancel the run's wait, if it waits; whether its turn is now cancelled.
@@ -236,6 +236,22 @@ class RunExecutor(AgentExecutor):
 
 
 _Step = Callable[[], Awaitable[TurnOutcome]]
+
+
+async def _take(agent: Agent, message: Message | None, fresh: bool, report: Report) -> None:
+    """Give ``agent`` the message as its next input; report the turn to its close."""
+    try:
+        step = _next_input(agent, message, fresh)
+        outcome = await _relay(agent, step, report)
+    except Exception as error:
+        refusal = isinstance(error, (AgentFSMError, ValueError)) and report.last is None
+        if refusal:  # refused: nothing changed
+            await report.refused(agent, error, fresh)
+        else:  # the turn moved, then raised (a hook, the model): it is at rest now
+            report.failed_with(error)
+            await report.close(agent, agent.outcome())
+        return
+    await report.close(agent, outcome)
 
 
 def _run_id(context: RequestContext) -> str:
@@ -275,7 +291,7 @@ def _decisions(message: Message | None) -> dict[str, DecisionLike]:
     )
 
 
-async def _relay(agent: Agent, step: _Step, report: _Report) -> TurnOutcome:
+async def _relay(agent: Agent, step: _Step, report: Report) -> TurnOutcome:
     """Run ``step``, reporting each transition as it happens; return its outcome."""
     events: asyncio.Queue[AgentEvent] = asyncio.Queue()
     agent.add_listener(events.put_nowait)
@@ -292,6 +308,11 @@ async def _relay(agent: Agent, step: _Step, report: _Report) -> TurnOutcome:
             if agent.state == RunState.BUSY:
                 await agent.acancel()
             await asyncio.wait({call})
+            if not call.cancelled() and call.exception() is None:
+                # The stream's last event, if the task's queue still takes it (best effort:
+                # the request is going away, and its cancellation is what propagates).
+                with contextlib.suppress(Exception):
+                    await report.close(agent, call.result())
             raise
         return call.result()
     finally:
@@ -311,85 +332,6 @@ async def _drain(
                 getter.cancel()
         if getter.done() and not getter.cancelled():
             yield getter.result()
-
-
-def _agent_message(text: str, data: JSONObject | None = None) -> Message:
-    parts = [new_text_part(text)]
-    if data is not None:
-        parts.append(new_data_part(data))
-    return Message(message_id=_new_id(), role=Role.ROLE_AGENT, parts=parts)
-
-
-def _new_id() -> str:
-    return uuid.uuid4().hex
-
-
-def _pending(agent: Agent) -> JSONObject:
-    calls: list[JSONValue] = [
-        {"id": call.id, "name": call.name, "arguments": call.arguments} for call in agent.pending
-    ]
-    return {"state": agent.state, "pending": calls, "question": agent.question}
-
-
-class _Report:
-    """Turns a run's transitions into the task's status updates and its closing events."""
-
-    def __init__(self, updater: TaskUpdater) -> None:
-        self.updater = updater
-        self.last: Event | None = None
-        self.failure: JSONObject = {}
-
-    @staticmethod
-    def _metadata(event: Event | None) -> dict[str, object] | None:
-        if event is None:
-            return None
-        return {
-            "agentfsm": {
-                "seq": event.seq,
-                "machine": str(event.machine),
-                "event": event.event,
-                "source": event.source,
-                "target": event.target,
-            }
-        }
-
-    async def transition(self, event: Event) -> None:
-        """Report one transition, unless it ends this stretch of the task (see `close`)."""
-        self.last = event
-        if event.machine == MachineName.RUN and event.event == "fail":
-            self.failure = dict(event.data)
-        target = event.target if event.machine == MachineName.RUN else RunState.BUSY
-        reasoned = target in (RunState.COMPLETED, RunState.FAILED)
-        state = A2AState.WORKING if reasoned else project(target).a2a
-        if reasoned or state in _ENDS_THE_STREAM:
-            return  # reported once, by close, after the artifact
-        await self.updater.update_status(TASK_STATES[state], metadata=self._metadata(event))
-
-    async def close(self, agent: Agent, outcome: TurnOutcome) -> None:
-        """The closing events: the reply as an artifact, then the projected status."""
-        state = project(outcome.state, outcome.reason).a2a
-        message: Message | None = None
-        if outcome.state == RunState.COMPLETED and outcome.reply is not None:
-            await self.updater.add_artifact([new_text_part(outcome.reply)], name="reply")
-        elif state == A2AState.INPUT_REQUIRED:
-            text = outcome.question or "Approve or deny the pending tool calls."
-            message = _agent_message(text, _pending(agent))
-        elif outcome.state == RunState.FAILED:
-            detail = self.failure.get("message") or f"the turn ended: {outcome.reason}"
-            message = _agent_message(str(detail), {"reason": outcome.reason})
-        await self.updater.update_status(
-            TASK_STATES[state], message=message, metadata=self._metadata(self.last)
-        )
-
-    async def refused(self, agent: Agent, error: Exception, fresh: bool) -> None:
-        """The run refused the message (nothing changed): say why, in the run's state."""
-        text = f"{type(error).__name__}: {error}"
-        if fresh:
-            await self.updater.reject(_agent_message(text))
-            return
-        state = project(agent.state, agent.reason).a2a
-        data = _pending(agent) if state == A2AState.INPUT_REQUIRED else None
-        await self.updater.update_status(TASK_STATES[state], message=_agent_message(text, data))
 
 
 class _TaskContexts(SimpleRequestContextBuilder):
@@ -431,7 +373,10 @@ class _Handler(DefaultRequestHandler):
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         task: Task = await super().on_cancel_task(params, context)
-        await self._runs.settle_cancel(task.context_id)
+        try:
+            await self._runs.settle_cancel(task.context_id)
+        except Exception as error:  # (the factory's, a store's): not shown to the caller
+            raise InternalError(message=hidden(error, "cancelling a task")) from None
         return task
 
 
@@ -443,8 +388,14 @@ def a2a_app(
     task_store: TaskStore | None = None,
     name: str = "agentfsm",
     description: str | None = None,
+    v0_3: bool = True,
+    stream_grace: float = 0.0,
 ) -> Starlette:
     """A Starlette app serving ``factory``'s agents over A2A: JSON-RPC at ``/``, REST, the card.
+
+    Clients of protocol 1.0 send the header ``A2A-Version: 1.0``; a request without it is
+    one of protocol 0.3, served through the SDK's compatibility layer (``v0_3``), whose
+    card fields (``url``, ``protocolVersion``…) the agent card carries as well.
 
     Args:
         factory: Builds a run's Agent (see `AgentFactory`); it is also called once with a
@@ -455,11 +406,14 @@ def a2a_app(
             (`SQLiteTaskStore`) so that tasks outlive the server, else in memory.
         name: The agent card's name.
         description: The agent card's description.
+        v0_3: Serve clients of protocol 0.3 too (False: they are refused, -32009).
+        stream_grace: Seconds an open stream gets to finish when the server stops (keep
+            it below the server's own graceful shutdown timeout); 0 ends it at once.
     """
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"url must be an http:// or https:// URL, not {url!r}")
     card = agent_card(
-        factory("agent-card", MemoryStore()), url, name=name, description=description
+        factory("agent-card", MemoryStore()), url, name=name, description=description, v0_3=v0_3
     )
     given = task_store
     if task_store is None:
@@ -471,8 +425,10 @@ def a2a_app(
     handler = _Handler(RunExecutor(factory, store), task_store, card)
     routes = [
         *create_agent_card_routes(card),
-        *create_jsonrpc_routes(handler, rpc_url="/"),
-        *create_rest_routes(handler),
+        *create_jsonrpc_routes(
+            handler, rpc_url="/", enable_v0_3_compat=v0_3, shutdown_grace_period=stream_grace
+        ),
+        *create_rest_routes(handler, enable_v0_3_compat=v0_3, shutdown_grace_period=stream_grace),
     ]
     owned = (
         task_store if isinstance(task_store, SQLiteTaskStore) and task_store is not given else None
@@ -487,4 +443,4 @@ def a2a_app(
             if isinstance(owned, SQLiteTaskStore):
                 owned.close()
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(IntegerMetadata)])

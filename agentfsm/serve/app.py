@@ -8,10 +8,16 @@ LISTEN/NOTIFY, or a poll by seq).
 
 Routes (relative to where it is mounted):
 
-- ``GET /``: the runs page; ``GET /runs/{run_id}``: a run's page (static HTML and script).
+- ``GET /``: the runs page; ``GET /run?id=RUN_ID``: a run's page (static HTML and script).
 - ``GET /api/runs``, ``GET /api/runs/{run_id}``: the same data as JSON.
 - ``GET /api/stream/runs``, ``GET /api/stream/runs/{run_id}``: live updates (SSE).
 - ``POST /api/runs/{run_id}/actions``: an operator action (`agentfsm.serve.actions`).
+
+Every run id a store accepts is reachable: ``{run_id}`` may hold ``/``, and each route
+also takes the id as ``?id=`` (``/api/run?id=``, ``/api/stream/run?id=``,
+``/api/run/actions?id=``), which is what the pages use, since a browser rewrites a path
+segment ``.`` or ``..`` before sending it. `agentfsm.serve.guard` decides which requests
+reach these routes (a token, the Host, where an action comes from).
 """
 
 from __future__ import annotations
@@ -19,16 +25,18 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
+from urllib.parse import quote
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -36,6 +44,7 @@ from agentfsm import _checks
 from agentfsm.errors import ActionError
 from agentfsm.serve.actions import AgentFactory, RunDriver, parse_action, perform
 from agentfsm.serve.feed import DEFAULT_INTERVAL, ChangeFeed, PollingFeed
+from agentfsm.serve.guard import Guard
 from agentfsm.serve.stores import open_read_only, open_to_read, sqlite_path
 from agentfsm.serve.views import RUN_STATES, RunRows, diagram_svg, event_view, run_view
 from agentfsm.states.events import Event
@@ -133,6 +142,18 @@ def _view_arguments(
     _checks.seconds("poll_interval", poll_interval)
 
 
+_NO_ID: JSONObject = {
+    "error": "BadRequest",
+    "message": "which run? give its id in the path (api/runs/RUN_ID) or as ?id=RUN_ID",
+}
+
+
+def _run_id(request: Request) -> str | None:
+    """The run a request names: by its path, or by ``?id=`` (any id, ``..`` included)."""
+    run_id = request.path_params.get("run_id") or request.query_params.get("id")
+    return str(run_id) if run_id else None
+
+
 class _LiveView:
     """The app's handlers over one store, one feed and an optional agent factory.
 
@@ -169,11 +190,22 @@ class _LiveView:
     async def run_page(self, request: Request) -> Response:
         return FileResponse(STATIC / "run.html")
 
+    async def old_run_page(self, request: Request) -> Response:
+        """``runs/{run_id}`` (the pages' links before ``run?id=``): the same run's page."""
+        raw = request.scope.get("raw_path") or request.url.path.encode()
+        tail = raw.decode("latin-1").rpartition("/runs/")[2]
+        up = "../" * (tail.count("/") + 1)
+        run_id = quote(request.path_params["run_id"], safe="")
+        return RedirectResponse(f"{up}run?id={run_id}", status_code=308)
+
     async def runs(self, request: Request) -> Response:
         return JSONResponse({"runs": self.rows.rows(), "states": list(RUN_STATES)})
 
     async def run(self, request: Request) -> Response:
-        stream = _RunStream(self.stores.reader, request.path_params["run_id"])
+        run_id = _run_id(request)
+        if run_id is None:
+            return JSONResponse(_NO_ID, status_code=400)
+        stream = _RunStream(self.stores.reader, run_id)
         update = await stream.update(reset=True)
         if update is None:
             return JSONResponse(self._missing(stream.run_id), status_code=404)
@@ -194,7 +226,10 @@ class _LiveView:
         return EventSourceResponse(updates(), ping=15)
 
     async def run_stream(self, request: Request) -> Response:
-        stream = _RunStream(self.stores.reader, request.path_params["run_id"])
+        run_id = _run_id(request)
+        if run_id is None:
+            return JSONResponse(_NO_ID, status_code=400)
+        stream = _RunStream(self.stores.reader, run_id)
 
         async def updates() -> AsyncIterator[ServerSentEvent]:
             seen = self.feed.marks()
@@ -215,7 +250,9 @@ class _LiveView:
         return _sse("run", update)
 
     async def act(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
+        run_id = _run_id(request)
+        if run_id is None:
+            return JSONResponse(_NO_ID, status_code=400)
         try:
             try:
                 body: JSONValue = await request.json()
@@ -235,6 +272,8 @@ def create_app(
     runs: RunDriver | None = None,
     feed: ChangeFeed | None = None,
     poll_interval: float = DEFAULT_INTERVAL,
+    token: str | None = None,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> Starlette:
     """The live web view of a run store, as an ASGI app (Starlette).
 
@@ -253,6 +292,15 @@ def create_app(
         feed: Where live updates come from (default: `default_feed`: a PostgreSQL store's
             notifications, or else a poll of the store every ``poll_interval`` seconds).
         poll_interval: Seconds between two polls of the default feed.
+        token: A secret every request must carry (``?token=`` once, which sets a cookie;
+            or the header ``Authorization: token …``): `agentfsm.serve.guard`. None (the
+            default) asks for none: the application mounting the view authenticates its
+            users itself. ``agentfsm ui`` always passes one (unless ``--no-token``).
+        allowed_hosts: The names the ``Host`` header may give (None: any), against DNS
+            rebinding; ``agentfsm ui`` passes the address it is bound to.
+
+    Whatever the token, an action (a ``POST``) is taken only with a JSON body and, when
+    the browser names an ``Origin``, from the view's own origin.
 
     Returns:
         The app; serve it with uvicorn or mount it in your own Starlette or FastAPI app.
@@ -264,8 +312,11 @@ def create_app(
         TypeError: An argument of the wrong kind (a ``store`` that is neither a URL, a
             path nor a `RunStore`; an ``agent`` that is not callable; a ``runs`` without
             ``get``; a ``feed`` that is no `ChangeFeed`; a ``poll_interval`` not a number).
-        ValueError: A ``poll_interval`` not > 0.
+        ValueError: A ``poll_interval`` not > 0, or an empty ``token``.
     """
+    if token is not None and (not isinstance(token, str) or not token):
+        raise ValueError(f"token must be a non-empty string or None, not {token!r}")
+    hosts = None if allowed_hosts is None else [str(host) for host in allowed_hosts]
     view = _LiveView(store, agent=agent, runs=runs, feed=feed, poll_interval=poll_interval)
 
     @asynccontextmanager
@@ -278,14 +329,19 @@ def create_app(
 
     routes = [
         Route("/", view.runs_page),
-        Route("/runs/{run_id}", view.run_page),
+        Route("/run", view.run_page),
+        Route("/runs/{run_id:path}", view.old_run_page),
         Route("/api/runs", view.runs),
-        Route("/api/runs/{run_id}", view.run),
-        Route("/api/runs/{run_id}/actions", view.act, methods=["POST"]),
+        Route("/api/run", view.run),
+        Route("/api/run/actions", view.act, methods=["POST"]),
+        Route("/api/stream/run", view.run_stream),
+        Route("/api/runs/{run_id:path}/actions", view.act, methods=["POST"]),
+        Route("/api/runs/{run_id:path}", view.run),
         Route("/api/stream/runs", view.runs_stream),
-        Route("/api/stream/runs/{run_id}", view.run_stream),
+        Route("/api/stream/runs/{run_id:path}", view.run_stream),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    guard = Middleware(Guard, token=token, hosts=hosts)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard])
     app.state.view = view
     return app

@@ -6,70 +6,86 @@ created, and its password is never printed.
 The socket is bound before anything is printed, so the URL printed is one that answers
 (``--port 0`` picks a free port and prints it). With ``--temporal HOST:PORT --task-queue Q``
 the store's runs are runs on Temporal, and the view's actions are their workflows' updates.
+
+Every request needs the token printed in the URL (`agentfsm.serve.guard`): one generated
+at start, or ``--token`` / ``AGENTFSM_UI_TOKEN``; ``--no-token`` only on a loopback address,
+with a warning. SIGTERM and SIGINT stop it cleanly (`agentfsm.serve.serving`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
+import ipaddress
+import secrets
 import socket
 import sys
-from typing import TextIO
-
-import uvicorn
+from collections.abc import Sequence
+from typing import TextIO, cast
 
 from agentfsm.errors import StoreError
 from agentfsm.serve.actions import AgentFactory, RunDriver
 from agentfsm.serve.app import create_app
+from agentfsm.serve.guard import LOOPBACK_HOSTS, host_name
+from agentfsm.serve.serving import (
+    DEFAULT_GRACE,
+    CommandError,
+    bind,
+    import_factory,
+    serve,
+    where,
+)
 from agentfsm.serve.stores import shown
 
-
-class UICommandError(Exception):
-    """An expected failure of ``agentfsm ui``: printed as one line, exit code 1."""
+UICommandError = CommandError
+"""An expected failure of ``agentfsm ui``: printed as one line, exit code 1."""
 
 
 def load_factory(spec: str) -> AgentFactory:
-    """The agent factory ``MODULE:FUNCTION`` names (imported as Python would import it).
+    """The agent factory ``MODULE:FUNCTION`` names, the current directory importable.
+
+    As ``agentfsm serve-a2a`` and ``agentfsm worker`` import theirs.
 
     Raises:
         UICommandError: The spec is not ``MODULE:FUNCTION``, the module cannot be
             imported, or it has no such callable.
     """
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise UICommandError(
-            f"--agent is {spec!r}; expected MODULE:FUNCTION, e.g. myapp.agents:make_agent"
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise UICommandError(
-            f"--agent {spec!r}: cannot import {module_name!r} ({error})"
-        ) from error
-    factory = getattr(module, attribute, None)
-    if not callable(factory):
-        raise UICommandError(
-            f"--agent {spec!r}: {module_name!r} has no callable {attribute!r}; it should be "
-            "a function (run_id, store) -> Agent"
-        )
-    loaded: AgentFactory = factory
+    loaded = cast(AgentFactory, import_factory(spec))
     return loaded
 
 
-def _bind(host: str, port: int) -> socket.socket:
+_bind = bind
+
+
+def access(host: str, bound: str, token: str | None, allow: Sequence[str]) -> list[str] | None:
+    """The names the ``Host`` header may give: the bound address's, and those allowed.
+
+    A loopback address answers to ``localhost``, ``127.0.0.1`` and ``::1``; a wildcard one
+    (``0.0.0.0``, ``::``) to this machine's names as well; ``--allow-host '*'`` to any.
+
+    Raises:
+        UICommandError: ``--no-token`` on an address other than a loopback one.
+    """
+    loopback = _is_loopback(bound)
+    if token is None and not loopback:
+        raise UICommandError(
+            f"--no-token serves the view to anyone who can reach {host}; it is only allowed "
+            "on a loopback address (--host 127.0.0.1, localhost or ::1)"
+        )
+    if "*" in allow:
+        return None
+    hosts = {host, bound, *allow}
+    if loopback or bound in ("0.0.0.0", "::"):
+        hosts |= LOOPBACK_HOSTS
+    if bound in ("0.0.0.0", "::"):
+        hosts |= {socket.gethostname(), socket.getfqdn()}
+    return sorted(host_name(name) for name in hosts)
+
+
+def _is_loopback(address: str) -> bool:
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except OSError as error:
-        raise UICommandError(f"cannot listen on {host}:{port} ({error})") from error
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)  # connections wait in the backlog until uvicorn serves them
-    except OSError as error:
-        sock.close()
-        raise UICommandError(f"cannot listen on {host}:{port} ({error})") from error
-    return sock
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def temporal_driver(target: str, task_queue: str | None) -> RunDriver:
@@ -105,43 +121,60 @@ def ui_command(
     *,
     temporal: str | None = None,
     task_queue: str | None = None,
+    token: str | None = "",
+    allow_hosts: Sequence[str] = (),
+    grace: float = DEFAULT_GRACE,
+    err: TextIO | None = None,
 ) -> int:
-    """Serve the view of ``store`` (a URL or path) on ``host:port`` until interrupted.
+    """Serve the view of ``store`` (a URL or path) on ``host:port`` until SIGTERM or SIGINT.
 
     ``temporal`` (``HOST:PORT``) and ``task_queue``: the store's runs run on Temporal; the
     view's actions are sent to their workflows (`agentfsm.temporal.TemporalRuns`).
+    ``token``: the secret every request must carry (``""``: a new one; None: none, only on a
+    loopback address). ``allow_hosts``: more names the ``Host`` header may give. ``grace``:
+    seconds the requests in flight get to finish at shutdown.
 
     Returns:
         The exit code: 0 once stopped, 1 if it could not start (the reason on stderr).
     """
+    err = err if err is not None else sys.stderr
+    secret = token if token is None or token else secrets.token_hex(24)
     try:
         factory = load_factory(agent) if agent is not None else None
         driver = temporal_driver(temporal, task_queue) if temporal is not None else None
-        sock = _bind(host, port)
+        sock = bind(host, port)
     except UICommandError as error:
-        print(f"agentfsm ui: error: {error}", file=sys.stderr)
+        print(f"agentfsm ui: error: {error}", file=err)
         return 1
     try:
-        app = create_app(store, agent=factory, runs=driver)
-    except StoreError as error:
+        hosts = access(host, sock.getsockname()[0], secret, allow_hosts)
+        app = create_app(store, agent=factory, runs=driver, token=secret, allowed_hosts=hosts)
+    except (StoreError, UICommandError) as error:
         sock.close()
-        print(f"agentfsm ui: error: {error}", file=sys.stderr)
+        print(f"agentfsm ui: error: {error}", file=err)
         return 1
-    bound_host, bound_port = sock.getsockname()[:2]
-    host_shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    where = f"http://{host_shown}:{bound_port}/"
-    print(f"agentfsm ui: serving {shown(store)} at {where}", file=out, flush=True)
-    if driver is not None:
+    url = where(sock) + "/" + (f"?token={secret}" if secret is not None else "")
+    print(f"agentfsm ui: serving {shown(store)} at {url}", file=out, flush=True)
+    if secret is None:
         print(
-            f"  (runs on Temporal at {temporal}: actions are their updates)", file=out, flush=True
+            "agentfsm ui: WARNING: --no-token: every program and every web page this "
+            "machine's browser opens can read these runs and act on them",
+            file=err,
+            flush=True,
         )
-    elif factory is None:
+    _say_what_acts(out, temporal if driver is not None else None, factory is not None)
+    with sock:
+        serve(app, sock, grace, out, "agentfsm ui")
+    return 0
+
+
+def _say_what_acts(out: TextIO, temporal: str | None, agent: bool) -> None:
+    if temporal is not None:
+        print(f"  (runs on Temporal at {temporal}: actions are their updates)", file=out)
+    elif not agent:
         print(
             "  (no --agent MODULE:FUNCTION: approving, denying and answering are off; "
             "pause, resume and cancel work)",
             file=out,
-            flush=True,
         )
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    server.run(sockets=[sock])
-    return 0
+    print("  (Ctrl-C or SIGTERM stops it)", file=out, flush=True)

@@ -286,10 +286,15 @@ def tool_error(
 ) -> Exception:
     """The exception a failed tool activity stands for, as the ToolSystem records it."""
     cause = error.cause
+    again = "" if declared.idempotent else ", since the tool is not idempotent"
+    if _cut_by_shutdown(cause):
+        return ToolOutcomeUnknown(
+            "the worker running the call shut down before the call finished (its grace "
+            f"period ran out) and its outcome is unknown; it was not run again{again}"
+        )
     if isinstance(cause, ApplicationError):
         return from_failure(cause)
     if isinstance(cause, TimeoutError) and cause.type is TimeoutType.HEARTBEAT:
-        again = "" if declared.idempotent else ", since the tool is not idempotent"
         return ToolOutcomeUnknown(
             f"the worker running the call stopped answering (no heartbeat for "
             f"{settings.heartbeat_timeout:g}s) and its outcome is unknown; it was not run "
@@ -297,6 +302,23 @@ def tool_error(
         )
     timeout = declared.timeout if declared.timeout is not None else settings.tool_timeout
     return ToolTimeoutError(declared.name, call_id, timeout)
+
+
+WORKER_SHUTDOWN = "WorkerShutdown"
+"""The failure type Temporal gives an activity its worker cut at shutdown (grace run out)."""
+
+
+def _cut_by_shutdown(cause: BaseException | None) -> bool:
+    """Whether a tool activity failed because its worker shut down mid-call.
+
+    The body may have had its effect: for the model that is "outcome unknown", never an
+    ordinary error that invites it to call the tool again.
+    """
+    if not isinstance(cause, ApplicationError):
+        return False
+    return cause.type == WORKER_SHUTDOWN or (
+        cause.type is None and str(cause.message).startswith("Worker shutting down")
+    )
 
 
 def _kept(before: Sequence[object], now: Sequence[object]) -> int:

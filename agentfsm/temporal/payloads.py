@@ -31,6 +31,9 @@ LOCAL_MODEL_PATCH = "agentfsm.local-model-calls.v1"
 activities (`RunSettings.local_model_calls`): a run begun by a worker that did not know the
 setting goes on with activities."""
 
+DEFAULT_GRACE = 10.0
+"""Seconds a stopping worker gives the activities in flight (``agentfsm worker --grace``)."""
+
 UPDATES = ("submit", "resolve_action", "provide_input", "pause", "resume", "cancel", "shutdown")
 """The lifecycle events a client sends, each a Temporal update of that name."""
 QUERY_STATE = "state"

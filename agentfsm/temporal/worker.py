@@ -7,7 +7,8 @@ is `run_worker`; `create_worker` is the API beneath it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
@@ -16,7 +17,7 @@ from temporalio.worker import Replayer, Worker
 from agentfsm import _checks
 from agentfsm.stores.base import RunStore
 from agentfsm.temporal.activities import RunActivities
-from agentfsm.temporal.payloads import DEFAULT_AGENT, RunSettings
+from agentfsm.temporal.payloads import DEFAULT_AGENT, DEFAULT_GRACE, RunSettings
 from agentfsm.temporal.template import (
     TEMPLATES,
     AgentFactory,
@@ -114,8 +115,17 @@ async def run_worker(
     store: str,
     namespace: str = "default",
     name: str = DEFAULT_AGENT,
+    grace: float = DEFAULT_GRACE,
+    until: Awaitable[object] | None = None,
+    on_ready: Callable[[], None] | None = None,
+    **options: Any,
 ) -> None:
-    """Connect to ``target`` and run a worker until cancelled (the ``worker`` command).
+    """Connect to ``target`` and run a worker until ``until`` completes (the ``worker`` command).
+
+    Then it shuts down gracefully: it stops polling for tasks, gives the activities in
+    flight ``grace`` seconds to finish, and cancels the others; a tool call cut so ends
+    "outcome unknown" (`ToolOutcomeUnknown`) for the model, and the run goes on on another
+    worker of the queue. The store is closed last.
 
     Args:
         target: The Temporal frontend, ``HOST:PORT``.
@@ -124,12 +134,27 @@ async def run_worker(
         store: The store's URL or SQLite path (``agentfsm runs`` reads the same one).
         namespace: The Temporal namespace.
         name: The name the agent runs under.
+        grace: Seconds the activities in flight get to finish at shutdown.
+        until: Run until this completes (None: until cancelled).
+        on_ready: Called once the worker polls its task queue.
+        **options: Passed to `create_worker` (``max_cached_workflows``,
+            ``sticky_queue_schedule_to_start_timeout``…).
     """
     from agentfsm.stores.urls import open_store
 
+    _checks.seconds("grace", grace, zero=True)
     factory = load_factory(agent)
     client = await Client.connect(target, namespace=namespace)
     with open_store(store) as opened:
-        worker = create_worker(client, task_queue=task_queue, agents={name: factory}, store=opened)
+        worker = create_worker(
+            client,
+            task_queue=task_queue,
+            agents={name: factory},
+            store=opened,
+            graceful_shutdown_timeout=timedelta(seconds=grace),
+            **options,
+        )
         async with worker:
-            await asyncio.Event().wait()
+            if on_ready is not None:
+                on_ready()
+            await (until if until is not None else asyncio.Event().wait())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import threading
 from collections.abc import Awaitable, Callable
@@ -234,7 +235,12 @@ async def _thread_with_timeout(
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, value, error)
 
-    threading.Thread(target=work, name=f"agentfsm-tool-{tool.name}", daemon=True).start()
+    # The body sees the caller's context (its current span, its context variables), as in
+    # asyncio.to_thread: a thread of its own would start with an empty one.
+    context = contextvars.copy_context()
+    threading.Thread(
+        target=context.run, args=(work,), name=f"agentfsm-tool-{tool.name}", daemon=True
+    ).start()
     try:
         done, _ = await asyncio.wait({future}, timeout=tool.timeout)
     finally:

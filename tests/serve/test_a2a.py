@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 
@@ -193,8 +194,10 @@ def test_cancelling_a_working_task_cancels_the_turn_at_its_next_boundary(
     async def cancel_then_let_the_tool_finish(
         self: RunExecutor, context: RequestContext, event_queue: EventQueue
     ) -> None:
+        # The tool is running when the cancel comes: the boundary is after it, once the
+        # cancel (asked for at once, without waiting) lets it finish.
+        asyncio.get_running_loop().call_soon(BLOCK.set)
         await cancel(self, context, event_queue)
-        BLOCK.set()  # the tool was running when the cancel came: the boundary is after it
 
     monkeypatch.setattr(RunExecutor, "cancel", cancel_then_let_the_tool_finish)
 
@@ -220,10 +223,14 @@ def test_cancelling_a_working_task_cancels_the_turn_at_its_next_boundary(
         return cancelled, seen
 
     try:
-        task, _ = run(talk())
+        task, seen = run(talk())
     finally:
         BLOCK.set()
     assert task.status.state == TaskState.TASK_STATE_CANCELED
+    # The stream ends at the terminal state, as the protocol says: canceled, not working.
+    last = seen[-1]
+    assert last.HasField("status_update"), seen[-1]
+    assert last.status_update.status.state == TaskState.TASK_STATE_CANCELED
     snapshot = server.store.load(run_id)
     assert snapshot is not None
     assert (snapshot.state, snapshot.reason) == ("failed", "cancelled")
@@ -346,6 +353,58 @@ def test_a_turn_that_fails_in_a_hook_fails_its_task_with_the_error(server: Serve
     assert stored(server, run_id) == ("failed", "error", 1)
 
 
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "send"])
+def test_a_model_error_fails_the_task_and_its_text_stays_in_the_servers_log(
+    server: Served, run_id: str, streaming: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    script_for(run_id).fail(RuntimeError("cannot reach db password=hunter2 host=db.internal"))
+
+    async def talk() -> list[StreamResponse]:
+        a2a = await client(server.url, streaming=streaming)
+        return await collect(a2a, text_message("Hi", context_id=run_id))
+
+    with caplog.at_level("ERROR", logger="agentfsm.serve.a2a"):
+        responses = run(talk())
+    last = responses[-1]
+    status = last.status_update.status if last.HasField("status_update") else last.task.status
+    assert status.state == TaskState.TASK_STATE_FAILED  # the stream ends at it
+    text = get_text_parts(status.message.parts)[0]
+    assert "hunter2" not in text
+    assert "db.internal" not in text
+    assert text.startswith("internal error (id ")
+    ref = text.split("(id ")[1].split(")")[0]
+    [record] = [r for r in caplog.records if ref in r.getMessage()]
+    assert record.exc_info is not None
+    assert "hunter2" in str(record.exc_info[1])  # the details are in the server's log
+    assert stored(server, run_id) == ("failed", "error", 1)
+
+
+def test_a_failing_factory_fails_the_task_without_its_text(tmp_path: Path) -> None:
+    def broken(run_id: str, store: object) -> object:
+        if run_id == "agent-card":
+            return factory(run_id, MemoryStore())
+        raise RuntimeError("secret=s3cr3t")
+
+    url = "http://127.0.0.1:9"
+    app = a2a_app(broken, MemoryStore(), url)  # type: ignore[arg-type]
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Hi"}]}},
+    }
+
+    async def send() -> dict[str, object]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url=url) as http:
+            answer = await http.post("/", json=body, headers={"A2A-Version": "1.0"})
+            return dict(answer.json())
+
+    answer = asyncio.run(send())
+    assert "s3cr3t" not in str(answer)
+    assert "internal error (id " in str(answer)
+
+
 def test_the_rest_binding_serves_the_same_runs(server: Served, run_id: str) -> None:
     script_for(run_id).text("Over REST.")
 
@@ -397,3 +456,50 @@ def test_a2a_app_wants_an_http_url(tmp_path: Path) -> None:
 @pytest.fixture(autouse=True)
 def _forget_scripts() -> None:
     SCRIPTS.clear()
+
+
+def test_a_client_of_protocol_0_3_is_served_through_the_compatibility_layer(
+    server: Served, run_id: str
+) -> None:
+    script_for(run_id).text("Hello, 0.3.")
+    message = {
+        "messageId": "m-03",
+        "role": "user",
+        "parts": [{"kind": "text", "text": "Hi"}],
+        "contextId": run_id,
+        "kind": "message",
+    }
+    body = {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": message}}
+    card = httpx.get(server.url + "/.well-known/agent-card.json", timeout=10).json()
+    assert card["url"] == server.url  # the 0.3 fields, beside the 1.0 ones
+    assert card["protocolVersion"].startswith("0.3")
+    answer = httpx.post(server.url + "/", json=body, timeout=30).json()  # no A2A-Version
+    task = answer["result"]
+    assert task["status"]["state"] == "completed"
+    assert task["artifacts"][0]["parts"][0]["text"] == "Hello, 0.3."
+    # A request of 1.0 must say so; without the header it is refused, not misread.
+    body10 = {**body, "method": "SendMessage", "params": {"message": {"messageId": "x"}}}
+    refused = httpx.post(server.url + "/", json=body10, timeout=30).json()
+    assert refused["error"]["code"] == -32009
+
+
+def test_whole_numbers_of_the_metadata_are_sent_as_integers(server: Served, run_id: str) -> None:
+    script_for(run_id).tool_call("weather", city="Oslo").text("Sunny.")
+    message = {"messageId": "m-int", "role": "ROLE_USER", "parts": [{"text": "Hi"}]}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendStreamingMessage",
+        "params": {"message": {**message, "contextId": run_id}},
+    }
+    headers = {"A2A-Version": "1.0"}
+    seqs: list[object] = []
+    with httpx.stream("POST", server.url + "/", json=body, headers=headers, timeout=30) as sse:
+        for line in sse.iter_lines():
+            if line.startswith("data: "):
+                update = json.loads(line[6:])["result"].get("statusUpdate")
+                if update is not None:
+                    seqs.append(update["metadata"]["agentfsm"]["seq"])
+    assert seqs
+    assert all(type(seq) is int for seq in seqs), seqs  # 5, not 5.0
+    assert seqs == sorted(seqs)

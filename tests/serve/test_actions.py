@@ -171,8 +171,11 @@ def test_a_bad_request_names_the_field(
 
 
 def test_a_body_that_is_not_json_is_a_bad_request(client: TestClient) -> None:
-    answer = client.post("/api/runs/trip/actions", content=b"{nope")
+    headers = {"content-type": "application/json"}
+    answer = client.post("/api/runs/trip/actions", content=b"{nope", headers=headers)
     assert (answer.status_code, answer.json()["error"]) == (400, "BadRequest")
+    untyped = client.post("/api/runs/trip/actions", content=b'{"action": "pause"}')
+    assert (untyped.status_code, untyped.json()["error"]) == (415, "NotJSON")
 
 
 def test_an_unknown_run_is_not_found(client: TestClient) -> None:

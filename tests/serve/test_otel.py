@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from typing import ClassVar
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import INVALID_SPAN, SpanKind, StatusCode
 
 from agentfsm import Agent, Event, ScriptedModel, tool
 from agentfsm.errors import ModelCallError
 from agentfsm.fsm.trace import LLMCallTrace, ToolExecutionTrace
-from agentfsm.llm.base import Usage
+from agentfsm.llm.base import DeltaKind, DeltaListener, ModelDelta, ModelResponse, Usage
 from agentfsm.serve.otel import TRANSITION_EVENT, OTelListener, instrument
+from agentfsm.states.json import JSONObject
+from agentfsm.states.messages import Message
 
 
 @tool
@@ -235,3 +240,186 @@ def test_spans_account_for_every_model_call_tool_call_and_transition(steps: list
     assert all(span.end_time is not None for span in turns)
     failed = [s for s in turns if s.attributes["agentfsm.state"] == "failed"]
     assert all(s.status.status_code == StatusCode.ERROR for s in failed)
+
+
+# -- the conventions' attribute lists (semantic-conventions v1.41, GenAI spans) --------------
+
+CHAT_REQUIRED = {"gen_ai.operation.name", "gen_ai.provider.name"}
+CHAT_CONDITIONAL = {  # each condition holds for the model below
+    "gen_ai.conversation.id",  # when available
+    "gen_ai.request.model",  # if available
+    "gen_ai.request.seed",  # if the request includes a seed
+    "gen_ai.request.stream",  # if the request is streaming
+    "server.port",  # if server.address is set
+}
+CHAT_RECOMMENDED = {
+    "gen_ai.request.frequency_penalty",
+    "gen_ai.request.max_tokens",
+    "gen_ai.request.presence_penalty",
+    "gen_ai.request.stop_sequences",
+    "gen_ai.request.temperature",
+    "gen_ai.request.top_k",
+    "gen_ai.request.top_p",
+    "gen_ai.response.finish_reasons",
+    "gen_ai.response.model",
+    "gen_ai.response.time_to_first_chunk",  # if the request was a streaming request
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "server.address",
+}
+NOT_REPORTED = {  # the Agent's model calls do not report these (see docs/serving.md)
+    "gen_ai.response.id",
+    "gen_ai.usage.cache_creation.input_tokens",
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.reasoning.output_tokens",
+}
+AGENT_REQUIRED = {"gen_ai.operation.name", "gen_ai.provider.name"}
+AGENT_CONDITIONAL = {"gen_ai.agent.name", "gen_ai.conversation.id", "gen_ai.request.model"}
+AGENT_RECOMMENDED = {
+    "gen_ai.request.frequency_penalty",
+    "gen_ai.request.max_tokens",
+    "gen_ai.request.presence_penalty",
+    "gen_ai.request.stop_sequences",
+    "gen_ai.request.temperature",
+    "gen_ai.request.top_p",
+    "gen_ai.response.finish_reasons",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+}
+TOOL_REQUIRED = {"gen_ai.operation.name", "gen_ai.tool.name"}
+TOOL_RECOMMENDED = {"gen_ai.tool.call.id", "gen_ai.tool.description", "gen_ai.tool.type"}
+
+TRACER = TracerProvider()
+EXPORTER = InMemorySpanExporter()
+TRACER.add_span_processor(SimpleSpanProcessor(EXPORTER))
+
+
+class StreamingModel:
+    """A model as `OpenAIModel` describes itself: a server, settings, a stream."""
+
+    name = "gpt-4o-mini"
+    base_url = "https://llm.internal:8443/v1"
+    stream = True
+    settings: ClassVar[dict[str, object]] = {
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "top_k": 40,
+        "max_tokens": 256,
+        "frequency_penalty": 0.1,
+        "presence_penalty": 0.0,
+        "stop": ["END"],
+        "seed": 7,
+    }
+
+    def __init__(self, script: ScriptedModel) -> None:
+        self.script = script
+        self.inside: list[str] = []
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[JSONObject],
+        on_retry: object = None,
+        on_delta: DeltaListener | None = None,
+    ) -> ModelResponse:
+        # A span the model client opens (an HTTP instrumentation's) is a child of chat.
+        with TRACER.get_tracer("http").start_as_current_span("POST /v1/chat/completions"):
+            self.inside.append(
+                trace.get_current_span().get_span_context().span_id.to_bytes(8).hex()
+            )
+        if on_delta is not None:
+            on_delta(ModelDelta(DeltaKind.TEXT, "…"))
+        response = await self.script.complete(messages, tools)
+        usage = Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12)
+        return response.model_copy(update={"model": "gpt-4o-mini-2024-07-18", "usage": usage})
+
+
+@tool(timeout=5.0)  # (a sync body with a timeout runs in a thread of its own)
+def lookup(city: str) -> str:
+    """Look a city up in the application's own index."""
+    with TRACER.get_tracer("app").start_as_current_span("app.index.lookup"):
+        return f"found {city}"
+
+
+def _attributes(span: ReadableSpan) -> set[str]:
+    assert span.attributes is not None
+    return set(span.attributes)
+
+
+def test_each_span_carries_the_conventions_required_and_recommended_attributes() -> None:
+    EXPORTER.clear()
+    model = StreamingModel(ScriptedModel().tool_call("lookup", city="Oslo").text("Found."))
+    agent = Agent(model, [lookup], run_id="conv-1")  # type: ignore[arg-type]
+    instrument(agent, TRACER.get_tracer("test"), agent_name="helper")
+    agent.start()
+    assert agent.submit("Find Oslo").reply == "Found."
+    spans = {span.name: span for span in EXPORTER.get_finished_spans()}
+    chat = [s for s in EXPORTER.get_finished_spans() if s.name == "chat gpt-4o-mini"]
+    turn, run_tool = spans["invoke_agent helper"], spans["execute_tool lookup"]
+
+    assert len(chat) == 2  # named after the model asked for, not the one that answered
+    for call in chat:
+        present = _attributes(call)
+        assert present >= CHAT_REQUIRED | CHAT_CONDITIONAL | CHAT_RECOMMENDED, (
+            CHAT_REQUIRED | CHAT_CONDITIONAL | CHAT_RECOMMENDED
+        ) - present
+        assert not present & NOT_REPORTED
+        assert call.attributes is not None
+        assert call.attributes["gen_ai.request.model"] == "gpt-4o-mini"
+        assert call.attributes["gen_ai.response.model"] == "gpt-4o-mini-2024-07-18"
+        assert call.attributes["gen_ai.provider.name"] == "tests"  # (the model's package)
+        assert (call.attributes["server.address"], call.attributes["server.port"]) == (
+            "llm.internal",
+            8443,
+        )
+        assert call.attributes["gen_ai.request.stream"] is True
+        assert call.attributes["gen_ai.request.stop_sequences"] == ("END",)
+        assert call.attributes["gen_ai.conversation.id"] == "conv-1"
+    present = _attributes(turn)
+    assert present >= AGENT_REQUIRED | AGENT_CONDITIONAL | AGENT_RECOMMENDED, (
+        AGENT_REQUIRED | AGENT_CONDITIONAL | AGENT_RECOMMENDED
+    ) - present
+    assert turn.attributes is not None
+    assert turn.attributes["gen_ai.usage.input_tokens"] == 20  # both calls, in total
+    assert turn.attributes["gen_ai.usage.output_tokens"] == 4
+    assert turn.attributes["gen_ai.request.model"] == "gpt-4o-mini"
+    assert _attributes(run_tool) >= TOOL_REQUIRED | TOOL_RECOMMENDED
+    assert run_tool.attributes is not None
+    assert run_tool.attributes["gen_ai.tool.description"] == (
+        "Look a city up in the application's own index."
+    )
+
+
+def test_spans_opened_inside_a_tool_and_a_model_call_are_children_of_theirs() -> None:
+    EXPORTER.clear()
+    script = ScriptedModel().tool_call("lookup", city="Oslo").text("Found.")
+    model = StreamingModel(script)
+    agent = Agent(model, [lookup])  # type: ignore[arg-type]
+    instrument(agent, TRACER.get_tracer("test"))
+    agent.start()
+    with TRACER.get_tracer("app").start_as_current_span("app.request") as request:
+        agent.submit("Find Oslo")
+    spans = {span.name: span for span in EXPORTER.get_finished_spans()}
+    inner, run_tool = spans["app.index.lookup"], spans["execute_tool lookup"]
+    turn = spans["invoke_agent agentfsm"]
+    assert inner.parent is not None
+    assert inner.parent.span_id == run_tool.context.span_id  # not the app's request span
+    assert run_tool.parent is not None
+    assert run_tool.parent.span_id == turn.context.span_id
+    assert turn.parent is not None
+    assert turn.parent.span_id == request.get_span_context().span_id  # the app's trace
+    http = [s for s in EXPORTER.get_finished_spans() if s.name.startswith("POST")]
+    chats = [s for s in EXPORTER.get_finished_spans() if s.name.startswith("chat")]
+    assert [h.parent.span_id for h in http if h.parent] == [c.context.span_id for c in chats]
+    assert trace.get_current_span() is INVALID_SPAN  # nothing of ours is left current
+
+
+def test_a_cancelled_wait_has_the_turn_it_belongs_to() -> None:
+    traced = Traced(ScriptedModel().tool_call("transfer", amount=5))
+    traced.agent.submit("Pay")
+    traced.agent.cancel()
+    first, last = traced.spans("invoke_agent")
+    assert last.attributes is not None
+    assert first.attributes is not None
+    assert last.attributes["agentfsm.turn"] == first.attributes["agentfsm.turn"] == 1
+    assert last.attributes["gen_ai.provider.name"] == "agentfsm.scripted"

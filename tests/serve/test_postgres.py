@@ -282,11 +282,10 @@ def test_agentfsm_ui_serves_a_postgres_store_without_printing_its_password(
     with _serve(command, ROOT) as first:
         assert first.startswith("agentfsm ui: serving postgresql://agentfsm:***@/db_"), first
         assert SECRET not in first
-        url = first.split(" at ")[1].strip()
-        assert [r["run_id"] for r in httpx.get(url + "api/runs", timeout=10).json()["runs"]] == [
-            "trip"
-        ]
-        answer = httpx.post(url + "api/runs/trip/actions", json={"action": "pause"}, timeout=10)
+        url, _, token = first.split(" at ")[1].strip().partition("?token=")
+        with httpx.Client(headers={"Authorization": f"token {token}"}, timeout=10) as http:
+            assert [r["run_id"] for r in http.get(url + "api/runs").json()["runs"]] == ["trip"]
+            answer = http.post(url + "api/runs/trip/actions", json={"action": "pause"})
         assert answer.json()["state"] == "paused"
     with open_store(pg_url) as store:
         snapshot = store.load("trip")

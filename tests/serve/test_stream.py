@@ -164,8 +164,8 @@ def test_the_pages_and_their_assets_are_served_from_the_package(store_path: Path
     with serving(create_app(store_path)) as url:
         for path, words in [
             ("", "agentfsm runs"),
-            ("runs/trip", 'id="diagram"'),
-            ("static/run.js", "../api/stream/runs/"),
+            ("run?id=trip", 'id="diagram"'),
+            ("static/run.js", '"api/stream/run"'),
             ("static/app.css", "#diagram"),
         ]:
             answer = httpx.get(url + path)

@@ -94,11 +94,12 @@ def test_agentfsm_ui_drives_temporal_runs(temporal_target: str, tmp_path: Path) 
                     assert server.stdout is not None
                     line = asyncio.to_thread(server.stdout.readline)
                     first = await within(30, line, "agentfsm ui's first line")
-                    url = first.split(" at ")[1].strip()
+                    url, _, token = first.split(" at ")[1].strip().partition("?token=")
                     line = asyncio.to_thread(server.stdout.readline)
                     assert "runs on Temporal" in await within(30, line, "its second line")
                     decisions = {waiting.pending[0].id: "approve"}
-                    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+                    auth = {"Authorization": f"token {token}"}
+                    async with httpx.AsyncClient(base_url=url, timeout=30, headers=auth) as http:
                         answer = await http.post(
                             "api/runs/cli-pay/actions",
                             json={"action": "resolve", "decisions": decisions},

@@ -22,11 +22,15 @@ function when(seconds) {
   return new Date(seconds * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
 }
 
-// An EventSource that shows whether the page is live, and reconnects as browsers do.
-function live(url, handlers) {
+// An EventSource that shows whether the page is live, and reconnects as browsers do;
+// quiet() true keeps the badge as the page set it (a run that is not there is not live).
+function live(url, handlers, quiet) {
   const badge = document.getElementById("live");
   const source = new EventSource(url);
-  source.onopen = () => { badge.textContent = "live"; badge.className = "live on"; };
+  source.onopen = () => {
+    if (quiet && quiet()) return;
+    badge.textContent = "live"; badge.className = "live on";
+  };
   source.onerror = () => { badge.textContent = "reconnecting…"; badge.className = "live off"; };
   for (const [name, handler] of Object.entries(handlers)) {
     source.addEventListener(name, (message) => handler(JSON.parse(message.data)));

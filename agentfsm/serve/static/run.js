@@ -2,9 +2,11 @@
 // all redrawn from the SSE stream as each event lands in the store.
 "use strict";
 
-const runId = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop());
-const api = "../api/runs/" + encodeURIComponent(runId);
+// The run's id is the query's (run?id=…): a path segment could not hold "." or "..".
+const runId = new URLSearchParams(location.search).get("id") || "";
+const query = "?id=" + encodeURIComponent(runId);
 let run = null;
+let missing = false;
 
 document.getElementById("run-id").textContent = runId;
 document.title = "agentfsm run " + runId;
@@ -62,20 +64,22 @@ function showMessage(message) {
   return item;
 }
 
+// Only what the run's state allows (the table's events from it); nothing for no run.
 function showActions(view) {
-  const allowed = new Set(view.allowed);
+  const allowed = new Set(view ? view.allowed : []);
+  const pending = view ? view.pending : [];
   const decisions = document.getElementById("decisions");
-  decisions.hidden = !(allowed.has("resolve_action") && view.pending.length);
-  document.getElementById("pending").replaceChildren(...view.pending.map((call) => el("li", {},
+  decisions.hidden = !(allowed.has("resolve_action") && pending.length);
+  document.getElementById("pending").replaceChildren(...pending.map((call) => el("li", {},
     el("code", {text: callText(call)}), " ",
     el("select", {"data-call": call.id, "aria-label": "decision for " + call.id},
       el("option", {value: "approve", text: "approve"}), el("option", {value: "deny", text: "deny"})),
   )));
   const answer = document.getElementById("answer");
   answer.hidden = !allowed.has("provide_input");
-  document.getElementById("question").textContent = view.question || "";
+  document.getElementById("question").textContent = (view && view.question) || "";
   // While busy, the process running the turn owns the run: the view offers nothing.
-  const idle = view.state !== "busy";
+  const idle = view !== null && view.state !== "busy";
   for (const button of document.querySelectorAll("button[data-event]")) {
     button.hidden = !(idle && allowed.has(button.dataset.event));
   }
@@ -90,7 +94,27 @@ function eventRow(event) {
     el("td", {class: "data", title: data, text: data.length > 120 ? data.slice(0, 119) + "…" : data}));
 }
 
+// No such run (yet): say so, offer nothing, and show the page is waiting, not live.
+function showMissing(error) {
+  missing = true;
+  run = null;
+  showError(error);
+  showActions(null);
+  for (const part of document.querySelectorAll(".of-a-run")) part.hidden = true;
+  const badge = document.getElementById("live");
+  badge.textContent = "no such run";
+  badge.className = "live off";
+}
+
 function show(update) {
+  if (missing) {
+    missing = false;
+    showError(null);
+    for (const part of document.querySelectorAll(".of-a-run")) part.hidden = false;
+    const badge = document.getElementById("live");
+    badge.textContent = "live";
+    badge.className = "live on";
+  }
   run = update.run;
   showStatus(run);
   showActions(run);
@@ -103,7 +127,7 @@ function show(update) {
 
 async function act(body) {
   body.version = run ? run.version : null;
-  const answer = await fetch(api + "/actions", {
+  const answer = await fetch("api/run/actions" + query, {
     method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body),
   });
   const data = await answer.json();
@@ -126,7 +150,7 @@ for (const button of document.querySelectorAll("button[data-action]")) {
   button.addEventListener("click", () => act({action: button.dataset.action}));
 }
 
-live("../api/stream/runs/" + encodeURIComponent(runId), {
+live("api/stream/run" + query, {
   run: show,
-  missing: (error) => showError(error),
-});
+  missing: showMissing,
+}, () => missing);

@@ -10,7 +10,7 @@ function render() {
   const body = document.querySelector("#runs tbody");
   const shown = rows.filter((run) => !wanted || run.state === wanted);
   body.replaceChildren(...shown.map((run) => el("tr", {"data-run": run.run_id, "data-state": run.state},
-    el("td", {}, el("a", {href: "runs/" + encodeURIComponent(run.run_id), text: run.run_id})),
+    el("td", {}, el("a", {href: "run?id=" + encodeURIComponent(run.run_id), text: run.run_id})),
     el("td", {}, el("span", {class: "badge state-" + run.state, text: run.state})),
     el("td", {text: run.reason || ""}),
     el("td", {text: String(run.turn)}),
