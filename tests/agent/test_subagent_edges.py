@@ -18,12 +18,13 @@ import pytest
 from agentfsm import Agent, MemoryStore, replay, tool
 from agentfsm.agent import agent_tool, child_run_id
 from agentfsm.agent.children import DEFAULT_MAX_DEPTH
-from agentfsm.errors import SnapshotConflictError
+from agentfsm.errors import RunBusyError, SnapshotConflictError
 from agentfsm.llm.base import ModelResponse
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states import Message
 from agentfsm.states.json import JSONObject
 from agentfsm.stores.base import DelegatingStore, RunStore
+from agentfsm.stores.leases import LeasePolicy
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.testing import assert_tree_valid
 from tests.agent.agent_support import answer, calls
@@ -74,8 +75,17 @@ class _Gate(DelegatingStore):
         self.save(snapshot, events, expected_version=expected_version)
 
 
-def tree(store: RunStore, entered: asyncio.Event, go_on: asyncio.Event) -> Agent:
-    """The tree top -> helper (middle) -> worker (bottom), whose ``delete`` needs approval."""
+def tree(
+    store: RunStore,
+    entered: asyncio.Event,
+    go_on: asyncio.Event,
+    lease: LeasePolicy | None = None,
+) -> Agent:
+    """The tree top -> helper (middle) -> worker (bottom), whose ``delete`` needs approval.
+
+    With ``lease=None`` (no run holds a lease) two processes can drive it at once; with a
+    `LeasePolicy` the second is refused while the first drives it.
+    """
 
     @tool(policy="require_approval")
     async def delete(path: str) -> str:
@@ -90,17 +100,19 @@ def tree(store: RunStore, entered: asyncio.Event, go_on: asyncio.Event) -> Agent
                 return calls(("del_1", "delete", {"path": "a.txt"}))
             return answer("Deleted a.txt.")
 
-        return Agent(ScriptedModel(fallback=respond), [delete])
+        return Agent(ScriptedModel(fallback=respond), [delete], lease=lease)
 
     def middle() -> Agent:
         worker = agent_tool(bottom, name="worker", description="Works.")
-        return Agent(responder("worker", "Middle done."), [worker])
+        return Agent(responder("worker", "Middle done."), [worker], lease=lease)
 
     helper = agent_tool(middle, name="helper", description="Helps.")
-    return Agent(responder("helper", "All tidy."), [helper], store=store, run_id=TOP)
+    return Agent(responder("helper", "All tidy."), [helper], store=store, run_id=TOP, lease=lease)
 
 
 def test_a_conflict_on_a_child_propagates_and_the_parent_records_nothing() -> None:
+    """Without leases, two processes drive the tree at once: the loser records nothing."""
+
     async def scenario() -> None:
         store = MemoryStore()  # (saved from the event loop: the gate below orders the saves)
         entered, go_on = asyncio.Event(), asyncio.Event()
@@ -143,6 +155,29 @@ def test_a_conflict_on_a_child_propagates_and_the_parent_records_nothing() -> No
     asyncio.run(scenario())
 
 
+def test_with_leases_the_second_process_is_refused_before_it_claims_anything() -> None:
+    async def scenario() -> None:
+        store = MemoryStore()
+        entered, go_on = asyncio.Event(), asyncio.Event()
+        first = tree(store, entered, go_on, LeasePolicy())
+        waiting = await first.astart("Tidy my folder")
+        [path] = [call.id for call in waiting.pending]
+        one = asyncio.ensure_future(first.aresolve_action({path: "approve"}))
+        await asyncio.wait_for(entered.wait(), 10)
+        versions = {run: _version(store, run) for run in (TOP, MIDDLE, BOTTOM)}
+        second = tree(store, asyncio.Event(), go_on, LeasePolicy())
+        with pytest.raises(RunBusyError) as refused:
+            await second.astart()  # the top run's lease is live: refused, nothing written
+        assert refused.value.run_id == TOP
+        assert {run: _version(store, run) for run in (TOP, MIDDLE, BOTTOM)} == versions
+        go_on.set()
+        outcome = await asyncio.wait_for(one, 10)
+        assert (outcome.state, outcome.reply) == ("completed", "All tidy.")
+        assert_tree_valid(store, TOP)
+
+    asyncio.run(scenario())
+
+
 # -- a child that never existed --------------------------------------------------------------
 
 CHILD = child_run_id("parent", 1, 1, "helper_1")
@@ -159,9 +194,16 @@ FACTORIES: dict[str, tuple[Callable[[], Any], str]] = {
 }
 
 
-def _parent_of(factory: Callable[[], Any], store: RunStore) -> Agent:
+LEASED = LeasePolicy()
+
+
+def _parent_of(
+    factory: Callable[[], Any], store: RunStore, lease: LeasePolicy | None = LEASED
+) -> Agent:
     helper = agent_tool(factory, name="helper", description="Helps.")
-    return Agent(responder("helper", "Done anyway."), [helper], store=store, run_id="parent")
+    return Agent(
+        responder("helper", "Done anyway."), [helper], store=store, run_id="parent", lease=lease
+    )
 
 
 @pytest.mark.parametrize("failure", sorted(FACTORIES))
@@ -268,10 +310,13 @@ class _Dying(DelegatingStore):
 
 
 def test_a_parent_cancelled_before_its_child_was_ever_stored_leaves_a_valid_tree() -> None:
-    """A crash after the parent stored 'delegated', before its child's first save."""
+    """A crash after the parent stored 'delegated', before its child's first save.
+
+    The crashed process held no lease (with one, the next process waits for it to expire).
+    """
     store = MemoryStore()
     dying = _Dying(store, CHILD)
-    parent = _parent_of(lambda: Agent(ScriptedModel().text("Tidied.")), dying)
+    parent = _parent_of(lambda: Agent(ScriptedModel().text("Tidied."), lease=None), dying, None)
     with pytest.raises(_Crash):
         parent.start("Tidy")
     held = store.load("parent")
@@ -286,7 +331,10 @@ def test_a_parent_cancelled_before_its_child_was_ever_stored_leaves_a_valid_tree
 
 
 def test_a_parent_taken_up_and_paused_at_once_pauses_the_child_it_left_busy() -> None:
-    """A crash while the child works; another process pauses the tree, then resumes it."""
+    """A crash while the child works; another process pauses the tree, then resumes it.
+
+    The crashed process held no lease (with one, the next process waits for it to expire).
+    """
     store = MemoryStore()
     dying = _Dying(store, "nobody")
 
@@ -298,7 +346,9 @@ def test_a_parent_taken_up_and_paused_at_once_pauses_the_child_it_left_busy() ->
         return answer("Tidied.")
 
     with pytest.raises(_Crash):
-        _parent_of(lambda: Agent(ScriptedModel(fallback=crashing)), dying).start("Tidy")
+        _parent_of(lambda: Agent(ScriptedModel(fallback=crashing), lease=None), dying, None).start(
+            "Tidy"
+        )
     child = store.load(CHILD)
     assert child is not None
     assert child.state == "busy"
@@ -312,3 +362,8 @@ def test_a_parent_taken_up_and_paused_at_once_pauses_the_child_it_left_busy() ->
     assert (outcome.state, outcome.reply) == ("completed", "Done anyway.")
     assert [m.content for m in again.messages if m.role == "tool"] == ["Tidied."]
     assert_tree_valid(store, "parent")
+
+
+def _version(store: RunStore, run_id: str) -> int | None:
+    snapshot = store.load(run_id)
+    return None if snapshot is None else snapshot.version
