@@ -52,6 +52,7 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.states.events import Event
+from agentfsm.stores import _pg_schema as schema
 from agentfsm.stores import _pg_watch as watching
 from agentfsm.stores import _postgres_sql as sql
 from agentfsm.stores._credentials import redact, scrub
@@ -136,7 +137,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
         try:
             # direct: its error is clear
             with psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout) as conn:
-                self._prepare(conn, create)
+                schema.prepare(conn, self.url, create=create)
             self._pool = Connections(
                 url,
                 min_size=min_size,
@@ -153,50 +154,6 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
-
-    def _prepare(self, conn: psycopg.Connection[tuple[Any, ...]], create: bool) -> None:
-        """Check the database is agentfsm's (or empty), and migrate it to SCHEMA_VERSION."""
-        with conn.transaction():
-            conn.execute(sql.LOCK, (sql.MIGRATION_LOCK,))
-            names = {row[0] for row in conn.execute(sql.TABLES_IN_SCHEMA)}
-            if "agentfsm_schema" in names:
-                self._check_version(conn, names)
-                return
-            if names:
-                raise StoreCorruptError(
-                    self.url,
-                    "the database holds another application's tables "
-                    f"({sorted(names)!r}) and no agentfsm store; give agentfsm a database of "
-                    "its own, or a schema of its own (?options=-csearch_path%3Dagentfsm)",
-                )
-            if not create:
-                raise StoreError(
-                    f"there is no run store in {self.url!r}: the database is empty (it was "
-                    "left so; open it with create=True to make one)"
-                )
-            self._migrate(conn, 0)
-            conn.execute(sql.FIRST_VERSION, (sql.SCHEMA_VERSION,))
-
-    def _check_version(self, conn: psycopg.Connection[tuple[Any, ...]], names: set[str]) -> None:
-        rows = conn.execute(sql.READ_VERSION).fetchall()
-        if len(rows) != 1:
-            raise StoreCorruptError(self.url, f"agentfsm_schema has {len(rows)} rows, expected 1")
-        version = int(rows[0][0])
-        if not 1 <= version <= sql.SCHEMA_VERSION:
-            raise SchemaVersionError(self.url, None, version, (sql.SCHEMA_VERSION,))
-        if version == sql.SCHEMA_VERSION and sql.TABLES - names:
-            raise StoreCorruptError(
-                self.url, f"agentfsm's tables {sorted(sql.TABLES - names)!r} are missing"
-            )
-        if version < sql.SCHEMA_VERSION:
-            self._migrate(conn, version)
-            conn.execute(sql.SET_VERSION, (sql.SCHEMA_VERSION,))
-
-    @staticmethod
-    def _migrate(conn: psycopg.Connection[tuple[Any, ...]], version: int) -> None:
-        for step in range(version + 1, sql.SCHEMA_VERSION + 1):
-            for statement in sql.MIGRATIONS[step]:
-                conn.execute(statement)  # our own literal SQL
 
     def _failure(self, exc: psycopg.Error, run_id: str | None, writing: bool) -> StoreError:
         detail = scrub(str(exc).strip(), self._conninfo)
