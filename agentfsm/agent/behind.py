@@ -110,7 +110,7 @@ class WriteBehind:
     def _snapshot(self, seq: int, version: int) -> Snapshot:  # pragma: no cover - RunRecord's
         raise NotImplementedError
 
-    def _deliver(self, item: AgentEvent) -> None:  # pragma: no cover - RunRecord's
+    def _deliver(self, item: AgentEvent) -> None:  # pragma: no cover - Delivery's
         raise NotImplementedError
 
     def _tell_first(self, told: int) -> None:

@@ -14,23 +14,23 @@ Write-behind, on a store whose saves run in worker threads (SQLite, PostgreSQL):
 `agentfsm.agent.behind`.
 
 `RunRecord` is the lowest layer of the `Agent`: it holds what a run is made of and knows how
-to restore it from a `Snapshot`, save it, and tell listeners of it. It decides nothing about
-the turn; `TurnDriver` (`agentfsm.agent.turn`) does.
+to restore it from a `Snapshot`, save it, and tell listeners of it (its trace and the telling
+itself are its base's, `agentfsm.agent.delivery`). It decides nothing about the turn;
+`TurnDriver` (`agentfsm.agent.turn`) does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from agentfsm.agent.behind import InFlight, Point
-from agentfsm.agent.rollback import StoredRun
-from agentfsm.agent.vocabulary import AgentEvent, AgentListener
+from agentfsm.agent.delivery import Delivery
 from agentfsm.errors import MCPServerError
 from agentfsm.fsm import AnyMachine, Emitter, Engine, RunData, loop_machine, run_machine
 from agentfsm.fsm.rounds import open_round
-from agentfsm.fsm.trace import AnyTraceEntry, Kept, entries_of
+from agentfsm.fsm.trace import Kept
 from agentfsm.states.events import EVENT_FIELDS, Event, EventTwin
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, message_json
@@ -60,7 +60,7 @@ unless grouping, and grouping needs a store): shared and always empty, so such a
 no lists of its own."""
 
 
-class RunRecord(StoredRun):
+class RunRecord(Delivery):
     """A run's data, machines, conversation and trace, and how they are saved and told.
 
     The `Agent` sets them; `TurnDriver` and the `Agent` add their own slots.
@@ -80,28 +80,20 @@ class RunRecord(StoredRun):
         "_grouping",
         "_inputs",
         "_listed",
-        "_listeners",
         "_loop",
         "_messages",
         "_origin",
         "_own",
-        "_packed",
         "_pipelined",
-        "_quiet",
         "_round",
         "_run",
         "_sources",
         "_started",
         "_system",
-        "_trace",
-        "_undelivered",
         "_unsaved",
-        "_view",
-        "store",
         "tools",
     )
 
-    store: RunStore | None
     _data: RunData
     _run: AnyMachine
     _loop: AnyMachine | None
@@ -109,20 +101,9 @@ class RunRecord(StoredRun):
     _engine: Engine
     _config: tuple[int, int | None, InputPolicy]
     _system: tuple[Message, ...]
-    _listeners: tuple[AgentListener, ...]
-    """Told of every event and trace entry (replaced, never changed in place: a listener
-    added or removed during a delivery takes effect at the next)."""
     _messages: tuple[Message, ...]
     """The conversation: a tuple, replaced on change (never changed in place), so that it
     is the model's view as it is (I10) and a snapshot's without a copy."""
-    _trace: list[Kept]
-    """The trace: on a store, its entries; with none, its model calls and tool executions
-    packed (see agentfsm.fsm.trace)."""
-    _packed: bool
-    """Whether `_trace` may hold packed entries (`_entries` gives them back)."""
-    _view: tuple[AnyTraceEntry, ...]
-    """The entries of `_trace` built so far by `_entries`, in order (a packed trace's readers
-    get the same entry each time, and each read builds only the entries added since)."""
     _round: tuple[ToolCall, ...]
     _deferred: tuple[Message, ...]
     _decisions: Mapping[str, Decision]
@@ -149,14 +130,10 @@ class RunRecord(StoredRun):
     """The store raised on a save during the current call: the run is what it holds."""
     _driven: bool
     """A turn was driven during the current call (a step ran, even with no event yet)."""
-    _quiet: list[BaseException] | None
-    """While a failed step is being settled: the listeners' exceptions, kept, not raised."""
     _grouping: bool
     """A step runs on a store: events wait in a batch for `_commit`."""
     _unsaved: list[Event]
     """The batch: events not yet stored."""
-    _undelivered: list[AgentEvent]
-    """The batch's events and the trace entries among them, in order, not yet delivered."""
     _claim_due: bool
     """A restored run is to be claimed (a save with no event) by the next commit."""
     _pipelined: bool
@@ -513,61 +490,3 @@ class RunRecord(StoredRun):
             self._messages += self._deferred
             self._deferred = ()
             self._note(RecordKind.FLUSH_DEFERRED, {})
-
-    def _deliver(self, item: AgentEvent) -> None:
-        quiet = self._quiet  # (no listener can change it: only settling a step does)
-        if quiet is None:
-            for listener in self._listeners:  # (a tuple, replaced on change)
-                listener(item)
-            return
-        for listener in self._listeners:
-            try:  # settling a failed step: what a listener raises now is kept for later
-                listener(item)
-            except BaseException as error:
-                quiet.append(error)
-
-    def _entries(self) -> Sequence[AnyTraceEntry]:
-        """The trace's entries, in order: a packed trace's built once each (see `_view`)."""
-        trace = self._trace
-        if not self._packed:
-            return trace  # type: ignore[return-value]  # (none packed)
-        view = self._view
-        if len(view) < len(trace):  # (a trace only grows, until it is replaced)
-            view = self._view = (*view, *entries_of(trace[len(view) :]))
-        return view
-
-    def _tells(self) -> bool:
-        """Whether a trace entry kept now is told or stored, so must be built (see `_keep`)."""
-        return self.store is not None or bool(self._listeners or self._undelivered)
-
-    def _keep(self, items: Sequence[Kept], entries: Sequence[AnyTraceEntry] | None) -> None:
-        """Keep trace entries packed (see agentfsm.fsm.trace), and tell their ``entries``.
-
-        ``entries`` is None when `_tells` says nobody is told or stores them.
-        """
-        if entries is None:
-            self._trace += items
-            self._packed = True
-            return
-        for item, entry in zip(items, entries, strict=True):
-            self._record(entry, item)
-
-    def _record(self, entry: AnyTraceEntry, kept: Kept | None = None) -> None:
-        """Keep ``entry`` in the trace, and tell the listeners of it.
-
-        With ``kept`` (the entry packed: see agentfsm.fsm.trace), a run with no store keeps
-        that instead; a run on a store keeps the entry itself, since each save's snapshot
-        reads the whole trace.
-        """
-        if kept is None or self.store is not None:
-            self._trace.append(entry)
-        else:
-            self._trace.append(kept)
-            self._packed = True
-        if self._undelivered:  # after the events waiting in the batch, in order
-            self._undelivered.append(entry)
-        elif self._quiet is None:  # `_deliver`, inlined, as in `_on_event`
-            for listener in self._listeners:
-                listener(entry)
-        else:
-            self._deliver(entry)

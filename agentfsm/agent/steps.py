@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from agentfsm.agent import leasing
 from agentfsm.agent.children import ChildRuns
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agentfsm.agent.core import Agent
 
 P = ParamSpec("P")
+S = TypeVar("S", bound="StepGuard")
 
 HOLDING = frozenset({RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED, RunState.PAUSED})
 """The states at rest in which a round may stay open (a wait, or a pause in one or mid-round)."""
@@ -45,21 +46,22 @@ so a run waiting on its model holds one frame fewer. Never returned to a caller.
 
 
 def step(
-    method: Callable[Concatenate[Agent, P], Coroutine[Any, Any, TurnOutcome]],
-) -> Callable[Concatenate[Agent, P], Coroutine[Any, Any, TurnOutcome]]:
+    method: Callable[Concatenate[S, P], Coroutine[Any, Any, TurnOutcome]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, TurnOutcome]]:
     """Make ``method`` a call that ends at rest whatever escapes it (I12).
 
     Called from inside a step of the run, it is refused unless docs/contract.md gives it a
-    meaning there (I13).
+    meaning there (I13). ``method`` may be a mixin's (``S``): it is always an `Agent`'s.
     """
     name = method.__name__.removeprefix("a")
+    run = cast("Callable[Concatenate[Agent, P], Coroutine[Any, Any, TurnOutcome]]", method)
 
     @functools.wraps(method)
     async def wrapper(self: Agent, /, *args: P.args, **kwargs: P.kwargs) -> TurnOutcome:
         # The method's coroutine takes its arguments now (it runs nothing yet): the tuple
         # and dict of them are freed, not kept in this frame while the run drives its turn
         # (112 bytes for a waiting `asubmit`). Bad arguments raise here, having changed nothing.
-        call = method(self, *args, **kwargs)
+        call = run(self, *args, **kwargs)
         del args, kwargs
         if self._depth:
             return await _nested(self, name, call)
@@ -94,7 +96,7 @@ def step(
             leasing.release(self, held)
         return outcome
 
-    return wrapper
+    return cast("Callable[Concatenate[S, P], Coroutine[Any, Any, TurnOutcome]]", wrapper)
 
 
 async def _settled(agent: Agent, error: BaseException, seq: int) -> None:
