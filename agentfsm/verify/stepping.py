@@ -256,8 +256,10 @@ class Stepping(Configurations):
 
     def _starts_loop(self, side: Side, work: RunData) -> bool:
         """Whether a run step into a turn state, with no loop yet, starts the turn's loop."""
+        # The state first: the loop's is read (and so depended on) only by a step into a
+        # turn state.
         return (
-            side is self.run and work.loop_state is None and work.state in self.domains.turn_states
+            side is self.run and work.state in self.domains.turn_states and work.loop_state is None
         )
 
     def _replica(self, side: Side, mid: int, data: RunData, *, enter_loop: bool = False) -> None:
