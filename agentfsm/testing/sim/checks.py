@@ -173,14 +173,14 @@ class Checker:
             )
             self._approvals_seen.add(key)
 
-    def _history(self, run_id: str) -> list[Event]:
-        """The run's log, a fork's preceded by its origin's up to the fork point."""
-        log = self.store.events(run_id)
+    def _history(self, run_id: str, upto: int | None = None) -> list[Event]:
+        """The run's log (up to seq ``upto``), a fork's preceded by its origin's history."""
+        log = [e for e in self.store.events(run_id) if upto is None or e.seq <= upto]
         stored = self.store.load(run_id)
         origin = None if stored is None else stored.origin
         if origin is None:
             return log
-        return [*self._history(origin.run_id)[: origin.seq], *log]
+        return [*self._history(origin.run_id, origin.seq), *log]
 
     def _check_acknowledged(self) -> None:
         for run_id, (version, events) in self.shared.acknowledged.items():
