@@ -24,7 +24,13 @@ from agentfsm.stores.forking import AddMessage, fork
 from agentfsm.testing.clock import FakeClock
 from agentfsm.testing.invariants import DurabilityProbe
 from agentfsm.testing.sim.checks import Checker, lease_check
-from agentfsm.testing.sim.faults import SAVE_FAULTS, WORK_FAULTS, FaultKind, FaultyStore
+from agentfsm.testing.sim.faults import (
+    SAVE_FAULTS,
+    WORK_FAULTS,
+    FaultKind,
+    FaultyStore,
+    ProcessStore,
+)
 from agentfsm.testing.sim.report import SimulationReport, Violation
 from agentfsm.testing.sim.scheduler import Parked, Scheduler
 from agentfsm.testing.sim.world import Ledger, Process, World
@@ -84,7 +90,8 @@ class Simulation:
         self.scheduler = Scheduler()
         self.shared = FaultyStore(store, sync_fault=self._sync_fault)
         self.roots: list[str] = []
-        self.checker = Checker(self.shared, self.ledger, self.roots, lease_check(store))
+        leases = lease_check(store, agents_lease=hasattr(ProcessStore, "renew_lease"))
+        self.checker = Checker(self.shared, self.ledger, self.roots, leases)
         self.report = SimulationReport(seed=seed, steps=steps)
         self.lives: list[_Life] = []
         self._generation = [0] * processes
