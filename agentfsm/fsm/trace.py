@@ -57,6 +57,9 @@ class LLMCallTrace(BaseModel):
     settings: JSONObject | None = None
     """The model settings the call asked for (`agentfsm.llm.ModelSettings`, as JSON: the
     Agent's merged with the turn's), or None when it asked for none."""
+    response_id: str | None = None
+    """The provider's id of the response (`ModelResponse.id`), when it sent one (entries
+    recorded before it was kept have none)."""
 
 
 class LLMRetryTrace(BaseModel):
@@ -120,8 +123,16 @@ _LLM_CALL_GIVEN = {
     "at",
 }
 """The fields `llm_call_entry` gives (``kind`` is the default): shared, see `sealed`."""
-_LLM_CALL_SET = {*_LLM_CALL_GIVEN, "settings"}
-"""The same, for a call that asked for settings."""
+_LLM_CALL_SETS = {
+    (asked, named): {
+        *_LLM_CALL_GIVEN,
+        *(("settings",) if asked else ()),
+        *(("response_id",) if named else ()),
+    }
+    for asked in (False, True)
+    for named in (False, True)
+}
+"""The same, by whether the call asked for settings and its response had an id."""
 _TOOL_EXECUTION_GIVEN = {
     "name",
     "arguments",
@@ -185,6 +196,7 @@ def _llm_call(
     usage: Usage | None,
     at: float,
     settings: JSONObject | None = None,
+    response_id: str | None = None,
 ) -> LLMCallTrace:
     # An instance of the twin, each field and slot a plain store (see `_tool_execution`).
     entry = _LLMCallTwin()
@@ -198,7 +210,8 @@ def _llm_call(
     entry.usage = usage
     entry.at = at
     entry.settings = settings
-    entry.__pydantic_fields_set__ = _LLM_CALL_GIVEN if settings is None else _LLM_CALL_SET
+    entry.response_id = response_id
+    entry.__pydantic_fields_set__ = _LLM_CALL_SETS[settings is not None, response_id is not None]
     entry.__pydantic_extra__ = None
     entry.__pydantic_private__ = None
     entry.__class__ = LLMCallTrace
@@ -303,6 +316,7 @@ def packed_llm_call(
         given["usage"],
         float(at),
         settings,
+        given.get("id"),
     )
 
 

@@ -179,9 +179,8 @@ def from_message(origin: Origin, message: Any) -> ModelResponse:
             texts.append(block.text)
         elif block.type == "tool_use":
             calls.append(tool_call(block.id, shared(block.name), json.dumps(block.input)))
-    return _finished(
-        origin, texts, calls, message.stop_reason, usage_of(message.usage), message.model
-    )
+    usage = usage_of(message.usage)
+    return _finished(origin, texts, calls, message.stop_reason, usage, message.model, message.id)
 
 
 def _finished(
@@ -191,6 +190,7 @@ def _finished(
     stop_reason: str | None,
     usage: Usage | None,
     model: str,
+    response_id: str | None = None,
 ) -> ModelResponse:
     if stop_reason is None:
         raise origin.error("no_finish_reason", "it has no stop_reason")
@@ -201,7 +201,7 @@ def _finished(
             f"unknown stop_reason {stop_reason!r}; known: {', '.join(STOP_REASONS)}",
         )
     content = "".join(texts) if texts else None
-    return finish(origin, content, tuple(calls), reason, usage, model or "")
+    return finish(origin, content, tuple(calls), reason, usage, model or "", response_id)
 
 
 @dataclass(slots=True)
@@ -222,6 +222,7 @@ class AnthropicStream:
     calls: dict[int, int] = field(default_factory=dict)
     """Each tool_use block's position among the answer's tool calls, by block index."""
     model: str = ""
+    response_id: str = ""
     usage: Any = None
     output_tokens: int = 0
     stop_reason: str | None = None
@@ -234,6 +235,7 @@ class AnthropicStream:
         kind = event.type
         if kind == "message_start":
             self.model = event.message.model
+            self.response_id = getattr(event.message, "id", "") or ""
             self.usage = event.message.usage
         elif kind == "content_block_start":
             self._start(event.index, event.content_block)
@@ -292,4 +294,6 @@ class AnthropicStream:
         if self.usage is not None:
             self.usage.output_tokens = self.output_tokens or self.usage.output_tokens
             usage = usage_of(self.usage)
-        return _finished(self.origin, texts, calls, self.stop_reason, usage, self.model)
+        return _finished(
+            self.origin, texts, calls, self.stop_reason, usage, self.model, self.response_id
+        )

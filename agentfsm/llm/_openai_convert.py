@@ -120,10 +120,14 @@ def usage_of(usage: CompletionUsage | None) -> Usage | None:
     """The token counts, or None when the provider sent none."""
     if usage is None:
         return None
+    prompt = usage.prompt_tokens_details
+    completion = usage.completion_tokens_details
     return usage_counts(
         usage.prompt_tokens or 0,
         usage.completion_tokens or 0,
         usage.total_tokens or 0,
+        prompt.cached_tokens if prompt is not None else None,
+        completion.reasoning_tokens if completion is not None else None,
     )
 
 
@@ -154,8 +158,12 @@ def finish(
     finish_reason: str | None,
     usage: Usage | None,
     model: str,
+    response_id: str | None = None,
 ) -> ModelResponse:
-    """The response, once its finish reason shows it is a usable answer."""
+    """The response, once its finish reason shows it is a usable answer.
+
+    ``response_id`` is the provider's id of the response (None, or empty: it sent none).
+    """
     if finish_reason is None:
         raise origin.error("no_finish_reason", "it has no finish reason")
     reason = _FINISH_REASONS.get(finish_reason)
@@ -175,6 +183,7 @@ def finish(
         finish_reason=reason,
         usage=usage,
         model=shared(model),
+        id=response_id or None,
     )
 
 
@@ -194,8 +203,9 @@ def from_completion(origin: Origin, completion: ChatCompletion) -> ModelResponse
         finish_reason = "tool_calls" if tool_calls else "stop"
     # A refusal is the model's answer in words, sent beside the content instead of in it.
     content = message.content if message.content is not None else message.refusal
+    usage = usage_of(completion.usage)
     return finish(
-        origin, content, tool_calls, finish_reason, usage_of(completion.usage), completion.model
+        origin, content, tool_calls, finish_reason, usage, completion.model, completion.id
     )
 
 
@@ -223,6 +233,7 @@ class StreamAssembly:
     finish_reason: str | None = None
     usage: Usage | None = None
     model: str = ""
+    response_id: str = ""
     chunks: int = 0
     choices_seen: bool = False
 
@@ -230,6 +241,7 @@ class StreamAssembly:
         """Take in one chunk (only the first choice's deltas count)."""
         self.chunks += 1
         self.model = chunk.model or self.model
+        self.response_id = self.response_id or chunk.id
         if chunk.usage is not None:
             self.usage = usage_of(chunk.usage)
         for choice in chunk.choices:
@@ -289,4 +301,12 @@ class StreamAssembly:
             for index, call in sorted(self.calls.items())
         )
         content = "".join(self.content) or None
-        return finish(self.origin, content, tool_calls, self.finish_reason, self.usage, self.model)
+        return finish(
+            self.origin,
+            content,
+            tool_calls,
+            self.finish_reason,
+            self.usage,
+            self.model,
+            self.response_id,
+        )

@@ -172,7 +172,15 @@ def usage_of(usage: Any) -> Usage | None:
     """The token counts of a Responses ``usage``, or None."""
     if usage is None:
         return None
-    return usage_counts(usage.input_tokens or 0, usage.output_tokens or 0, usage.total_tokens or 0)
+    read = getattr(usage, "input_tokens_details", None)
+    reasoned = getattr(usage, "output_tokens_details", None)
+    return usage_counts(
+        usage.input_tokens or 0,
+        usage.output_tokens or 0,
+        usage.total_tokens or 0,
+        getattr(read, "cached_tokens", None),
+        getattr(reasoned, "reasoning_tokens", None),
+    )
 
 
 def from_response(origin: Origin, response: Response) -> ModelResponse:
@@ -200,9 +208,8 @@ def from_response(origin: Origin, response: Response) -> ModelResponse:
     if calls and reason == "stop":
         reason = "tool_calls"
     content = "".join(texts) if texts else None
-    return finish(
-        origin, content, tuple(calls), reason, usage_of(response.usage), response.model or ""
-    )
+    usage = usage_of(response.usage)
+    return finish(origin, content, tuple(calls), reason, usage, response.model or "", response.id)
 
 
 @dataclass(slots=True)

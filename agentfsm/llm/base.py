@@ -46,21 +46,40 @@ class Usage(BaseModel):
     reported."""
     cache_read_tokens: int | None = Field(default=None, ge=0)
     """Of the prompt tokens, those read from the provider's prompt cache, when reported."""
+    reasoning_tokens: int | None = Field(default=None, ge=0)
+    """Of the completion tokens, those the model spent reasoning (OpenAI), when reported."""
 
 
 _USAGE_GIVEN = {"prompt_tokens", "completion_tokens", "total_tokens"}
 """The fields `usage_counts` gives (shared: see `agentfsm.states.unchecked.sealed`)."""
+_USAGE_DETAILED = {
+    (cached, reasoning): {
+        *_USAGE_GIVEN,
+        *(("cache_read_tokens",) if cached else ()),
+        *(("reasoning_tokens",) if reasoning else ()),
+    }
+    for cached in (False, True)
+    for reasoning in (False, True)
+}
+"""The same, by which of the optional details it gives too (shared, as above)."""
 _UsageTwin = twin(Usage)
 """`Usage`'s layout with plain attribute stores (see `agentfsm.states.unchecked.twin`)."""
 
 
-def usage_counts(prompt_tokens: int, completion_tokens: int, total_tokens: int) -> Usage:
+def usage_counts(
+    prompt_tokens: int,
+    completion_tokens: int,
+    total_tokens: int,
+    cache_read_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
+) -> Usage:
     """``Usage(prompt_tokens=..., ...)`` with these counts, unvalidated when it may be.
 
     A model's client makes one per call, and a run keeps each in the call's trace entry:
     pydantic's validated one is about 480 bytes, this one about 190. Counts that are not
     plain ints of 0 or more go through the validated constructor: the same counts, or the
-    same refusal.
+    same refusal. ``cache_read_tokens`` and ``reasoning_tokens`` (None: not reported) are
+    set only when given, as ``Usage(...)`` would.
 
     Raises:
         pydantic.ValidationError: As ``Usage(...)`` would.
@@ -72,24 +91,38 @@ def usage_counts(prompt_tokens: int, completion_tokens: int, total_tokens: int) 
         or prompt_tokens < 0
         or completion_tokens < 0
         or total_tokens < 0
+        or not _count_or_none(cache_read_tokens)
+        or not _count_or_none(reasoning_tokens)
     ):
-        return Usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            total_tokens=total_tokens,
-        )
+        given: dict[str, object] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": total_tokens,
+        }
+        if cache_read_tokens is not None:
+            given["cache_read_tokens"] = cache_read_tokens
+        if reasoning_tokens is not None:
+            given["reasoning_tokens"] = reasoning_tokens
+        return Usage.model_validate(given)
     counts = _UsageTwin()  # (see `agentfsm.states.messages.tool_call`)
     counts.prompt_tokens = prompt_tokens
     counts.completion_tokens = completion_tokens
     counts.total_tokens = total_tokens
     counts.cache_creation_tokens = None
-    counts.cache_read_tokens = None
-    counts.__pydantic_fields_set__ = _USAGE_GIVEN
+    counts.cache_read_tokens = cache_read_tokens
+    counts.reasoning_tokens = reasoning_tokens
+    counts.__pydantic_fields_set__ = _USAGE_DETAILED[
+        cache_read_tokens is not None, reasoning_tokens is not None
+    ]
     counts.__pydantic_extra__ = None
     counts.__pydantic_private__ = None
     counts.__class__ = Usage
     made: Usage = counts
     return made
+
+
+def _count_or_none(value: object) -> bool:
+    return value is None or (type(value) is int and value >= 0)
 
 
 class ModelResponse(BaseModel):
@@ -107,6 +140,9 @@ class ModelResponse(BaseModel):
     """Token counts, when the provider reports them."""
     model: str = ""
     """The model that answered, as the provider names it."""
+    id: str | None = None
+    """The provider's id of this response (``chatcmpl-…``, ``resp_…``, ``msg_…``), when it
+    sent one."""
 
     def to_message(self) -> Message:
         """The assistant message that records this response in the conversation."""

@@ -45,6 +45,7 @@ from opentelemetry.util.types import AttributeValue
 from agentfsm.agent.core import Agent
 from agentfsm.agent.deltas import Delta
 from agentfsm.fsm.trace import LLMCallTrace, ToolExecutionTrace
+from agentfsm.llm.base import Usage
 from agentfsm.serve.otel_model import ModelFacts, model_facts
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONValue
@@ -63,6 +64,30 @@ _TOOL_STARTED, _TOOL_RESULT = "tool_started", "tool_result"
 
 def _ns(seconds: float) -> int:
     return int(seconds * 1_000_000_000)
+
+
+_TOKEN_DETAILS = {
+    "cache_read_tokens": "gen_ai.usage.cache_read.input_tokens",
+    "cache_creation_tokens": "gen_ai.usage.cache_creation.input_tokens",
+    "reasoning_tokens": "gen_ai.usage.reasoning.output_tokens",
+}
+"""The conventions' attribute of each detail of `Usage` (set when the provider reported it)."""
+
+
+def _token_attributes(usage: Usage) -> dict[str, AttributeValue]:
+    """A chat span's token counts: in, out, then each detail the provider reported.
+
+    In and out include the cache's and the reasoning's tokens, as the conventions want.
+    """
+    found: dict[str, AttributeValue] = {
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.completion_tokens,
+    }
+    for name, key in _TOKEN_DETAILS.items():
+        count = getattr(usage, name)
+        if count is not None:
+            found[key] = count
+    return found
 
 
 @dataclass(slots=True)
@@ -281,11 +306,12 @@ class OTelListener:
         }
         if chat.first_chunk is not None:
             attributes["gen_ai.response.time_to_first_chunk"] = chat.first_chunk
+        if entry.response_id is not None:
+            attributes["gen_ai.response.id"] = entry.response_id
         span.set_attributes(attributes)
         self._usage.finish.append(entry.finish_reason)
         if entry.usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", entry.usage.prompt_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", entry.usage.completion_tokens)
+            span.set_attributes(_token_attributes(entry.usage))
             self._usage.input_tokens += entry.usage.prompt_tokens
             self._usage.output_tokens += entry.usage.completion_tokens
             self._usage.reported = True

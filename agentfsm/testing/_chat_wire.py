@@ -27,12 +27,17 @@ def finish_reason_of(tool_calls: Sequence[ToolCall], finish_reason: str | None) 
 
 
 def usage_json(usage: Usage) -> JSONObject:
-    """``usage`` as the API sends it."""
-    return {
+    """``usage`` as the API sends it (its details only when ``usage`` has them)."""
+    sent: JSONObject = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
     }
+    if usage.cache_read_tokens is not None:
+        sent["prompt_tokens_details"] = {"cached_tokens": usage.cache_read_tokens}
+    if usage.reasoning_tokens is not None:
+        sent["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return sent
 
 
 def completion(

@@ -32,8 +32,8 @@ def _usage(usage: Usage | None) -> JSONValue:
         "input_tokens": usage.prompt_tokens,
         "output_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens or 0},
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
     }
 
 

@@ -101,6 +101,8 @@ def test_a_tool_round_and_the_answer_over_the_messages_api(stream: bool) -> None
     assert recorded is not None
     assert (recorded.prompt_tokens, recorded.completion_tokens) == (12, 4)
     assert (recorded.cache_creation_tokens, recorded.cache_read_tokens) == (0, 0)
+    calls = [entry for entry in agent.trace if entry.kind == "llm_call"]
+    assert [entry.response_id for entry in calls] == ["msg_1", "msg_2"]
 
 
 FAULTS: list[tuple[Step, bool, str]] = [

@@ -57,7 +57,13 @@ def model(
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 def test_a_tool_round_and_the_answer_over_the_responses_api(stream: bool) -> None:
-    usage = Usage(prompt_tokens=12, completion_tokens=4, total_tokens=16)
+    usage = Usage(
+        prompt_tokens=12,
+        completion_tokens=4,
+        total_tokens=16,
+        cache_read_tokens=5,
+        reasoning_tokens=2,
+    )
     with LoopbackOpenAIServer([Reply(tool_calls=(OSLO,)), Reply("Sunny.", usage=usage)]) as server:
         agent = Agent(model(server, stream=stream), [weather], system_prompt="Be brief.")
         outcome = agent.start("Weather in Oslo?", settings={"temperature": 0.1, "max_tokens": 50})
@@ -79,7 +85,9 @@ def test_a_tool_round_and_the_answer_over_the_responses_api(stream: bool) -> Non
         },
         {"type": "function_call_output", "call_id": "call_1", "output": "sunny in Oslo"},
     ]
-    assert agent.trace[-1].usage == usage
+    assert agent.trace[-1].usage == usage  # the cached and reasoning tokens too
+    calls = [entry for entry in agent.trace if entry.kind == "llm_call"]
+    assert [entry.response_id for entry in calls] == ["resp_1", "resp_2"]
 
 
 FAULTS: list[tuple[Step, bool, str]] = [

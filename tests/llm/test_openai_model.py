@@ -74,6 +74,29 @@ def test_tool_calls_without_text_have_no_content(harness: Harness, stream: bool)
     assert (response.content, response.tool_calls) == (None, (PARIS,))
 
 
+@STREAMING
+def test_the_response_id_and_cached_and_reasoning_tokens_are_kept(
+    harness: Harness, stream: bool
+) -> None:
+    detailed = Usage(
+        prompt_tokens=12,
+        completion_tokens=5,
+        total_tokens=17,
+        cache_read_tokens=8,
+        reasoning_tokens=3,
+    )
+    harness.server.add(Reply("Sunny.", usage=detailed))
+    harness.server.add(Reply("Still sunny.", usage=USAGE))
+
+    first = harness.complete(stream=stream)
+    second = harness.complete(stream=stream)
+
+    assert (first.usage, first.id) == (detailed, "chatcmpl-loopback-1")
+    assert (second.usage, second.id) == (USAGE, "chatcmpl-loopback-2")  # none: not reported
+    assert second.usage is not None
+    assert second.usage.cache_read_tokens is None
+
+
 def test_a_stream_asks_for_usage_and_is_assembled_from_many_chunks(harness: Harness) -> None:
     long_arguments = '{"city": "Paris", "unit": "celsius", "days": 3}'
     call = ToolCall(id="call_1", name="get_weather", arguments=long_arguments)

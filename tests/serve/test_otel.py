@@ -18,10 +18,12 @@ from opentelemetry.trace import INVALID_SPAN, SpanKind, StatusCode
 from agentfsm import Agent, Event, ScriptedModel, tool
 from agentfsm.errors import ModelCallError
 from agentfsm.fsm.trace import LLMCallTrace, ToolExecutionTrace
+from agentfsm.llm import OpenAIModel
 from agentfsm.llm.base import DeltaKind, DeltaListener, ModelDelta, ModelResponse, Usage
 from agentfsm.serve.otel import TRANSITION_EVENT, OTelListener, instrument
 from agentfsm.states.json import JSONObject
-from agentfsm.states.messages import Message
+from agentfsm.states.messages import Message, ToolCall
+from agentfsm.testing import LoopbackOpenAIServer, Reply
 
 
 @tool
@@ -245,6 +247,7 @@ def test_spans_account_for_every_model_call_tool_call_and_transition(steps: list
 # -- the conventions' attribute lists (semantic-conventions v1.41, GenAI spans) --------------
 
 CHAT_REQUIRED = {"gen_ai.operation.name", "gen_ai.provider.name"}
+RESPONDED = {"gen_ai.response.id"}  # recommended; every model here sends an id: required
 CHAT_CONDITIONAL = {  # each condition holds for the model below
     "gen_ai.conversation.id",  # when available
     "gen_ai.request.model",  # if available
@@ -263,15 +266,12 @@ CHAT_RECOMMENDED = {
     "gen_ai.response.finish_reasons",
     "gen_ai.response.model",
     "gen_ai.response.time_to_first_chunk",  # if the request was a streaming request
-    "gen_ai.usage.input_tokens",
-    "gen_ai.usage.output_tokens",
-    "server.address",
-}
-NOT_REPORTED = {  # the Agent's model calls do not report these (see docs/serving.md)
-    "gen_ai.response.id",
     "gen_ai.usage.cache_creation.input_tokens",
     "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
     "gen_ai.usage.reasoning.output_tokens",
+    "server.address",
 }
 AGENT_REQUIRED = {"gen_ai.operation.name", "gen_ai.provider.name"}
 AGENT_CONDITIONAL = {"gen_ai.agent.name", "gen_ai.conversation.id", "gen_ai.request.model"}
@@ -314,6 +314,7 @@ class StreamingModel:
     def __init__(self, script: ScriptedModel) -> None:
         self.script = script
         self.inside: list[str] = []
+        self.calls = 0
 
     async def complete(
         self,
@@ -330,8 +331,18 @@ class StreamingModel:
         if on_delta is not None:
             on_delta(ModelDelta(DeltaKind.TEXT, "…"))
         response = await self.script.complete(messages, tools)
-        usage = Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12)
-        return response.model_copy(update={"model": "gpt-4o-mini-2024-07-18", "usage": usage})
+        usage = Usage(
+            prompt_tokens=10,
+            completion_tokens=2,
+            total_tokens=12,
+            cache_creation_tokens=0,
+            cache_read_tokens=6,
+            reasoning_tokens=1,
+        )
+        self.calls += 1
+        return response.model_copy(
+            update={"model": "gpt-4o-mini-2024-07-18", "usage": usage, "id": f"r-{self.calls}"}
+        )
 
 
 @tool(timeout=5.0)  # (a sync body with a timeout runs in a thread of its own)
@@ -358,13 +369,15 @@ def test_each_span_carries_the_conventions_required_and_recommended_attributes()
     turn, run_tool = spans["invoke_agent helper"], spans["execute_tool lookup"]
 
     assert len(chat) == 2  # named after the model asked for, not the one that answered
+    assert [s.attributes and s.attributes["gen_ai.response.id"] for s in chat] == ["r-1", "r-2"]
     for call in chat:
         present = _attributes(call)
-        assert present >= CHAT_REQUIRED | CHAT_CONDITIONAL | CHAT_RECOMMENDED, (
-            CHAT_REQUIRED | CHAT_CONDITIONAL | CHAT_RECOMMENDED
-        ) - present
-        assert not present & NOT_REPORTED
+        wanted = CHAT_REQUIRED | RESPONDED | CHAT_CONDITIONAL | CHAT_RECOMMENDED
+        assert present >= wanted, wanted - present
         assert call.attributes is not None
+        assert call.attributes["gen_ai.usage.cache_read.input_tokens"] == 6
+        assert call.attributes["gen_ai.usage.cache_creation.input_tokens"] == 0
+        assert call.attributes["gen_ai.usage.reasoning.output_tokens"] == 1
         assert call.attributes["gen_ai.request.model"] == "gpt-4o-mini"
         assert call.attributes["gen_ai.response.model"] == "gpt-4o-mini-2024-07-18"
         assert call.attributes["gen_ai.provider.name"] == "tests"  # (the model's package)
@@ -423,3 +436,35 @@ def test_a_cancelled_wait_has_the_turn_it_belongs_to() -> None:
     assert first.attributes is not None
     assert last.attributes["agentfsm.turn"] == first.attributes["agentfsm.turn"] == 1
     assert last.attributes["gen_ai.provider.name"] == "agentfsm.scripted"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_the_chat_spans_carry_the_response_id_and_token_details_sent_over_http(
+    stream: bool,
+) -> None:
+    EXPORTER.clear()
+    detailed = Usage(
+        prompt_tokens=30,
+        completion_tokens=9,
+        total_tokens=39,
+        cache_read_tokens=24,
+        reasoning_tokens=4,
+    )
+    oslo = ToolCall(id="call_1", name="lookup", arguments='{"city": "Oslo"}')
+    script = [Reply(tool_calls=(oslo,)), Reply("Found.", usage=detailed)]
+    with LoopbackOpenAIServer(script) as server:
+        model = OpenAIModel("gpt-test", base_url=server.url, api_key="test", stream=stream)
+        agent = Agent(model, [lookup])
+        instrument(agent, TRACER.get_tracer("test"), agent_name="http")
+        assert agent.start("Find Oslo").reply == "Found."
+    chat = [s for s in EXPORTER.get_finished_spans() if s.name == "chat gpt-test"]
+    assert [s.attributes and s.attributes["gen_ai.response.id"] for s in chat] == [
+        "chatcmpl-loopback-1",
+        "chatcmpl-loopback-2",
+    ]
+    answered = chat[1].attributes
+    assert answered is not None
+    assert answered["gen_ai.usage.input_tokens"] == 30
+    assert answered["gen_ai.usage.cache_read.input_tokens"] == 24
+    assert answered["gen_ai.usage.reasoning.output_tokens"] == 4
+    assert "gen_ai.usage.cache_creation.input_tokens" not in answered  # OpenAI tells none

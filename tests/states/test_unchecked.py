@@ -160,11 +160,19 @@ def test_tool_call_is_the_validated_call(call_id: Any, name: Any, arguments: Any
 counts = st.integers(-3, 2**70) | st.booleans() | st.floats(-2, 1e6) | st.none() | st.just("7")
 
 
-@given(counts, counts, counts)
-def test_usage_counts_are_the_validated_usage(prompt: Any, completion: Any, total: Any) -> None:
+@given(counts, counts, counts, st.none() | counts, st.none() | counts)
+def test_usage_counts_are_the_validated_usage(
+    prompt: Any, completion: Any, total: Any, cached: Any, reasoning: Any
+) -> None:
+    details = {"cache_read_tokens": cached, "reasoning_tokens": reasoning}
     same_or_refused_alike(
-        lambda: usage_counts(prompt, completion, total),
-        lambda: Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total),
+        lambda: usage_counts(prompt, completion, total, cached, reasoning),
+        lambda: Usage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=total,
+            **{name: count for name, count in details.items() if count is not None},
+        ),
     )
 
 
@@ -220,8 +228,10 @@ responses = st.builds(
     finish_reason=st.sampled_from(FinishReason),
     usage=st.none() | st.builds(Usage, prompt_tokens=st.integers(0, 99)),
     model=texts,
+    id=st.none() | texts,
 )
-"""Model responses of every kind: text or calls, each finish reason, with usage or none."""
+"""Model responses of every kind: text or calls, each finish reason, with usage or none,
+with an id or none."""
 
 
 @given(responses, texts, st.integers(0, 99), st.integers(0, 99), seconds, clock_values)
@@ -237,6 +247,7 @@ def test_llm_call_entry_is_the_validated_entry(
         finish_reason=response.finish_reason.value,
         usage=response.usage,
         at=at,
+        **({} if response.id is None else {"response_id": response.id}),
     )
 
     entry = llm_call_entry(model, response, turn, iteration, duration, at)

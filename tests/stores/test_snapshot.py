@@ -124,3 +124,18 @@ def test_trusted_snapshots_share_their_fields_set_but_a_copy_does_not_change_it(
     assert copied.model_fields_set == given | {"schema_version"}
     assert one.model_fields_set == two.model_fields_set == given
     assert checked == copied
+
+
+def test_a_model_call_entry_keeps_its_response_id_and_an_older_one_without_loads() -> None:
+    called = TRACE[1].model_copy(update={"response_id": "chatcmpl-1"})
+    snapshot = Snapshot.from_data(DATA, MESSAGES, (TRACE[0], called), seq=12, version=4)
+    again = Snapshot.model_validate_json(snapshot.model_dump_json())
+    assert again.trace[1] == called
+    assert isinstance(again.trace[1], LLMCallTrace)
+    assert again.trace[1].response_id == "chatcmpl-1"
+    older = snapshot.model_dump(mode="json")
+    del older["trace"][1]["response_id"]  # as a snapshot stored before the field was
+    loaded = Snapshot.model_validate(older)
+    assert loaded.trace[1] == TRACE[1]
+    assert isinstance(loaded.trace[1], LLMCallTrace)
+    assert loaded.trace[1].response_id is None
