@@ -40,7 +40,7 @@ from typing import Protocol
 from agentfsm import _checks
 from agentfsm.errors import RunBusyError
 
-__all__ = ["Hold", "Lease", "LeasePolicy", "lease_after_save"]
+__all__ = ["Hold", "Lease", "LeasePolicy", "lease_after_save", "settle"]
 
 _log = logging.getLogger("agentfsm.stores")
 
@@ -264,17 +264,29 @@ def renew(store: _Renewable, run_id: str, hold: Hold) -> None:
         hold.lost = stored
 
 
-IDLE_WAKES = 30
-"""The renewing thread ends after this many idle seconds (the next hold starts it again)."""
+STOP_WAIT = 2.0
+"""Seconds `settle` waits for a stopped renewing thread to end (it may be mid-renewal)."""
 
 
 class _Renewer:
-    """The process's one thread that renews the leases of busy holds between saves."""
+    """The process's one thread that renews the leases of busy holds between saves.
+
+    The thread runs only while some hold is registered: `add` starts it, and the `remove`
+    of the last hold stops it; `settle` then waits for it to end (called by the Agent once
+    its hold is released, outside every store lock: the thread may be mid-renewal, in the
+    store), so a library user is left no thread once no run of theirs holds a lease. Each
+    thread has its own stop flag: an `add` right after a stop starts a new thread while the
+    old one ends.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Condition(threading.Lock())
         self.entries: dict[Hold, tuple[_Renewable, str]] = {}
         self.thread: threading.Thread | None = None
+        self.stop: list[bool] = [False]
+        """The running thread's stop flag (a new one for each thread)."""
+        self.ending: list[threading.Thread] = []
+        """Threads stopped and not yet waited for by `settle`."""
         self.wake_at = 0.0
 
     def add(self, store: _Renewable, run_id: str, hold: Hold) -> None:
@@ -282,33 +294,38 @@ class _Renewer:
             hold.due = time.monotonic() + hold.renew_every
             self.entries[hold] = (store, run_id)
             if self.thread is None:
+                self.stop = stop = [False]
                 self.thread = threading.Thread(
-                    target=self._run, name="agentfsm-leases", daemon=True
+                    target=self._run, args=(stop,), name="agentfsm-leases", daemon=True
                 )
                 self.thread.start()
             elif hold.due < self.wake_at:
-                self.lock.notify()
+                self.lock.notify_all()
 
     def remove(self, hold: Hold) -> None:
         with self.lock:
             self.entries.pop(hold, None)
+            if not self.entries and self.thread is not None:
+                self.ending.append(self.thread)
+                self.thread = None
+                self.stop[0] = True
+                self.lock.notify_all()
 
-    def _run(self) -> None:
-        idle = 0
+    def settle(self, timeout: float) -> None:
         with self.lock:
-            while True:
+            ending, self.ending = self.ending, []
+        deadline = time.monotonic() + timeout
+        for thread in ending:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _run(self, stop: list[bool]) -> None:
+        with self.lock:
+            while not stop[0]:
                 now = time.monotonic()
                 due = [(h, e) for h, e in self.entries.items() if h.due <= now]
                 if not due:
-                    if not self.entries:
-                        idle += 1
-                        if idle > IDLE_WAKES:
-                            self.thread = None
-                            return
-                    else:
-                        idle = 0
                     self.wake_at = min((h.due for h in self.entries), default=now + 1.0)
-                    self.wake_at = min(self.wake_at, now + 1.0)
                     self.lock.wait(self.wake_at - now)
                     continue
                 for hold, _ in due:
@@ -327,6 +344,14 @@ class _Renewer:
 
 
 _RENEWER = _Renewer()
+
+
+def settle(timeout: float = STOP_WAIT) -> None:
+    """Wait (at most ``timeout`` seconds) for a renewing thread stopped by the last unhold.
+
+    Call it holding no store's lock (a renewal in progress may need it).
+    """
+    _RENEWER.settle(timeout)
 
 
 def _after_fork() -> None:  # pragma: no cover - runs in a forked child

@@ -7,6 +7,7 @@ is `run_worker`; `create_worker` is the API beneath it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -140,21 +141,25 @@ async def run_worker(
         **options: Passed to `create_worker` (``max_cached_workflows``,
             ``sticky_queue_schedule_to_start_timeout``…).
     """
-    from agentfsm.stores.urls import open_store
+    try:
+        from agentfsm.stores.urls import open_store
 
-    _checks.seconds("grace", grace, zero=True)
-    factory = load_factory(agent)
-    client = await Client.connect(target, namespace=namespace)
-    with open_store(store) as opened:
-        worker = create_worker(
-            client,
-            task_queue=task_queue,
-            agents={name: factory},
-            store=opened,
-            graceful_shutdown_timeout=timedelta(seconds=grace),
-            **options,
-        )
-        async with worker:
-            if on_ready is not None:
-                on_ready()
-            await (until if until is not None else asyncio.Event().wait())
+        _checks.seconds("grace", grace, zero=True)
+        factory = load_factory(agent)
+        client = await Client.connect(target, namespace=namespace)
+        with open_store(store) as opened:
+            worker = create_worker(
+                client,
+                task_queue=task_queue,
+                agents={name: factory},
+                store=opened,
+                graceful_shutdown_timeout=timedelta(seconds=grace),
+                **options,
+            )
+            async with worker:
+                if on_ready is not None:
+                    on_ready()
+                await (until if until is not None else asyncio.Event().wait())
+    finally:
+        if inspect.iscoroutine(until):  # (refused before awaiting it: closed, not left to
+            until.close()  # warn at garbage collection that it was never awaited)

@@ -8,6 +8,10 @@ run id alone, with a new store connection and new model clients. Whatever the po
 run ends as an uninterrupted one does: the same conversation, the same model calls (none
 made twice), the transfer run once; and each run's log replays to its stored snapshot
 (I10), the root's carrying the planner's answer without running the planner again.
+
+The dead process leaves the runs it drove busy under its leases: the tree shares a fake
+clock, moved past their expiry at the death, and the next process takes each such run
+over, recording ``lease_taken_over`` (docs/deployment.md, who may drive a run).
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ import pytest
 from agentfsm import Agent, Event, OpenAIModel, ToolCall, replay, tool
 from agentfsm.agent.children import agent_tool, child_run_id
 from agentfsm.llm import RetryPolicy
-from agentfsm.stores import RunStore, Snapshot
+from agentfsm.stores import LeasePolicy, RunStore, Snapshot
 from agentfsm.stores.base import DelegatingStore
 from agentfsm.stores.sqlite import SQLiteStore
 from agentfsm.testing import (
+    FakeClock,
     LoopbackOpenAIServer,
     RecordedRequest,
     Reply,
@@ -113,17 +118,47 @@ def _model(url: str) -> OpenAIModel:
     )
 
 
-def _tree(store: RunStore, url: str) -> Agent:
+def _tree(store: RunStore, url: str, clock: FakeClock) -> Agent:
     """The root agent (restored from ``store`` if it holds the run), a fresh process's view."""
 
     def payer() -> Agent:
-        return Agent(_model(url), [transfer], ask_user=False)
+        return Agent(_model(url), [transfer], ask_user=False, clock=clock)
 
     def planner() -> Agent:
-        return Agent(_model(url), [agent_tool(payer, name="payer", description="Pays.")])
+        payer_tool = agent_tool(payer, name="payer", description="Pays.")
+        return Agent(_model(url), [payer_tool], clock=clock)
 
     tools = [agent_tool(planner, name="planner", description="Plans and pays.")]
-    return Agent(_model(url), tools, run_id=ROOT, store=store)
+    return Agent(_model(url), tools, run_id=ROOT, store=store, clock=clock)
+
+
+def _left_busy(path: Path) -> dict[str, str]:
+    """The owner of each run the dead process left busy (its lease, not yet expired)."""
+    store = SQLiteStore(path)
+    try:
+        owners = {}
+        for run_id in (ROOT, PLANNER, PAYER):
+            snapshot, lease = store.load(run_id), store.lease(run_id)
+            if snapshot is not None and snapshot.state == "busy":
+                assert lease is not None, run_id  # (busy only under its driver's lease)
+                owners[run_id] = lease.owner
+        return owners
+    finally:
+        store.close()
+
+
+def _check_the_takeovers(path: Path, left_busy: dict[str, str]) -> None:
+    """Each run left busy was taken over once, from the dead owner; no other run was."""
+    store = SQLiteStore(path)
+    try:
+        for run_id in (ROOT, PLANNER, PAYER):
+            taken = [e.data for e in store.events(run_id) if e.event == "lease_taken_over"]
+            if run_id in left_busy:
+                assert [t["previous_owner"] for t in taken] == [left_busy[run_id]], run_id
+            else:
+                assert taken == [], run_id
+    finally:
+        store.close()
 
 
 def _answer(root: Agent) -> None:
@@ -144,9 +179,10 @@ def _answer(root: Agent) -> None:
 
 def _run_to_the_end(path: Path, url: str, lives: int | None) -> int:
     """Run the tree, dying after ``lives`` saves, restarting between every two calls."""
+    clock = FakeClock()
     dying = DyingStore(SQLiteStore(path), lives)
     try:
-        root = _tree(dying, url)
+        root = _tree(dying, url, clock)
         root.start()
         root.submit("Settle the invoice")
         while root.state != "completed":
@@ -154,12 +190,15 @@ def _run_to_the_end(path: Path, url: str, lives: int | None) -> int:
     except Died:
         pass
     saves = dying.saves
+    left_busy = _left_busy(path)
+    clock.advance(LeasePolicy().duration + 1.0)  # the dead process's leases expire
     for _ in range(10):  # a new process for every call, until the run is completed
         store = SQLiteStore(path)
-        root = _tree(store, url)
+        root = _tree(store, url, clock)
         root.start()
         if root.state == "completed":
             store.close()
+            _check_the_takeovers(path, left_busy)
             return saves
         if root.state == "ready":  # it died before the submit was stored
             root.submit("Settle the invoice")

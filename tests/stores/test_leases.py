@@ -6,6 +6,7 @@ Time is a fake clock, waits sleep on it: no test sleeps but the renewal one (bou
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -264,6 +265,30 @@ def test_the_lease_is_renewed_while_a_tool_body_runs(tmp_path: Path) -> None:
         assert the_agent.submit("go").state == "completed"
     assert renewed
     assert renewed[0].expires_at == pytest.approx(1101.0)
+
+
+def renewers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "agentfsm-leases"]
+
+
+def test_the_renewing_thread_runs_only_while_a_run_holds_a_lease() -> None:
+    clock = FakeClock(1000.0)
+    store = MemoryStore()
+    during: list[int] = []
+
+    @tool
+    def look() -> str:
+        """Count the renewing threads while the step holds the run's lease."""
+        during.append(len(renewers()))
+        return "seen"
+
+    for run_id in ("run-a", "run-b"):  # the second run starts the thread again
+        model = ScriptedModel().tool_call("look").text("ok")
+        the_agent = Agent(model, [look], store=store, run_id=run_id, clock=clock)
+        the_agent.start()
+        assert the_agent.submit("go").state == "completed"
+        assert renewers() == []  # (no hold left: the thread has ended, not idles on)
+    assert during == [1, 1]
 
 
 def test_no_lease_with_lease_none_and_bad_policies_are_refused() -> None:

@@ -262,3 +262,23 @@ def test_the_worker_command_refuses_a_bad_agent(
     )  # fmt: skip
     assert code == 1
     assert "module:factory" in capsys.readouterr().err
+
+
+def test_a_worker_refused_before_it_starts_closes_the_until_it_never_awaited(
+    tmp_path: Path,
+) -> None:
+    import inspect
+
+    from agentfsm.temporal.worker import run_worker
+
+    async def refused() -> Any:
+        stop = asyncio.Event()
+        until = stop.wait()  # (as the worker command passes it)
+        with pytest.raises(ValueError, match="module:factory"):
+            await run_worker("127.0.0.1:1", task_queue="q", agent="nope",
+                             store=str(tmp_path / "runs.db"), until=until)  # fmt: skip
+        return until
+
+    until = asyncio.run(refused())
+    # Closed, not left to warn "coroutine 'Event.wait' was never awaited" in a later test.
+    assert inspect.getcoroutinestate(until) == inspect.CORO_CLOSED
