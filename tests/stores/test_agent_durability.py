@@ -383,3 +383,29 @@ def test_a_reset_and_a_system_prompt_replay_too() -> None:
         Message.assistant("B."),
     )
     assert rebuilt.loop_state == LoopState.ANSWERED
+
+
+def test_an_idempotent_call_run_again_then_crashing_again_still_replays() -> None:
+    # (simulation seed 32: the call run again records a second tool_started)
+    store, ran = DyingStore(), []
+
+    @tool(idempotent=True)
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        ran.append(f"charge:{amount}")
+        store.dead = True
+        raise Crash
+
+    model = ScriptedModel().tool_call("charge", amount=5)
+    first = Agent(model, [charge], store=store, run_id=RUN_ID, lease=None)
+    first.start()
+    with pytest.raises(Crash):  # the first process dies in the body...
+        first.submit("charge me")
+    store.dead = False
+    with pytest.raises(Crash):  # ...and so does the one taking it up, running it again
+        Agent(model, [charge], store=store, run_id=RUN_ID, lease=None).start()
+
+    stored = store.load(RUN_ID)
+    assert stored is not None
+    assert (ran, stored.state, stored.started) == (["charge:5", "charge:5"], "busy", ("call_1",))
+    replay(store.events(RUN_ID), expected=stored)
