@@ -77,6 +77,8 @@ class ToolRounds(TypedAnswers):
 
         async def _relist_changed(self) -> None: ...
 
+        async def _stop_stranded_child(self) -> bool: ...
+
     def _loop_machine(self) -> AnyMachine:
         if self._loop is None:  # resolve_action etc. before any turn: the run refuses first
             raise AgentFSMError("no turn is running")
@@ -162,7 +164,7 @@ class ToolRounds(TypedAnswers):
             await self._tell()
         data = self._data
         settling = bool(self._started)  # (only a round resumed after a crash has some)
-        if self._stopped_before_round(settling):
+        if (settling or self._stop_requested()) and await self._stopped_before_round(settling):
             return
         context = context_of(
             data.run_id, data.turn, data.iteration, "", self.user_id, None, self._call_deps
@@ -210,19 +212,22 @@ class ToolRounds(TypedAnswers):
         elif self._sources:
             await self._relist_changed()
 
-    def _stopped_before_round(self, settling: bool) -> bool:
+    async def _stopped_before_round(self, settling: bool) -> bool:
         """At the boundary before a round's first call: take a cancel or pause asked for.
 
         A round resumed after a crash first settles its calls started with no stored answer
         (a call started is no step boundary, I10): a call answered "outcome unknown" is
         answered before the request is taken; an idempotent call runs again first, and the
-        request is taken at the boundary after it.
+        request is taken at the boundary after it. A child it left busy (its process stopped
+        while the child worked) comes to rest before it (I14).
         """
         rerun = False
         if settling:
             self._data.at_boundary = False
             rerun = self._settle_unknown()
         if rerun or not self._stop_requested():
+            return False
+        if self._delegates is not None and not await self._stop_stranded_child():
             return False
         return self._stop_at_boundary()
 

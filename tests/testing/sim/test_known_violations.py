@@ -33,11 +33,6 @@ AGENT_AHEAD = (
     "of the store (not what the store holds, I12), so what it does next can be lost "
     "(fewer seeds since edges-agent's fix: 9 of 300)"
 )
-REQUEST_LEAVES_CHILD_BUSY = (
-    "a parent taken up after a crash, cancelled or paused before it takes its busy child up "
-    "again, comes to rest (failed, paused) with the stored child left busy (I14; fewer seeds "
-    "since edges-agent's fix: 10 of 300)"
-)
 
 
 def _known(
@@ -50,11 +45,8 @@ def _known(
     )  # fmt: skip
 
 
-BUSY_CHILD = r"I14 .*run '[^']+' is {} while its child '[^']+' is busy"
 KNOWN = [
     _known(80, 100, World, ALL, r"I12 .*after a refused save the Agent is", AGENT_AHEAD),
-    _known(11, 100, World, ALL, BUSY_CHILD.format("failed"), REQUEST_LEAVES_CHILD_BUSY),
-    _known(22, 100, World, ALL, BUSY_CHILD.format("paused"), REQUEST_LEAVES_CHILD_BUSY),
 ]  # fmt: skip
 
 
