@@ -29,9 +29,11 @@ NO_OUTAGE = tuple(kind for kind in FaultKind if kind is not FaultKind.OUTAGE)
 """Without outages (a narrower search, for seeds that need it)."""
 
 AGENT_AHEAD = (
-    "a save refused during a store outage, whose reload fails too, leaves the Agent ahead "
-    "of the store (not what the store holds, I12), so what it does next can be lost "
-    "(fewer seeds since edges-agent's fix: 9 of 300)"
+    "an Agent already behind the store (another process moved the run since it last read "
+    "it) whose save an outage refuses, and its read-back too, stays at the last snapshot it "
+    "knew stored, unsure, as docs/contract.md says; its next call reads the store first "
+    "(tests/agent/test_store_outage.py pins it). The simulation's I12 check (runner._ended) "
+    "still asks it to equal the store it could not read: the check must accept that case"
 )
 
 
