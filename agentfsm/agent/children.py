@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING
 
 from agentfsm import _checks
 from agentfsm.agent.turn import TurnDriver
-from agentfsm.errors import StoreError, SubAgentDepthError, SubAgentError, ToolDefinitionError
+from agentfsm.errors import (
+    GuardFailedError,
+    StoreError,
+    SubAgentDepthError,
+    SubAgentError,
+    ToolDefinitionError,
+)
 from agentfsm.states.json import JSONValue
 from agentfsm.states.messages import ToolCall
 from agentfsm.states.names import LoopState, RunState
@@ -391,6 +397,32 @@ class ChildRuns(TurnDriver):
             child = self._open_child()
             if child is not None and child.state == RunState.BUSY:
                 await child.apause()
+
+    async def _stop_stranded_child(self) -> bool:
+        """Before a run taken up mid-round takes a cancel or pause: its busy child first.
+
+        A run taken up from its store while its child was busy (its process stopped while
+        the child worked) cancels or pauses that child before it comes to rest itself, so
+        that it is never stored at rest over a busy child (I14).
+
+        Returns:
+            Whether the request may be taken now (not if the child cannot pause: a call of
+            its was running when its process stopped; the child is taken up, and the pause
+            is taken at the next boundary).
+        """
+        if not self._round or self._loop_machine().state != LoopState.DELEGATING:
+            return True
+        child = self._open_child()
+        if child is None or child.state != RunState.BUSY or child is self._active_child:
+            return True
+        if self._cancel_requested or self._data.cancel_requested:
+            await child.acancel()
+            return True
+        try:
+            await child.apause()
+        except GuardFailedError:
+            return False
+        return True
 
     def _close_turn(self, why: str) -> None:
         """Close the turn; a child left waiting or paused in it is closed at the step's end."""

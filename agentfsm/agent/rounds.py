@@ -77,6 +77,8 @@ class ToolRounds(TypedAnswers):
 
         async def _relist_changed(self) -> None: ...
 
+        async def _stop_stranded_child(self) -> bool: ...
+
     def _loop_machine(self) -> AnyMachine:
         if self._loop is None:  # resolve_action etc. before any turn: the run refuses first
             raise AgentFSMError("no turn is running")
@@ -161,15 +163,14 @@ class ToolRounds(TypedAnswers):
             self._before_call()
             await self._tell()
         data = self._data
-        if self._cancel_requested or self._pause_requested or data.cancel_requested:
-            self._stop_at_boundary()  # the boundary before the round's first call
+        settling = bool(self._started)  # (only a round resumed after a crash has some)
+        if (settling or self._stop_requested()) and await self._stopped_before_round(settling):
             return
         context = context_of(
             data.run_id, data.turn, data.iteration, "", self.user_id, None, self._call_deps
         )
-        data.at_boundary = False
-        if self._started:  # (only a round resumed after a crash has calls started)
-            self._settle_unknown()
+        if not settling:  # (settled, it is as the answers left it, as replay has it)
+            data.at_boundary = False
         calls = self._round
         answers = self._answers
         decisions, resumed = self._decisions, False
@@ -210,6 +211,25 @@ class ToolRounds(TypedAnswers):
             await self._finish(_EXHAUSTED)
         elif self._sources:
             await self._relist_changed()
+
+    async def _stopped_before_round(self, settling: bool) -> bool:
+        """At the boundary before a round's first call: take a cancel or pause asked for.
+
+        A round resumed after a crash first settles its calls started with no stored answer
+        (a call started is no step boundary, I10): a call answered "outcome unknown" is
+        answered before the request is taken; an idempotent call runs again first, and the
+        request is taken at the boundary after it. A child it left busy (its process stopped
+        while the child worked) comes to rest before it (I14).
+        """
+        rerun = False
+        if settling:
+            self._data.at_boundary = False
+            rerun = self._settle_unknown()
+        if rerun or not self._stop_requested():
+            return False
+        if self._delegates is not None and not await self._stop_stranded_child():
+            return False
+        return self._stop_at_boundary()
 
     def _delegated_decisions(
         self, calls: tuple[ToolCall, ...]
@@ -270,17 +290,22 @@ class ToolRounds(TypedAnswers):
             told,
         )
 
-    def _settle_unknown(self) -> None:
+    def _settle_unknown(self) -> bool:
         """Resuming a round: a call that started with no stored answer ran, or may have.
 
         An idempotent tool's call runs again; any other gets an error tool message saying
         its outcome is unknown, and never runs twice (I11).
+
+        Returns:
+            Whether a call runs again (its log holds a ``tool_started`` with no answer yet).
         """
+        rerun = False
         for call_id in tuple(self._started):
             call = next((c for c in self._round if c.id == call_id), None)
             found = None if call is None else self.tools.registry.find(call.name)
             if call is not None and found is not None and found.idempotent:
                 self._started = tuple(i for i in self._started if i != call_id)
+                rerun = True
                 continue
             name = call.name if call is not None else "unknown"
             info = ToolErrorInfo(
@@ -293,6 +318,7 @@ class ToolRounds(TypedAnswers):
             )
             text = failure_content(ToolStatus.ERROR, info)
             self._on_answer(result, Message.tool(call_id, text, name=name))
+        return rerun
 
     def _on_start(self, call: ToolCall) -> Awaitable[None] | None:
         self._data.at_boundary = False  # a body runs

@@ -224,7 +224,8 @@ class _Run:
         call_id = event.data.get("call_id")
         if call_id not in {call.id for call in self.open_round()}:
             raise self.fail(event, f"call {call_id!r} is not a call of the open round")
-        self.started.append(str(call_id))
+        if call_id not in self.started:  # (again: an idempotent call run again, I11)
+            self.started.append(str(call_id))
         self.data.at_boundary = False
 
     def _tool_result(self, event: Event) -> None:

@@ -287,3 +287,24 @@ def test_an_outage_during_a_decision_on_each_store(kind: str, tmp_path: Path) ->
     assert RAN == ["refund:5.0"]
     assert [e.event for e in inner.events("r")].count("resolve_action") == 1
     inner.close()
+
+
+def test_a_run_another_process_moved_is_taken_up_after_an_outage_refused_a_stale_call() -> None:
+    """Simulation seed 80: an Agent behind the store (another process cancelled the run).
+
+    The outage refuses its save and its read-back, so it stays at the last snapshot it knew
+    stored, unsure; its next call reads the store first and acts on what the store holds.
+    """
+    store = OutageStore()
+    stale = waiting(store)
+    other = Agent(ScriptedModel([answer("unused")]), [refund], store=store, run_id="r")
+    assert other.cancel().state == "failed"
+    store.down = True
+    with pytest.raises(StoreError):
+        stale.resolve_action({"c1": "approve"})
+    assert stale.state == "requires_action"  # what it was before the call: nothing kept
+    store.down = False
+    with pytest.raises(IllegalTransitionError):
+        stale.resolve_action({"c1": "approve"})
+    assert stale.snapshot() == held(store)  # it took up what the store holds first
+    assert RAN == []

@@ -367,3 +367,75 @@ def test_a_parent_taken_up_and_paused_at_once_pauses_the_child_it_left_busy() ->
 def _version(store: RunStore, run_id: str) -> int | None:
     snapshot = store.load(run_id)
     return None if snapshot is None else snapshot.version
+
+
+class _Watching(DelegatingStore):
+    """Lets a request in at the first save; notes each parent at rest stored over a busy child."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.reached: asyncio.Event | None = None
+        self.broken: list[str] = []
+
+    async def asave(
+        self, snapshot: Snapshot, events: Sequence[Any], *, expected_version: int | None
+    ) -> None:
+        if self.reached is not None and snapshot.run_id == "parent":
+            self.reached.set()
+            self.reached = None
+            await asyncio.sleep(0)
+        self.save(snapshot, events, expected_version=expected_version)
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Any], *, expected_version: int | None
+    ) -> None:
+        super().save(snapshot, events, expected_version=expected_version)
+        child = self.load(CHILD)
+        at_rest = snapshot.run_id == "parent" and snapshot.state != "busy"
+        if at_rest and child is not None and child.state == "busy":
+            self.broken.append(f"parent stored {snapshot.state} over a busy child")
+
+
+@pytest.mark.parametrize("request_", ["cancel", "pause"])
+def test_a_parent_taken_up_then_asked_to_stop_brings_its_busy_child_to_rest_first(
+    request_: str,
+) -> None:
+    """Simulation seeds 11, 22: the request comes in while the take-up runs (I14)."""
+    store = MemoryStore()
+    dying = _Dying(store, "nobody")
+
+    def crashing(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+        dying.dead = True  # the process dies during the child's model call
+        raise _Crash
+
+    def tidied(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+        return answer("Tidied.")
+
+    with pytest.raises(_Crash):
+        _parent_of(lambda: Agent(ScriptedModel(fallback=crashing), lease=None), dying, None).start(
+            "Tidy"
+        )
+    watching = _Watching(store)
+    helper = agent_tool(
+        lambda: Agent(ScriptedModel(fallback=tidied)), name="helper", description="Helps."
+    )
+    seen: list[object] = []  # (a listener: the take-up tells before it takes the child up)
+    again = Agent(responder("helper", "Done anyway."), [helper], store=watching,
+                  run_id="parent", lease=None, listeners=[seen.append])  # fmt: skip
+
+    async def take_up_then_request() -> object:
+        watching.reached = reached = asyncio.Event()
+        taking_up = asyncio.ensure_future(again.astart())
+        await reached.wait()  # the take-up waits for its first save: the request comes in
+        await getattr(again, f"a{request_}")()
+        return await taking_up
+
+    asyncio.run(take_up_then_request())
+
+    child = store.load(CHILD)
+    assert child is not None
+    assert (again.state, child.state) == (
+        ("failed", "failed") if request_ == "cancel" else ("paused", "paused")
+    )
+    assert watching.broken == []
+    assert_tree_valid(store, "parent")

@@ -383,3 +383,79 @@ def test_a_reset_and_a_system_prompt_replay_too() -> None:
         Message.assistant("B."),
     )
     assert rebuilt.loop_state == LoopState.ANSWERED
+
+
+def test_an_idempotent_call_run_again_then_crashing_again_still_replays() -> None:
+    # (simulation seed 32: the call run again records a second tool_started)
+    store, ran = DyingStore(), []
+
+    @tool(idempotent=True)
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        ran.append(f"charge:{amount}")
+        store.dead = True
+        raise Crash
+
+    model = ScriptedModel().tool_call("charge", amount=5)
+    first = Agent(model, [charge], store=store, run_id=RUN_ID, lease=None)
+    first.start()
+    with pytest.raises(Crash):  # the first process dies in the body...
+        first.submit("charge me")
+    store.dead = False
+    with pytest.raises(Crash):  # ...and so does the one taking it up, running it again
+        Agent(model, [charge], store=store, run_id=RUN_ID, lease=None).start()
+
+    stored = store.load(RUN_ID)
+    assert stored is not None
+    assert (ran, stored.state, stored.started) == (["charge:5", "charge:5"], "busy", ("call_1",))
+    replay(store.events(RUN_ID), expected=stored)
+
+
+class PausingStore(DyingStore):
+    """Its async saves wait once ``held`` is set, until the test lets them on (a slow disk)."""
+
+    held: asyncio.Event | None = None
+
+    async def asave(self, snapshot: Snapshot, events: Any, *, expected_version: Any) -> None:
+        if self.held is not None:
+            reached, self.held = self.held, None
+            reached.set()
+            await asyncio.sleep(0)
+        self.save(snapshot, events, expected_version=expected_version)
+
+
+@pytest.mark.parametrize("request_", ["cancel", "pause"])
+def test_a_request_while_a_restored_run_settles_an_unknown_call_replays(request_: str) -> None:
+    # (simulation seed 79: the request was taken before the unknown call was answered)
+    store = PausingStore()
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        store.dead = True
+        raise Crash
+
+    first = Agent(ScriptedModel().tool_call("charge", amount=5), [charge], store=store,
+                  run_id=RUN_ID, lease=None)  # fmt: skip
+    first.start()
+    with pytest.raises(Crash):
+        first.submit("charge me")
+    store.dead = False
+    seen: list[object] = []  # (a listener: the take-up tells before the round's calls)
+    again = Agent(ScriptedModel().text("Done."), [charge], store=store, run_id=RUN_ID,
+                  lease=None, listeners=[seen.append])  # fmt: skip
+
+    async def take_up_then_request() -> object:
+        store.held = reached = asyncio.Event()
+        taking_up = asyncio.ensure_future(again.astart())
+        await reached.wait()  # the take-up waits for its first save: a request comes in
+        await getattr(again, f"a{request_}")()
+        return await taking_up
+
+    asyncio.run(take_up_then_request())
+
+    stored = store.load(RUN_ID)
+    assert stored is not None
+    assert stored.state == ("failed" if request_ == "cancel" else "paused")
+    assert "ToolOutcomeUnknown" in str(stored.model_dump())  # answered first, not cancelled
+    replay(store.events(RUN_ID), expected=stored)

@@ -29,23 +29,11 @@ NO_OUTAGE = tuple(kind for kind in FaultKind if kind is not FaultKind.OUTAGE)
 """Without outages (a narrower search, for seeds that need it)."""
 
 AGENT_AHEAD = (
-    "a save refused during a store outage, whose reload fails too, leaves the Agent ahead "
-    "of the store (not what the store holds, I12), so what it does next can be lost "
-    "(fewer seeds since edges-agent's fix: 9 of 300)"
-)
-REQUEST_LEAVES_CHILD_BUSY = (
-    "a parent taken up after a crash, cancelled or paused before it takes its busy child up "
-    "again, comes to rest (failed, paused) with the stored child left busy (I14; fewer seeds "
-    "since edges-agent's fix: 10 of 300)"
-)
-REQUEST_MID_CALL = (
-    "a cancel or pause asked for while a restored run settles a call whose outcome is "
-    "unknown is recorded right after the call's tool_started, not at a step boundary: the "
-    "log does not replay (I10)"
-)
-STARTED_TWICE = (
-    "an idempotent call run again after a crash is recorded with two tool_started records; "
-    "replaying them gives started=('c3x0', 'c3x0'), the stored snapshot has ('c3x0',) (I10)"
+    "an Agent already behind the store (another process moved the run since it last read "
+    "it) whose save an outage refuses, and its read-back too, stays at the last snapshot it "
+    "knew stored, unsure, as docs/contract.md says; its next call reads the store first "
+    "(tests/agent/test_store_outage.py pins it). The simulation's I12 check (runner._ended) "
+    "still asks it to equal the store it could not read: the check must accept that case"
 )
 
 
@@ -59,14 +47,8 @@ def _known(
     )  # fmt: skip
 
 
-BUSY_CHILD = r"I14 .*run '[^']+' is {} while its child '[^']+' is busy"
 KNOWN = [
     _known(80, 100, World, ALL, r"I12 .*after a refused save the Agent is", AGENT_AHEAD),
-    _known(11, 100, World, ALL, BUSY_CHILD.format("failed"), REQUEST_LEAVES_CHILD_BUSY),
-    _known(22, 100, World, ALL, BUSY_CHILD.format("paused"), REQUEST_LEAVES_CHILD_BUSY),
-    _known(79, 100, World, ALL, r"I10 .*event 'cancel' is not allowed in state 'busy'",
-           REQUEST_MID_CALL),
-    _known(32, 100, World, ALL, r"I10 .*started is \('c3x0', 'c3x0'\)", STARTED_TWICE),
 ]  # fmt: skip
 
 

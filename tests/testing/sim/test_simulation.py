@@ -17,7 +17,7 @@ from agentfsm.stores.postgres import PostgresStore
 from agentfsm.stores.sqlite import SQLiteStore
 from agentfsm.testing.sim import Simulation
 
-MEMORY_SEEDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 19, 25, 40, 57, 297)
+MEMORY_SEEDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 19, 22, 25, 32, 40, 57, 79, 297)
 """Seeds that hold over a MemoryStore in 100 steps (the others find a known defect); 4, 19,
 25, 40 and 57 found defects that edges-agent fixed; 297 approves a call in a fork of a fork
 (the I9 check reads a fork's approvals through its origins, each up to its fork point)."""
