@@ -119,7 +119,7 @@ class Checker:
                     assert_tree_valid(self.store, root)
         # ---- LEASES HOOK (run leases) ----------------------------------------------------
         # "No run is busy without a lease": on when the simulated Agents take leases, that
-        # is, once `ProcessStore` forwards the leasing protocol (`lease_check`).
+        # is, over a store that keeps them (`LeasingProcessStore`, `lease_check`).
         if self.leases is not None:
             self.leases(self.store, snapshots)
 
@@ -222,10 +222,9 @@ def lease_check(store: RunStore, *, agents_lease: bool = True) -> LeaseCheck | N
 
     Args:
         store: The shared store.
-        agents_lease: Whether the simulated Agents take leases: only if `ProcessStore`
-            forwards the leasing protocol (``hold``, ``renew_lease``…), which it does not yet
-            (its leases' renewer thread would take the schedule out of the seed's hands); so
-            the `Simulation` passes False and the check is off.
+        agents_lease: Whether the simulated Agents take leases (the `Simulation` passes
+            whether ``store`` keeps them: its processes then reach it through a
+            `LeasingProcessStore`); False turns the check off.
 
     Returns:
         The check, or None when it is off.

@@ -6,18 +6,32 @@ process: after a crash, nothing the dead process still runs reaches the store. E
 of a live process waits at a point of the scheduler, where the seed may strike: the save
 fails before it commits, commits but its acknowledgement is lost, meets a conflict, the
 process crashes before or after the commit, or the store is out for a few steps.
+
+Over a store that keeps run leases, each process's handle is a `LeasingProcessStore`: it
+keeps its Agents' holds itself (no background thread renews them: the simulation renews the
+busy holds of the live processes when its clock moves, `LeasingProcessStore.renew`), and
+makes each save through the process's hold, so a crashed process's lease stays in the store,
+unrenewed, until it expires and another process takes the run over.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
 from agentfsm._compat import StrEnum
-from agentfsm.errors import ProcessCrashed, SnapshotConflictError, StoreWriteError
+from agentfsm.errors import (
+    ProcessCrashed,
+    RunBusyError,
+    SnapshotConflictError,
+    StoreError,
+    StoreWriteError,
+)
 from agentfsm.states.events import Event
-from agentfsm.stores.base import RunStore, RunSummary
+from agentfsm.stores.base import LeasingStore, RunStore, RunSummary, leasing
+from agentfsm.stores.leases import Hold, Lease, renew
 from agentfsm.stores.snapshot import Snapshot
 
 STORE_PATH = "(simulated store)"
@@ -72,6 +86,9 @@ class FaultyStore:
     """The real store; the checks read it directly, never through faults."""
     sync_fault: Callable[[], FaultKind | None] = field(default=lambda: None)
     """The fault (or None) for a synchronous save."""
+    clock: Callable[[], float] | None = None
+    """The simulation's clock: a save made without a hold is refused while the run's lease
+    is live by it (the store itself would judge by ``time.time()``)."""
     outage: int = 0
     """Steps the store stays out (every call of every process refused)."""
     acknowledged: dict[str, tuple[int, tuple[Event, ...]]] = field(default_factory=dict)
@@ -85,7 +102,12 @@ class FaultyStore:
             process: The process's name in the trace.
             point: Its wait at a point of the scheduler.
             crash: Kills the process (the simulation's: drops its objects, cancels its tasks).
+
+        Returns:
+            A `LeasingProcessStore` if the shared store keeps leases, else a `ProcessStore`.
         """
+        if leasing(self.inner) is not None:
+            return LeasingProcessStore(self, process, point, crash)
         return ProcessStore(self, process, point, crash)
 
     def acknowledge(self, snapshot: Snapshot, events: Sequence[Event]) -> None:
@@ -138,12 +160,17 @@ class ProcessStore:
             )
         if fault is FaultKind.CRASH:
             self._die(run_id)
-        inner.save(snapshot, events, expected_version=expected_version)
+        self._commit(snapshot, events, expected_version)
         if fault is FaultKind.CRASH_AFTER_COMMIT:
             self._die(run_id)
         if fault is FaultKind.ACK_LOST:
             raise StoreWriteError(run_id, STORE_PATH, "the save's acknowledgement was lost")
         self.shared.acknowledge(snapshot, events)
+
+    def _commit(
+        self, snapshot: Snapshot, events: Sequence[Event], expected_version: int | None
+    ) -> None:
+        self.shared.inner.save(snapshot, events, expected_version=expected_version)
 
     def _die(self, run_id: str) -> None:
         self._crash()
@@ -197,3 +224,94 @@ class ProcessStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class LeasingProcessStore(ProcessStore):
+    """A process's handle on a shared store that keeps run leases (a `LeasingStore`).
+
+    It keeps the holds its Agents register (``hold``), and makes each of its saves through
+    the run's hold there: the save registers it with the shared store for its one
+    synchronous transaction only, so no other process's save goes through it and the
+    store's renewing thread never sees it. Renewals happen when the simulation calls
+    `renew` (as its clock moves), never in real time: the seed decides them. A crashed
+    process's handle refuses everything, renewals too, so its leases expire. A save without
+    a hold is refused while the run's lease is live by the simulation's clock
+    (`FaultyStore.clock`), as the store refuses it by ``time.time()``.
+    """
+
+    def __init__(
+        self, shared: FaultyStore, process: str, point: Point, crash: Callable[[], None]
+    ) -> None:
+        super().__init__(shared, process, point, crash)
+        self.holds: dict[str, Hold] = {}
+        """The holds of this process's Agents, by run."""
+
+    @property
+    def _leasing(self) -> LeasingStore:
+        store = leasing(self.shared.inner)
+        assert store is not None  # (made only over a store that keeps leases)
+        return store
+
+    def hold(self, run_id: str, hold: Hold) -> None:
+        """Register ``hold`` in this process (refused if the process crashed; no I/O).
+
+        Raises:
+            ProcessCrashed: The process crashed.
+            RunBusyError: Another Agent of this process holds the run (its hold is live).
+        """
+        if not self.alive:
+            raise ProcessCrashed(f"process {self.process} crashed (run {run_id!r})")
+        other = self.holds.get(run_id)
+        live = other is not None and other.expires_at > other.clock()
+        if other is not None and live and other is not hold and other.owner != hold.owner:
+            raise RunBusyError(run_id, other.owner, other.expires_at)
+        hold.expires_at = hold.until()
+        hold.busy = False
+        hold.lost = None
+        self.holds[run_id] = hold
+
+    def unhold(self, run_id: str, hold: Hold) -> None:
+        """Unregister ``hold`` (nothing if it is not the run's hold here)."""
+        if self.holds.get(run_id) is hold:
+            del self.holds[run_id]
+
+    def lease(self, run_id: str) -> Lease | None:
+        """The shared store's ``lease``, unless the process crashed or the store is out."""
+        self._reachable(run_id)
+        return self._leasing.lease(run_id)
+
+    def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None:
+        """The shared store's ``renew_lease``, unless the process crashed or the store is out."""
+        self._reachable(run_id)
+        return self._leasing.renew_lease(run_id, owner, expires_at)
+
+    def renew(self) -> None:
+        """Renew the leases of this process's busy holds, as a renewing thread would.
+
+        A renewal the store refuses (an outage; a crashed process) is skipped, as the
+        renewing thread skips it: the lease may then expire.
+        """
+        for run_id, hold in sorted(self.holds.items()):
+            with contextlib.suppress(StoreError, ProcessCrashed):
+                renew(self, run_id, hold)
+
+    def _commit(
+        self, snapshot: Snapshot, events: Sequence[Event], expected_version: int | None
+    ) -> None:
+        run_id = snapshot.run_id
+        hold = self.holds.get(run_id)
+        store = self._leasing
+        if hold is None:
+            lease = store.lease(run_id)
+            clock = self.shared.clock
+            if lease is not None and clock is not None and lease.live(clock()):
+                raise RunBusyError(run_id, lease.owner, lease.expires_at)
+            super()._commit(snapshot, events, expected_version)
+            return
+        kept = (hold.expires_at, hold.busy, hold.lost)
+        store.hold(run_id, hold)  # (for this one transaction: see the class docstring)
+        hold.expires_at, hold.busy, hold.lost = kept
+        try:
+            store.save(snapshot, events, expected_version=expected_version)
+        finally:
+            store.unhold(run_id, hold)

@@ -6,6 +6,11 @@ cancel, pause, resume, expire, shut down, take a busy run up), fork a run, crash
 start a store outage, or move the clock. Then the loop runs until every task waits again,
 and the `Checker` checks the store. At the end, faults stop, every busy run is taken up
 until it comes to rest, and the store is checked once more.
+
+Over a store that keeps run leases, the Agents hold them, judged by the simulation's clock:
+when the clock moves, the live processes renew the leases of the runs they drive (a crashed
+process's lease expires, and the next process to take its run up records the takeover); a
+process refused with `RunBusyError` (another one's lease is live) is a legal outcome.
 """
 
 from __future__ import annotations
@@ -17,9 +22,15 @@ from dataclasses import dataclass, field
 
 from agentfsm import _checks
 from agentfsm.agent.core import Agent
-from agentfsm.errors import AgentFSMError, InvariantError, ProcessCrashed, StoreError
+from agentfsm.errors import (
+    AgentFSMError,
+    InvariantError,
+    ProcessCrashed,
+    RunBusyError,
+    StoreError,
+)
 from agentfsm.states.names import RunState
-from agentfsm.stores.base import RunStore
+from agentfsm.stores.base import RunStore, leasing
 from agentfsm.stores.forking import AddMessage, fork
 from agentfsm.testing.clock import FakeClock
 from agentfsm.testing.invariants import DurabilityProbe
@@ -29,11 +40,11 @@ from agentfsm.testing.sim.faults import (
     WORK_FAULTS,
     FaultKind,
     FaultyStore,
-    ProcessStore,
+    LeasingProcessStore,
 )
 from agentfsm.testing.sim.report import SimulationReport, Violation
 from agentfsm.testing.sim.scheduler import Parked, Scheduler
-from agentfsm.testing.sim.world import Ledger, Process, World
+from agentfsm.testing.sim.world import LEASE_SECONDS, Ledger, Process, World
 
 FAULT_RATE = 0.08
 """The chance that a point the seed lets go on strikes a fault."""
@@ -88,9 +99,10 @@ class Simulation:
         self.clock = FakeClock()
         self.ledger = Ledger()
         self.scheduler = Scheduler()
-        self.shared = FaultyStore(store, sync_fault=self._sync_fault)
+        self.shared = FaultyStore(store, sync_fault=self._sync_fault, clock=self.clock)
         self.roots: list[str] = []
-        leases = lease_check(store, agents_lease=hasattr(ProcessStore, "renew_lease"))
+        self.leases = leasing(store) is not None
+        leases = lease_check(store, agents_lease=self.leases)
         self.checker = Checker(self.shared, self.ledger, self.roots, leases)
         self.report = SimulationReport(seed=seed, steps=steps)
         self.lives: list[_Life] = []
@@ -112,7 +124,8 @@ class Simulation:
             return await self.scheduler.point(name, label, run_id)
 
         store = self.shared.handle(name, point, lambda: self._crash(holder[0]))
-        process = Process(name, store, self.clock, self.ledger, point, self.seed)
+        sleep = self._lease_sleep if self.leases else None
+        process = Process(name, store, self.clock, self.ledger, point, self.seed, sleep)
         life = _Life(process)
         holder.append(life)
         return life
@@ -224,8 +237,21 @@ class Simulation:
 
     def _do_clock(self) -> None:
         seconds = self.rng.choice((30, 90, 200))
-        self.clock.advance(seconds)
+        self._advance(seconds)
         self._trace(f"clock +{seconds}s")
+
+    def _advance(self, seconds: float) -> None:
+        """Move the clock; the live processes renew the leases of the runs they drive."""
+        self.clock.advance(seconds)
+        for life in self.lives:
+            store = life.process.store
+            if store.alive and isinstance(store, LeasingProcessStore):
+                store.renew()
+
+    async def _lease_sleep(self, seconds: float) -> None:
+        """An Agent's wait for a lease (`LeasePolicy.sleep`): the clock moves as it waits."""
+        self._advance(seconds)
+        await asyncio.sleep(0)
 
     def _do_act(self) -> None:
         stored_runs = [self.shared.inner.load(run_id) for run_id in self.roots]
@@ -317,11 +343,13 @@ class Simulation:
             )
             return
         self._trace(f"  {life.process.name} {run_id} {what}: {name}")
+        if isinstance(error, RunBusyError):
+            return  # (another process drives the run: refused, a legal outcome)
         if isinstance(error, StoreError) and agent is not None:
             stored = self.shared.inner.load(run_id)
             held = None if stored is None else (stored.state, stored.turn, stored.messages)
             live = (agent.state, agent.turn, agent.messages)
-            if stored is not None and live != held:
+            if stored is not None and live != held and not _behind(agent, stored.version):
                 self._violated(
                     InvariantError(
                         "I12",
@@ -413,6 +441,10 @@ class Simulation:
         if not busy:
             return False
         run_id = busy[0]
+        lease = self.shared.inner.lease(run_id) if self.leases else None  # type: ignore[attr-defined]
+        if lease is not None and lease.live(self.clock()):
+            self._advance(LEASE_SECONDS)  # (its driver is gone: let its lease expire)
+            self._trace(f"clock +{LEASE_SECONDS:g}s (a lease to expire)")
         life = self.lives[0]
         life.agents.pop(run_id, None)
         self._act(life, run_id, "take_up (end)", _call("take_up"))
@@ -481,3 +513,16 @@ def _call(name: str) -> _Call:
         return await method()
 
     return call
+
+
+def _behind(agent: Agent, stored_version: int | None) -> bool:
+    """Whether ``agent`` is behind the store, unsure, after its read-back failed too (I12).
+
+    docs/contract.md allows it: it holds the last snapshot it knew stored, and its next call
+    reads the store first, so nothing it does is lost or applied twice. Never ahead of it.
+    """
+    version = agent.snapshot().version
+    unsure: bool = getattr(agent, "_unsure", False)  # agentfsm.agent.rollback
+    return (
+        unsure and version is not None and stored_version is not None and version < stored_version
+    )

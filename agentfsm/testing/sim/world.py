@@ -20,12 +20,15 @@ from agentfsm.errors import ModelCallError, ProcessCrashed
 from agentfsm.llm.base import FinishReason, ModelResponse
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall
+from agentfsm.stores.leases import LeasePolicy, Sleep
 from agentfsm.testing.clock import FakeClock
 from agentfsm.testing.sim.faults import FaultKind, Point, ProcessStore
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.registry import AnyTool
 from agentfsm.tools.spec import Tool
 
+LEASE_SECONDS = 15.0
+"""How long a simulated Agent's lease lasts unless renewed (seconds of the clock)."""
 MAX_DEPTH = 3
 """Levels of a run tree the default world builds: a root, its children, their children."""
 
@@ -79,6 +82,11 @@ class Process:
     """Wait at a point of the scheduler: ``await point(label, run_id)`` gives the fault."""
     salt: int
     """The seed's part in the model's answers."""
+    sleep: Sleep | None = None
+    """How an Agent waiting for a lease sleeps: it moves the simulation's clock (None: no
+    leases)."""
+    agents: int = 0
+    """Agents made with a `lease` so far (each holds leases under its own owner id)."""
 
     @property
     def alive(self) -> bool:
@@ -96,6 +104,19 @@ class Process:
         self.check_alive()
         if fault is FaultKind.TIMEOUT:
             raise TimeoutError(f"{label} timed out (simulated)")
+
+    def lease(self) -> LeasePolicy | None:
+        """The lease policy of a new Agent of this process (None: the store keeps none).
+
+        Its owner id, ``<process>/a<n>``, and its waits (on the simulation's clock) are
+        the seed's: the same seed, the same trace.
+        """
+        if self.sleep is None:
+            return None
+        self.agents += 1
+        return LeasePolicy(
+            duration=LEASE_SECONDS, owner=f"{self.name}/a{self.agents}", sleep=self.sleep
+        )
 
     def model(self) -> ConversationModel:
         """A model for this process's Agents."""
@@ -307,7 +328,8 @@ class World:
     def make_agent(self, process: Process, run_id: str) -> Agent:
         """The Agent of the run ``run_id`` in ``process`` (restored if it is stored).
 
-        Build it with ``process.store``, ``process.clock`` and ``process.model()``; give
+        Build it with ``process.store``, ``process.clock``, ``process.model()`` and
+        ``lease=process.lease()`` (leases judged and waited for on the simulation's clock); give
         side-effecting tools a body that waits at ``process.work`` and notes itself in
         ``process.ledger`` (as `ledger_tool` does), so the checks can count its runs.
         """
@@ -338,6 +360,7 @@ class World:
             store=process.store if run_id is not None else None,
             run_id=run_id,
             clock=process.clock,
+            lease=process.lease(),
             max_iterations=self.max_iterations,
             action_timeout=self.action_timeout,
             input_timeout=self.action_timeout,
