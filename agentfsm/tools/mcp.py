@@ -54,7 +54,7 @@ from agentfsm.tools._mcp_results import Answer, failure, output, retry_params
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.policy import ToolPolicy
 from agentfsm.tools.registry import AnyTool
-from agentfsm.tools.schema import compile_validator
+from agentfsm.tools.schema import compile_validator, validator_class
 from agentfsm.tools.sources import InputRequest
 from agentfsm.tools.spec import NAME_PATTERN, Tool
 
@@ -444,7 +444,11 @@ def _output_validator(prefix: str, remote: mcp_types.Tool) -> Draft202012Validat
     if schema is None:
         return None
     try:
-        Draft202012Validator.check_schema(schema)
+        validator_class(cast(JSONObject, schema)).check_schema(schema)
+    except ValueError as exc:  # a $schema that names no draft agentfsm knows
+        raise MCPServerError(
+            prefix, f"its tool {remote.name!r} has an outputSchema whose {exc}"
+        ) from None
     except SchemaError as exc:
         raise MCPServerError(
             prefix,
