@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
@@ -65,6 +66,8 @@ SEPARATOR = "__"
 only ``[a-zA-Z0-9_-]`` in a tool name, so the protocol's ``server.tool`` cannot be used."""
 
 _PREFIX = re.compile(r"^[a-zA-Z0-9-]+(?:_[a-zA-Z0-9-]+)*$")
+_GLOB = re.compile(r"[*?\[]")
+"""A character that makes a name of ``allow`` / ``deny`` a glob pattern."""
 _MAX_PAGES = 100
 _CLOSING = 10.0
 """Seconds a call may take after its deadline to close its transport (the SDK's stdio client
@@ -116,13 +119,26 @@ class MCPServer:
             server's tool name (``{"read_file": "allow"}``); it wins over the annotations.
         timeout: Seconds any one operation (listing, or a call: connection included) may
             take; a call that takes longer ends with status ``timeout``.
+        allow: Offer only the server's tools whose names match one of these names or glob
+            patterns (``["read_*", "list_directory"]``); None offers every tool.
+        deny: Never offer the tools whose names match one of these (it wins over ``allow``).
 
     Raises:
         ValueError: The prefix, a policy, the target or the timeout is not allowed.
-        TypeError: ``trusted`` is not a bool, or ``policies`` not a mapping of str names.
+        TypeError: ``trusted`` is not a bool, ``policies`` not a mapping of str names, or
+            ``allow`` / ``deny`` not a list of non-empty names or patterns.
     """
 
-    __slots__ = ("_changed", "policies", "prefix", "target", "timeout", "trusted")
+    __slots__ = (
+        "_changed",
+        "allow",
+        "deny",
+        "policies",
+        "prefix",
+        "target",
+        "timeout",
+        "trusted",
+    )
 
     def __init__(
         self,
@@ -132,6 +148,8 @@ class MCPServer:
         trusted: bool = False,
         policies: Mapping[str, ToolPolicy | str] | None = None,
         timeout: float = 30.0,
+        allow: Sequence[str] | None = None,
+        deny: Sequence[str] = (),
     ) -> None:
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
             raise ValueError(
@@ -161,6 +179,10 @@ class MCPServer:
         """The application's policies, by the server's tool name (read-only)."""
         self.timeout = float(timeout)
         """Seconds one operation may take."""
+        self.allow = None if allow is None else _patterns("allow", allow)
+        """The names or glob patterns of the tools offered (None: every tool)."""
+        self.deny = _patterns("deny", deny)
+        """The names or glob patterns of the tools never offered."""
         self._changed = False
 
     def _client(self) -> mcp.Client:
@@ -251,13 +273,28 @@ class MCPServer:
                 ``policies`` names a tool the server does not list.
         """
         names = [remote.name for remote in listed]
-        unknown = sorted(set(self.policies) - set(names))
-        if unknown:
-            raise MCPServerError(
-                self.prefix,
-                f"policies name tools it does not list: {unknown!r}; it lists {sorted(names)!r}",
-            )
-        return tuple(self._tool(remote) for remote in listed)
+        for option, named in (
+            ("policies", set(self.policies)),
+            ("allow", {p for p in self.allow or () if not _GLOB.search(p)}),
+            ("deny", {p for p in self.deny if not _GLOB.search(p)}),
+        ):
+            unknown = sorted(named - set(names))
+            if unknown:
+                raise MCPServerError(
+                    self.prefix,
+                    f"{option} name{'' if option == 'policies' else 's'} tools it does not list: "
+                    f"{unknown!r}; it lists "
+                    f"{sorted(names)!r}",
+                )
+        return tuple(self._tool(remote) for remote in listed if self.offers(remote.name))
+
+    def offers(self, name: str) -> bool:
+        """Whether the server's tool ``name`` is offered: ``allow`` matches it, ``deny`` not."""
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.deny):
+            return False
+        return self.allow is None or any(
+            fnmatch.fnmatchcase(name, pattern) for pattern in self.allow
+        )
 
     async def tools(self) -> tuple[AnyTool, ...]:
         """List the server's tools and make agentfsm tools of them (`list_tools`, `tools_from`).
@@ -429,6 +466,19 @@ def _target(target: Target) -> str | mcp.StdioServerParameters | Server[Any] | S
             f"not {target!r}"
         )
     return mcp.StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+def _patterns(option: str, value: object) -> tuple[str, ...]:
+    if (
+        isinstance(value, (str, bytes))
+        or not isinstance(value, Sequence)
+        or not all(isinstance(p, str) and p for p in value)
+    ):
+        raise TypeError(
+            f"{option} must be a list of tool names or glob patterns (non-empty strings, "
+            f"such as ['read_*', 'list_directory']), not {value!r}"
+        )
+    return tuple(value)
 
 
 def _policy(name: str, value: ToolPolicy | str) -> ToolPolicy:
