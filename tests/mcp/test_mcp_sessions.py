@@ -1,0 +1,104 @@
+"""One kept session per server: state survives between calls, a dead server is reopened.
+
+Against a stateful server (the SDK's, over stdio): its count must survive between calls,
+rounds, turns and event loops; its stderr goes to the logger, not the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentfsm import Agent, ScriptedModel
+from agentfsm.states.messages import ToolCall
+from agentfsm.tools import ToolContext, ToolStatus, ToolSystem
+from agentfsm.tools.mcp import MCPServer, load_tools, load_tools_sync
+
+COUNTER = [sys.executable, str(Path(__file__).with_name("counter.py"))]
+CONTEXT = ToolContext(run_id="run-1", turn=1, iteration=1)
+
+
+def bump(call_id: str) -> ToolCall:
+    return ToolCall(id=call_id, name="c__bump", arguments="{}")
+
+
+def counts(outcome: object) -> list[object]:
+    return [r.output["result"] for r in outcome.results]  # type: ignore[attr-defined]
+
+
+def test_a_stdio_servers_state_survives_between_calls_and_event_loops(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level(logging.INFO, logger="agentfsm.tools.mcp"),
+        MCPServer("c", COUNTER, trusted=True) as server,
+    ):
+        system = ToolSystem(load_tools_sync(server))  # a listing, in its own event loop
+        first = system.run_round_sync([bump("1"), bump("2")], CONTEXT)  # another loop
+        second = system.run_round_sync([bump("3")], CONTEXT)  # and another
+
+        assert counts(first) + counts(second) == [1, 2, 3]
+        assert server.sessions_opened == 1  # one process for the listing and three calls
+    assert "starting (a banner on stderr)" not in capfd.readouterr().err
+    banners = [r for r in caplog.records if "a banner on stderr" in r.getMessage()]
+    assert len(banners) == 1
+    assert banners[0].getMessage().startswith("MCP server 'c' (stderr): ")
+
+
+def test_a_server_that_dies_fails_the_call_in_flight_and_the_next_call_reconnects() -> None:
+    with MCPServer("c", COUNTER, trusted=True) as server:
+        system = ToolSystem(load_tools_sync(server))
+        calls = [
+            bump("1"),
+            ToolCall(id="pid-1", name="c__pid", arguments="{}"),
+            ToolCall(id="die", name="c__die", arguments="{}"),
+            bump("2"),
+            ToolCall(id="pid-2", name="c__pid", arguments="{}"),
+        ]
+        outcome = system.run_round_sync(calls, CONTEXT)
+
+        one, pid_1, died, two, pid_2 = outcome.results
+        assert died.status is ToolStatus.ERROR
+        assert died.error is not None
+        assert died.error.type == "MCPConnectionError"
+        assert "unreachable or went away" in died.error.message
+        assert (one.output, two.output) == ({"result": 1}, {"result": 1})  # a new process
+        assert pid_1.output != pid_2.output
+        assert server.sessions_opened == 2
+
+
+def test_an_agent_shares_one_session_across_rounds_and_turns() -> None:
+    model = ScriptedModel()
+    for _ in range(3):
+        model = model.tool_call("c__bump")
+    model = model.text("Three.").tool_call("c__bump").text("Four.")
+    with MCPServer("c", COUNTER, trusted=True) as server:
+        agent = Agent(model, mcp_servers=[server])
+        agent.start()
+        assert agent.submit("bump thrice").reply == "Three."
+        assert agent.submit("once more").reply == "Four."  # a new turn lists again
+        agent.shutdown()
+
+        assert [m.content for m in agent.messages if m.role == "tool"] == [
+            json.dumps({"result": n}) for n in (1, 2, 3, 4)
+        ]
+        assert server.sessions_opened == 1
+
+
+def test_an_async_scope_closes_the_session_and_a_later_use_opens_a_new_one() -> None:
+    async def scope() -> tuple[int, int]:
+        async with MCPServer("c", COUNTER, trusted=True) as server:
+            (tool, *_) = await load_tools(server)
+            system = ToolSystem([tool])
+            await system.run_round([bump("1")], CONTEXT)
+        opened = server.sessions_opened
+        after = await system.run_round([bump("2")], CONTEXT)  # reopened: a new count
+        await server.aclose()
+        return opened, after.results[0].output["result"]  # type: ignore[index]
+
+    assert asyncio.run(scope()) == (1, 1)
