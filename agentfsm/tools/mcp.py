@@ -129,6 +129,7 @@ class MCPServer:
 
     __slots__ = (
         "_changed",
+        "_scopes",
         "_session",
         "allow",
         "deny",
@@ -183,6 +184,7 @@ class MCPServer:
         self.deny = patterns("deny", deny)
         """The names or glob patterns of the tools never offered."""
         self._changed = False
+        self._scopes = 0
         self._session = Session(
             prefix, self._client, isinstance(self.target, mcp.StdioServerParameters)
         )
@@ -191,6 +193,21 @@ class MCPServer:
     def sessions_opened(self) -> int:
         """How many sessions were opened so far (for a stdio server: processes started)."""
         return self._session.opened
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a session is kept open now."""
+        return self._session.is_open
+
+    async def release(self) -> None:
+        """An owner is done with the session: close it, unless a ``with`` scope holds it.
+
+        An `Agent` given the server (``mcp_servers=``) calls it when its run shuts down; a
+        server used inside ``with server:`` / ``async with server:`` stays open until the
+        scope ends, for the other runs that share it.
+        """
+        if not self._scopes:
+            await self.aclose()
 
     async def aclose(self) -> None:
         """Close the kept session, if any (the next operation would open a new one)."""
@@ -201,16 +218,22 @@ class MCPServer:
         on_host_sync(self._session.drop())
 
     async def __aenter__(self) -> MCPServer:
+        self._scopes += 1
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        self._scopes -= 1
+        if not self._scopes:
+            await self.aclose()
 
     def __enter__(self) -> MCPServer:
+        self._scopes += 1
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        self._scopes -= 1
+        if not self._scopes:
+            self.close()
 
     def _client(self, errlog: Any = None) -> mcp.Client:
         # No response cache: a listing must be the server's current one. The elicitation

@@ -118,6 +118,11 @@ class Session:
         self.opened = 0
         """How many sessions were opened (for a stdio server: processes started)."""
 
+    @property
+    def is_open(self) -> bool:
+        """Whether a session is kept open (and has not ended)."""
+        return self._current is not None and not self._current[2].done()
+
     async def client(self) -> mcp.Client:
         """The session's client: the kept one, or a new one if there is none or it died."""
         if self._opening is None:

@@ -72,33 +72,43 @@ def test_a_server_that_dies_fails_the_call_in_flight_and_the_next_call_reconnect
         assert server.sessions_opened == 2
 
 
-def test_an_agent_shares_one_session_across_rounds_and_turns() -> None:
+def test_an_async_scope_keeps_the_session_and_closes_it_at_its_end() -> None:
+    async def scope() -> tuple[list[object], bool, bool]:
+        async with MCPServer("c", COUNTER, trusted=True) as server:
+            system = ToolSystem(await load_tools(server))
+            first = await system.run_round([bump("1")], CONTEXT)
+            second = await system.run_round([bump("2")], CONTEXT)
+            inside = server.is_open
+        return counts(first) + counts(second), inside, server.is_open
+
+    assert asyncio.run(scope()) == ([1, 2], True, False)
+
+
+def test_an_agent_owns_the_session_unless_a_scope_holds_it() -> None:
     model = ScriptedModel()
     for _ in range(3):
         model = model.tool_call("c__bump")
     model = model.text("Three.").tool_call("c__bump").text("Four.")
-    with MCPServer("c", COUNTER, trusted=True) as server:
-        agent = Agent(model, mcp_servers=[server])
-        agent.start()
-        assert agent.submit("bump thrice").reply == "Three."
-        assert agent.submit("once more").reply == "Four."  # a new turn lists again
-        agent.shutdown()
+    owned = MCPServer("c", COUNTER, trusted=True)
+    agent = Agent(model, mcp_servers=[owned])
+    agent.start()
+    assert agent.submit("bump thrice").reply == "Three."
+    assert agent.submit("once more").reply == "Four."  # a new turn lists again
+    assert [m.content for m in agent.messages if m.role == "tool"] == [
+        json.dumps({"result": n}) for n in (1, 2, 3, 4)
+    ]
+    assert (owned.sessions_opened, owned.is_open) == (1, True)
+    agent.shutdown()
+    assert not owned.is_open  # its owner is gone: the process is stopped
 
-        assert [m.content for m in agent.messages if m.role == "tool"] == [
-            json.dumps({"result": n}) for n in (1, 2, 3, 4)
-        ]
-        assert server.sessions_opened == 1
-
-
-def test_an_async_scope_closes_the_session_and_a_later_use_opens_a_new_one() -> None:
-    async def scope() -> tuple[int, int]:
-        async with MCPServer("c", COUNTER, trusted=True) as server:
-            (tool, *_) = await load_tools(server)
-            system = ToolSystem([tool])
-            await system.run_round([bump("1")], CONTEXT)
-        opened = server.sessions_opened
-        after = await system.run_round([bump("2")], CONTEXT)  # reopened: a new count
-        await server.aclose()
-        return opened, after.results[0].output["result"]  # type: ignore[index]
-
-    assert asyncio.run(scope()) == (1, 1)
+    with MCPServer("c", COUNTER, trusted=True) as shared:
+        for reply in ("One.", "Two."):
+            model = ScriptedModel().tool_call("c__bump").text(reply)
+            agent = Agent(model, mcp_servers=[shared])
+            agent.start()
+            agent.submit("bump")
+            agent.shutdown()
+            assert shared.is_open  # the scope holds it for the next Agent
+        assert shared.sessions_opened == 1
+        assert agent.messages[-2].content == '{"result": 2}'  # shared: its count went on
+    assert not shared.is_open
