@@ -180,4 +180,14 @@ def close_all() -> None:
             asyncio.run_coroutine_threadsafe(session.drop(), loop).result(_CLOSING + 1)
 
 
+def _after_fork() -> None:  # pragma: no cover - runs in a forked child
+    """A forked child has no sessions' thread: its sessions are the parent's, not its own."""
+    global _loop, _lock
+    _loop, _lock = None, threading.Lock()
+    for session in list(_open):
+        session._current, session._opening = None, None
+    _open.clear()
+
+
 atexit.register(close_all)
+os.register_at_fork(after_in_child=_after_fork)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from agentfsm import Agent, ScriptedModel
 from agentfsm.states.messages import ToolCall
 from agentfsm.tools import ToolContext, ToolStatus, ToolSystem
 from agentfsm.tools.mcp import MCPServer, load_tools, load_tools_sync
+from tests.mcp.servers import toolbox
 
 COUNTER = [sys.executable, str(Path(__file__).with_name("counter.py"))]
 CONTEXT = ToolContext(run_id="run-1", turn=1, iteration=1)
@@ -112,3 +115,16 @@ def test_an_agent_owns_the_session_unless_a_scope_holds_it() -> None:
         assert shared.sessions_opened == 1
         assert agent.messages[-2].content == '{"result": 2}'  # shared: its count went on
     assert not shared.is_open
+
+
+def test_a_forked_child_opens_sessions_of_its_own() -> None:
+    server = MCPServer("tb", toolbox(), trusted=True)
+    assert len(load_tools_sync(server)) > 0  # the parent's session is open
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        signal.alarm(10)  # a child that waits on its parent's thread dies, not hangs
+        code = 0 if server.take_changed() is False and load_tools_sync(server) else 1
+        os._exit(code)
+    _, status = os.waitpid(child, 0)
+    server.close()
+    assert os.waitstatus_to_exitcode(status) == 0
