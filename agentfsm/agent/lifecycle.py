@@ -292,6 +292,10 @@ class Lifecycle(StepGuard, RunView, ContextControl, SettingsControl):
         self._run.send("shutdown")
         if unfinished:
             self._close_turn("cancelled")
+        for source in self._sources:  # the sessions this Agent owns (an MCP server's)
+            release = getattr(source, "release", None)
+            if release is not None:
+                await release()
         return self.outcome()
 
     def reset(self) -> None:

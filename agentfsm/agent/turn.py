@@ -193,10 +193,16 @@ class TurnDriver(ToolRounds):
         return fresh, self._registry({**self._listed, **fresh})
 
     def _install(self, fresh: dict[str, tuple[JSONObject, ...]], registry: ToolRegistry) -> None:
-        """Offer the tools of fresh listings from now on, each recorded (``tools_listed``)."""
+        """Offer the tools of fresh listings from now on, each recorded (``tools_listed``).
+
+        A listing equal to the one last recorded for its source is not recorded again (a
+        server may announce a change at every call and list the same tools).
+        """
         self._offer(registry)
         for prefix, listing in fresh.items():
-            self._record_listing(prefix, listing)
+            last = self._listed.get(prefix)
+            if last is None or tuple(last) != tuple(listing):
+                self._record_listing(prefix, listing)
 
     async def _relist_changed(self) -> None:
         """Between two rounds: list again the sources that announced a change.

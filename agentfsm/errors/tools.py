@@ -48,7 +48,8 @@ class ToolSchemaError(ToolDefinitionError):
         super().__init__(
             tool_name,
             f"its parameters schema is invalid at {pointer!r}: {detail} (it must be a "
-            "JSON Schema, draft 2020-12, describing an object)",
+            "JSON Schema describing an object, of the draft its $schema names: draft-04, -06, "
+            "-07, 2019-09 or 2020-12, the default)",
         )
 
 

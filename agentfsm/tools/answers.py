@@ -281,9 +281,16 @@ class CallAnswers:
         decision = None if decisions is NO_DECISIONS else decisions.get(call.id)
         # (An allowed server-side tool with no decision always passes: the usual case.)
         if decision is not None or found.client_side or found.policy is not ToolPolicy.ALLOW:
+            kwargs = None
+            if decision is None and found.policy is not ToolPolicy.DENY:
+                # Nobody was asked (a call that cannot validate is not asked about): its
+                # arguments are judged first, so that the model learns what to fix.
+                kwargs = found.arguments.parse(call.id, call.arguments, self._limits)
             reason = refusal(found.policy, found.client_side, decision)
             if reason is not None:
                 raise ToolDeniedError(call.name, call.id, reason)
+            if kwargs is not None:
+                return found, kwargs
         return found, found.arguments.parse(call.id, call.arguments, self._limits)
 
     def _unanswerable(self, call: ToolCall, asked: InputRequest) -> tuple[ToolResult, str]:

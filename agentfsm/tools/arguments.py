@@ -167,6 +167,18 @@ class ArgumentParser:
             return None
         return value  # type: ignore[return-value]  # from "{"
 
+    def valid(self, text: str, limits: ArgumentLimits) -> bool:
+        """Whether `parse` would take ``text``.
+
+        The `ToolSystem` asks before it asks for a decision: a call that cannot validate is
+        refused, not asked about.
+        """
+        try:
+            self.parse("", text, limits)
+        except ToolArgumentsError:
+            return False
+        return True
+
     def parse(self, call_id: str, text: str, limits: ArgumentLimits) -> dict[str, object]:
         """The keyword arguments for the body (without the context), or raise.
 

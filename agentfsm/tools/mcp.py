@@ -7,10 +7,13 @@ server object of the official ``mcp`` SDK) under a prefix the application choose
 `ToolSystem` checks enablement, policy and arguments exactly as for any tool before the
 server is contacted, and turns whatever the server answers into a `ToolResult`.
 
-Each operation (listing, one call) opens its own connection and closes it when done, under
-the server's ``timeout``: no connection outlives the event loop it was opened in, so the tools
-work from an `Agent`'s synchronous facade and from any event loop alike, and a server that
-hangs or dies costs one call, never the run. A stdio server is therefore started once per call.
+Each server keeps one session (`agentfsm.tools.mcp_sessions`), opened at its first
+operation and shared by every listing and call after it, by every run that uses the
+`MCPServer`, from any event loop; a session that died is opened anew by the next operation
+(the one in flight gets an `MCPConnectionError`), and a call that times out closes it (a
+stdio server stopped). `MCPServer.close` (or the end of ``async with server:`` / ``with
+server:``) closes it; so does interpreter exit. A stdio server's stderr goes to the
+``agentfsm.tools.mcp`` logger.
 
 Needs the ``mcp`` extra: ``pip install 'agentfsm[mcp]'``.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
@@ -30,15 +34,13 @@ try:
     import mcp
     from mcp import types as mcp_types
     from mcp.client.context import ClientRequestContext
-    from mcp.server import Server
-    from mcp.server.mcpserver import MCPServer as SDKServer
+    from mcp.client.stdio import stdio_client
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as missing:  # pragma: no cover - the dev extra installs it
     raise ImportError(
         "agentfsm.tools.mcp needs the MCP SDK: install it with pip install 'agentfsm[mcp]'"
     ) from missing
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
-from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]  # no stubs
 from pydantic import TypeAdapter
 
 from agentfsm import _checks
@@ -50,11 +52,12 @@ from agentfsm.errors import (
     ToolTimeoutError,
 )
 from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.tools._mcp_options import Target, output_validator, patterns, policy_of, target_of
 from agentfsm.tools._mcp_results import Answer, failure, output, retry_params
 from agentfsm.tools.context import ToolContext
+from agentfsm.tools.mcp_sessions import Session, on_host, on_host_sync
 from agentfsm.tools.policy import ToolPolicy
 from agentfsm.tools.registry import AnyTool
-from agentfsm.tools.schema import compile_validator
 from agentfsm.tools.sources import InputRequest
 from agentfsm.tools.spec import NAME_PATTERN, Tool
 
@@ -65,15 +68,13 @@ SEPARATOR = "__"
 only ``[a-zA-Z0-9_-]`` in a tool name, so the protocol's ``server.tool`` cannot be used."""
 
 _PREFIX = re.compile(r"^[a-zA-Z0-9-]+(?:_[a-zA-Z0-9-]+)*$")
+_GLOB = re.compile(r"[*?\[]")
+"""A character that makes a name of ``allow`` / ``deny`` a glob pattern."""
 _MAX_PAGES = 100
 _CLOSING = 10.0
 """Seconds a call may take after its deadline to close its transport (the SDK's stdio client
 gives a server 2 s to exit before it kills it)."""
 _RESULT: TypeAdapter[Answer] = TypeAdapter(Answer)
-
-Target = str | Sequence[str] | mcp.StdioServerParameters | Server[Any] | SDKServer[Any]
-"""Where a server is: a Streamable HTTP URL, a command line (``["python", "server.py"]``) or
-`mcp.StdioServerParameters` for a stdio subprocess, or an in-process SDK server object."""
 
 
 def default_policy(
@@ -116,13 +117,28 @@ class MCPServer:
             server's tool name (``{"read_file": "allow"}``); it wins over the annotations.
         timeout: Seconds any one operation (listing, or a call: connection included) may
             take; a call that takes longer ends with status ``timeout``.
+        allow: Offer only the server's tools whose names match one of these names or glob
+            patterns (``["read_*", "list_directory"]``); None offers every tool.
+        deny: Never offer the tools whose names match one of these (it wins over ``allow``).
 
     Raises:
         ValueError: The prefix, a policy, the target or the timeout is not allowed.
-        TypeError: ``trusted`` is not a bool, or ``policies`` not a mapping of str names.
+        TypeError: ``trusted`` is not a bool, ``policies`` not a mapping of str names, or
+            ``allow`` / ``deny`` not a list of non-empty names or patterns.
     """
 
-    __slots__ = ("_changed", "policies", "prefix", "target", "timeout", "trusted")
+    __slots__ = (
+        "_changed",
+        "_scopes",
+        "_session",
+        "allow",
+        "deny",
+        "policies",
+        "prefix",
+        "target",
+        "timeout",
+        "trusted",
+    )
 
     def __init__(
         self,
@@ -132,6 +148,8 @@ class MCPServer:
         trusted: bool = False,
         policies: Mapping[str, ToolPolicy | str] | None = None,
         timeout: float = 30.0,
+        allow: Sequence[str] | None = None,
+        deny: Sequence[str] = (),
     ) -> None:
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
             raise ValueError(
@@ -151,23 +169,80 @@ class MCPServer:
             _checks.text("each tool name of policies", name)
         self.prefix = prefix
         """What the server's tool names are prefixed with."""
-        self.target = _target(target)
+        self.target = target_of(target)
         """Where the server is, as the SDK's `mcp.Client` takes it."""
         self.trusted = trusted
         """Whether the tools' annotations are believed."""
         self.policies: Mapping[str, ToolPolicy] = MappingProxyType(
-            {name: _policy(name, value) for name, value in (policies or {}).items()}
+            {name: policy_of(name, value) for name, value in (policies or {}).items()}
         )
         """The application's policies, by the server's tool name (read-only)."""
         self.timeout = float(timeout)
         """Seconds one operation may take."""
+        self.allow = None if allow is None else patterns("allow", allow)
+        """The names or glob patterns of the tools offered (None: every tool)."""
+        self.deny = patterns("deny", deny)
+        """The names or glob patterns of the tools never offered."""
         self._changed = False
+        self._scopes = 0
+        self._session = Session(
+            prefix, self._client, isinstance(self.target, mcp.StdioServerParameters)
+        )
 
-    def _client(self) -> mcp.Client:
+    @property
+    def sessions_opened(self) -> int:
+        """How many sessions were opened so far (for a stdio server: processes started)."""
+        return self._session.opened
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a session is kept open now."""
+        return self._session.is_open
+
+    async def release(self) -> None:
+        """An owner is done with the session: close it, unless a ``with`` scope holds it.
+
+        An `Agent` given the server (``mcp_servers=``) calls it when its run shuts down; a
+        server used inside ``with server:`` / ``async with server:`` stays open until the
+        scope ends, for the other runs that share it.
+        """
+        if not self._scopes:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the kept session, if any (the next operation would open a new one)."""
+        await on_host(self._session.drop())
+
+    def close(self) -> None:
+        """`aclose`, for synchronous code."""
+        on_host_sync(self._session.drop())
+
+    async def __aenter__(self) -> MCPServer:
+        self._scopes += 1
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._scopes -= 1
+        if not self._scopes:
+            await self.aclose()
+
+    def __enter__(self) -> MCPServer:
+        self._scopes += 1
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._scopes -= 1
+        if not self._scopes:
+            self.close()
+
+    def _client(self, errlog: Any = None) -> mcp.Client:
         # No response cache: a listing must be the server's current one. The elicitation
         # callback declares that the user can be asked (through input_required results).
+        target = self.target
         return mcp.Client(
-            self.target,
+            stdio_client(target, errlog=errlog)
+            if isinstance(target, mcp.StdioServerParameters)
+            else target,
             read_timeout_seconds=self.timeout,
             cache=None,
             elicitation_callback=_asked_mid_call,
@@ -220,27 +295,35 @@ class MCPServer:
             MCPConnectionError: The server could not be reached, or did not answer in time.
             MCPServerError: It answered with an error.
         """
-        listed: list[mcp_types.Tool] = []
         try:
-            with anyio.fail_after(self.timeout):
-                async with self._client() as client:
-                    cursor: str | None = None
-                    for _ in range(_MAX_PAGES):
-                        page = await client.list_tools(cursor=cursor)
-                        listed.extend(page.tools)
-                        cursor = page.next_cursor
-                        if cursor is None:
-                            break
-                    else:
-                        raise MCPServerError(
-                            self.prefix, f"its tool list did not end after {_MAX_PAGES} pages"
-                        )
+            return await on_host(self._list_on_host())
         except TimeoutError:
             raise MCPConnectionError(
                 self.prefix, f"listing its tools took longer than its timeout of {self.timeout}s"
             ) from None
         except Exception as exc:
             raise failure(self.prefix, "listing its tools", exc) from exc
+
+    async def _list_on_host(self) -> tuple[mcp_types.Tool, ...]:
+        listed: list[mcp_types.Tool] = []
+        try:
+            with anyio.fail_after(self.timeout):
+                client = await self._session.client()
+                cursor: str | None = None
+                for _ in range(_MAX_PAGES):
+                    page = await client.list_tools(cursor=cursor)
+                    listed.extend(page.tools)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+                else:
+                    raise MCPServerError(
+                        self.prefix, f"its tool list did not end after {_MAX_PAGES} pages"
+                    )
+        except BaseException as exc:
+            if not _answered(exc):
+                await self._session.drop()
+            raise
         return tuple(listed)
 
     def tools_from(self, listed: Sequence[mcp_types.Tool]) -> tuple[AnyTool, ...]:
@@ -251,13 +334,28 @@ class MCPServer:
                 ``policies`` names a tool the server does not list.
         """
         names = [remote.name for remote in listed]
-        unknown = sorted(set(self.policies) - set(names))
-        if unknown:
-            raise MCPServerError(
-                self.prefix,
-                f"policies name tools it does not list: {unknown!r}; it lists {sorted(names)!r}",
-            )
-        return tuple(self._tool(remote) for remote in listed)
+        for option, named in (
+            ("policies", set(self.policies)),
+            ("allow", {p for p in self.allow or () if not _GLOB.search(p)}),
+            ("deny", {p for p in self.deny if not _GLOB.search(p)}),
+        ):
+            unknown = sorted(named - set(names))
+            if unknown:
+                raise MCPServerError(
+                    self.prefix,
+                    f"{option} name{'' if option == 'policies' else 's'} tools it does not list: "
+                    f"{unknown!r}; it lists "
+                    f"{sorted(names)!r}",
+                )
+        return tuple(self._tool(remote) for remote in listed if self.offers(remote.name))
+
+    def offers(self, name: str) -> bool:
+        """Whether the server's tool ``name`` is offered: ``allow`` matches it, ``deny`` not."""
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.deny):
+            return False
+        return self.allow is None or any(
+            fnmatch.fnmatchcase(name, pattern) for pattern in self.allow
+        )
 
     async def tools(self) -> tuple[AnyTool, ...]:
         """List the server's tools and make agentfsm tools of them (`list_tools`, `tools_from`).
@@ -272,7 +370,7 @@ class MCPServer:
         name = f"{self.prefix}{SEPARATOR}{remote.name}"
         policy, idempotent = default_policy(remote.annotations, self.trusted)
         policy = self.policies.get(remote.name, policy)
-        validator = _output_validator(self.prefix, remote)
+        validator = output_validator(self.prefix, remote)
         try:
             return Tool(
                 self._body(remote.name, name, validator),
@@ -313,23 +411,32 @@ class MCPServer:
     async def _call(
         self, params: mcp_types.CallToolRequestParams, offered: str, call_id: str
     ) -> Answer:
-        request = mcp_types.CallToolRequest(params=params)
         remote = params.name
         try:
-            # The deadline is kept here, by anyio, so that the SDK's transports close cleanly
+            return await on_host(self._call_on_host(params))
+        except TimeoutError:
+            raise ToolTimeoutError(offered, call_id, self.timeout) from None
+        except Exception as exc:
+            raise failure(self.prefix, f"calling its tool {remote!r}", exc) from exc
+
+    async def _call_on_host(self, params: mcp_types.CallToolRequestParams) -> Answer:
+        request = mcp_types.CallToolRequest(params=params)
+        try:
+            # The deadline is kept here, by anyio; a call that misses it closes the session
             # (a stdio server is stopped, and killed if need be) before the call returns.
             with anyio.fail_after(self.timeout):
-                async with self._client() as client, self._watching(client):
+                client = await self._session.client()
+                async with self._watching(client):
                     # The session's call_tool would check the output schema with a validator
                     # of its own (and answer input requests itself): the request is sent as
                     # it is, and its answer checked by `output`.
                     return await client.session.send_request(
                         request, _RESULT, request_read_timeout_seconds=self.timeout
                     )
-        except TimeoutError:
-            raise ToolTimeoutError(offered, call_id, self.timeout) from None
-        except Exception as exc:
-            raise failure(self.prefix, f"calling its tool {remote!r}", exc) from exc
+        except BaseException as exc:
+            if not _answered(exc):
+                await self._session.drop()
+            raise
 
     @contextlib.asynccontextmanager
     async def _watching(self, client: mcp.Client) -> AsyncIterator[None]:
@@ -413,44 +520,12 @@ def load_tools_sync(*servers: MCPServer, taken: Collection[str] = ()) -> tuple[A
     return asyncio.run(load_tools(*servers, taken=taken))
 
 
-def _target(target: Target) -> str | mcp.StdioServerParameters | Server[Any] | SDKServer[Any]:
-    if isinstance(target, str) and not target.lower().startswith(("http://", "https://")):
-        raise ValueError(
-            f"target {target!r} is not a Streamable HTTP URL (http:// or https://); a command "
-            "line is a list of strings (['python', 'server.py'])"
-        )
-    if isinstance(target, (str, mcp.StdioServerParameters, Server, SDKServer)):
-        return target
-    argv = list(target) if isinstance(target, Sequence) else []
-    if not argv or not all(isinstance(part, str) for part in argv):
-        raise ValueError(
-            "target must be a Streamable HTTP URL, a command line (a non-empty list of "
-            "strings), mcp.StdioServerParameters, or an in-process mcp server object, "
-            f"not {target!r}"
-        )
-    return mcp.StdioServerParameters(command=argv[0], args=argv[1:])
-
-
-def _policy(name: str, value: ToolPolicy | str) -> ToolPolicy:
-    try:
-        return ToolPolicy(value)
-    except ValueError:
-        allowed = [policy.value for policy in ToolPolicy]
-        raise ValueError(f"policies[{name!r}] must be one of {allowed!r}, not {value!r}") from None
-
-
-def _output_validator(prefix: str, remote: mcp_types.Tool) -> Draft202012Validator | None:
-    schema = remote.output_schema
-    if schema is None:
-        return None
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        raise MCPServerError(
-            prefix,
-            f"its tool {remote.name!r} has an outputSchema that is not valid: {exc.message}",
-        ) from None
-    return compile_validator(cast(JSONObject, schema))
+def _answered(exc: BaseException) -> bool:
+    """Whether the server answered (an error of its own): its session is still good."""
+    return isinstance(exc, MCPServerError) or (
+        isinstance(exc, mcp.MCPError)
+        and exc.code not in (mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT)
+    )
 
 
 async def _asked_mid_call(

@@ -4,7 +4,11 @@ A generated schema comes from a pydantic model built from the function's signatu
 `Annotated[..., Field(description=...)]`, pydantic model parameters, enums and defaults all
 show in it, and the same model turns the validated JSON into the Python values the body
 expects (an enum member, a model instance). An explicit schema is checked against the
-draft 2020-12 metaschema when the tool is built, and its arguments reach the body as JSON.
+metaschema of its draft when the tool is built, and its arguments reach the body as JSON.
+
+A schema is judged by the draft its ``$schema`` names (draft-04, -06, -07, 2019-09 or
+2020-12; MCP servers written in TypeScript declare draft-07), and by draft 2020-12 when it
+names none.
 """
 
 from __future__ import annotations
@@ -16,9 +20,15 @@ import types
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
+from jsonschema import (  # type: ignore[import-untyped]  # no stubs
+    Draft4Validator,
+    Draft6Validator,
+    Draft7Validator,
+    Draft201909Validator,
+    Draft202012Validator,
+)
 from jsonschema.exceptions import (  # type: ignore[import-untyped]  # no stubs
     SchemaError,
     best_match,
@@ -27,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_mod
 from pydantic.errors import PydanticSchemaGenerationError
 from referencing import Registry
 from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT202012
+from referencing.jsonschema import DRAFT202012, specification_with
 
 from agentfsm.errors import ToolDefinitionError, ToolSchemaError
 from agentfsm.states.json import JSONObject
@@ -80,9 +90,65 @@ def description_of(function: Callable[..., object]) -> str:
     return _SECTION.split(doc, maxsplit=1)[0].strip()
 
 
+DRAFTS: dict[str, Any] = {
+    "draft-04": Draft4Validator,
+    "draft-06": Draft6Validator,
+    "draft-07": Draft7Validator,
+    "2019-09": Draft201909Validator,
+    "2020-12": Draft202012Validator,
+}
+"""The drafts a schema may declare in ``$schema``, by name: jsonschema's validator of each."""
+
+_DRAFT_URIS = {
+    "http://json-schema.org/draft-04/schema": "draft-04",
+    "http://json-schema.org/draft-06/schema": "draft-06",
+    "http://json-schema.org/draft-07/schema": "draft-07",
+    "https://json-schema.org/draft/2019-09/schema": "2019-09",
+    "https://json-schema.org/draft/2020-12/schema": "2020-12",
+}
+
+
+def draft_of(schema: JSONObject) -> str | None:
+    """The name of the draft ``schema`` is judged by (a key of `DRAFTS`); None if unknown.
+
+    A schema without ``$schema`` is draft 2020-12. The URI may end in ``#`` and use http or
+    https.
+    """
+    uri = schema.get("$schema")
+    if uri is None:
+        return "2020-12"
+    if not isinstance(uri, str):
+        return None
+    bare = uri.rstrip("#")
+    for known, name in _DRAFT_URIS.items():
+        if bare in (known, known.replace("http://", "https://"), known.replace("https", "http")):
+            return name
+    return None
+
+
+def unknown_draft(schema: JSONObject) -> str:
+    """What to tell about a ``$schema`` that names no draft agentfsm knows."""
+    return (
+        f"$schema {schema.get('$schema')!r} names no JSON Schema draft agentfsm judges; "
+        f"use one of {sorted(_DRAFT_URIS)!r} (or leave it out for draft 2020-12)"
+    )
+
+
+def validator_class(schema: JSONObject) -> Any:
+    """The jsonschema validator class for the draft ``schema`` declares (2020-12 if none).
+
+    Raises:
+        ValueError: Its ``$schema`` names no known draft (the message says which are).
+    """
+    name = draft_of(schema)
+    if name is None:
+        raise ValueError(unknown_draft(schema))
+    return DRAFTS[name]
+
+
 def compile_validator(schema: JSONObject) -> Draft202012Validator:
-    """A validator for ``schema``, built once and reused for every call of the tool."""
-    return Draft202012Validator(copy.deepcopy(schema))
+    """A validator for ``schema`` (of its draft), built once and reused for every call."""
+    return validator_class(schema)(copy.deepcopy(schema))
 
 
 def schema_error(validator: Draft202012Validator, instance: JSONObject) -> tuple[str, str] | None:
@@ -101,9 +167,11 @@ def schema_error(validator: Draft202012Validator, instance: JSONObject) -> tuple
 def explicit_signature(
     tool_name: str, schema: JSONObject, function: Callable[..., object] | None
 ) -> Signature:
-    """Check a user-given schema against the metaschema and against the function."""
+    """Check a user-given schema against its draft's metaschema and against the function."""
+    if draft_of(schema) is None:
+        raise ToolSchemaError(tool_name, "/$schema", unknown_draft(schema))
     try:
-        Draft202012Validator.check_schema(schema)
+        validator_class(schema).check_schema(schema)
     except SchemaError as error:
         raise ToolSchemaError(
             tool_name, json_pointer(error.absolute_path), cast(str, error.message)
@@ -139,7 +207,9 @@ def _check_references(tool_name: str, schema: JSONObject) -> None:
 
     Only references within the schema resolve (nothing is fetched from the network).
     """
-    resource = DRAFT202012.create_resource(schema)
+    name = draft_of(schema) or "2020-12"
+    uri = next(uri for uri, known in _DRAFT_URIS.items() if known == name)
+    resource = specification_with(uri, default=DRAFT202012).create_resource(schema)
     resolver = Registry().with_resource(resource.id() or "", resource).resolver()
     for pointer, reference in _references(schema):
         try:

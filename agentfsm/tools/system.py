@@ -171,7 +171,8 @@ class ToolSystem(CallAnswers):
         """The ids of the calls that need the application before the round can run.
 
         Those are the calls to registered, enabled tools that are client-side or require
-        approval; the others are run or refused without asking.
+        approval, whose arguments validate; the others are run or refused without asking (a
+        call whose arguments can never validate is refused for them, not asked about first).
         """
         if enabled is not None:  # (None, every tool, needs no check: the usual case)
             checks.enabled_names(enabled)
@@ -181,7 +182,9 @@ class ToolSystem(CallAnswers):
             found = tools.get(call.name)
             if found is None or (enabled is not None and call.name not in enabled):
                 continue
-            if found.client_side or found.policy is _REQUIRE_APPROVAL:
+            if (found.client_side or found.policy is _REQUIRE_APPROVAL) and found.arguments.valid(
+                call.arguments, self._limits
+            ):
                 pending.append(call.id)
         return tuple(pending)
 

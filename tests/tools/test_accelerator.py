@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from agentfsm import Agent, ModelResponse, ScriptedModel, ToolCall, tool
 from agentfsm.llm.base import FinishReason
 from agentfsm.tools.accelerator import ArgumentsValidator, disagreement
-from agentfsm.tools.schema import generated_signature
+from agentfsm.tools.schema import DRAFTS, draft_of, generated_signature
 
 # ---- values and instances ----------------------------------------------------------------
 
@@ -60,14 +60,26 @@ def mutated(value: Any) -> st.SearchStrategy[Any]:
     return json_values
 
 
+RS_CLASSES = {
+    "draft-04": jsonschema_rs.Draft4Validator,
+    "draft-06": jsonschema_rs.Draft6Validator,
+    "draft-07": jsonschema_rs.Draft7Validator,
+    "2019-09": jsonschema_rs.Draft201909Validator,
+    "2020-12": jsonschema_rs.Draft202012Validator,
+}
+
+
 def verdicts_agree(schema: dict[str, Any], instance: Any) -> None:
-    """The accelerated verdict is jsonschema's (both ways), and so is the reported error."""
-    reference = Draft202012Validator(schema)
+    """The accelerated verdict is jsonschema's (both ways), and so is the reported error.
+
+    Each validator is of the draft the schema declares (2020-12 if none).
+    """
+    draft = draft_of(schema)
+    assert draft is not None
+    reference = DRAFTS[draft](schema)
     expected = reference.is_valid(instance)
     try:
-        fast = jsonschema_rs.Draft202012Validator(schema, validate_formats=False).is_valid(
-            instance
-        )
+        fast = RS_CLASSES[draft](schema, validate_formats=False).is_valid(instance)
     except (ValueError, TypeError, OverflowError):
         fast = None  # jsonschema-rs cannot read it: the validator asks jsonschema
     if fast is not None:
@@ -206,6 +218,103 @@ def test_the_validators_agree_on_hand_written_schemas(case: tuple[Any, Any, bool
         verdicts_agree({"type": "object", "properties": {"x": schema}}, {"x": instance})
 
 
+# ---- the same schemas, written in the older drafts -----------------------------------------
+
+DRAFT_URIS = {
+    "draft-04": "http://json-schema.org/draft-04/schema#",
+    "draft-06": "http://json-schema.org/draft-06/schema#",
+    "draft-07": "http://json-schema.org/draft-07/schema#",
+    "2019-09": "https://json-schema.org/draft/2019-09/schema",
+}
+
+
+def in_draft(schema: Any, draft: str) -> Any:
+    """``schema`` (draft 2020-12) said in ``draft``'s words: the same instances are valid."""
+    if isinstance(schema, list):
+        return [in_draft(item, draft) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    said = {key: in_draft(value, draft) for key, value in schema.items()}
+    if "prefixItems" in said:  # the tuple form of the older drafts
+        rest = said.pop("items", True)
+        said["items"] = said.pop("prefixItems")
+        said["additionalItems"] = rest
+    if draft == "2019-09":
+        return said
+    if "$defs" in said:
+        said["definitions"] = said.pop("$defs")
+    if said.get("$ref", "").startswith("#/$defs/"):
+        said["$ref"] = said["$ref"].replace("#/$defs/", "#/definitions/")
+    return in_draft_04(said) if draft == "draft-04" else said
+
+
+def in_draft_04(said: dict[str, Any]) -> dict[str, Any]:
+    """A draft-06 schema said in draft-04's words (boolean exclusive bounds, no const)."""
+    if "const" in said:
+        said["enum"] = [said.pop("const")]
+    if "enum" in said:  # draft-04 wants its values unique (1 and 1.0 are the same)
+        unique: list[Any] = []
+        for value in said["enum"]:
+            if Draft202012Validator({"uniqueItems": True}).is_valid([*unique, value]):
+                unique.append(value)
+        said["enum"] = unique
+    if said.get("required") == []:  # draft-04 wants at least one name
+        del said["required"]
+    for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if exclusive in said:
+            said[bound] = said.pop(exclusive)
+            said[exclusive] = True
+    return said
+
+
+@st.composite
+def in_older_drafts(draw: st.DrawFn) -> tuple[dict[str, Any], Any, bool]:
+    """A hand-written schema in an older draft (with ``dependencies`` in 04/06/07)."""
+    schema, instance, built_valid = draw(hand_written())
+    draft = draw(st.sampled_from(sorted(DRAFT_URIS)))
+    said = in_draft(schema, draft)
+    if draft != "2019-09" and "$ref" not in json.dumps(said) and draw(st.booleans()):
+        said = {
+            "type": "object",
+            "properties": {"x": said, "y": {"type": "integer"}, "z": {}},
+            "dependencies": {"x": ["y"], "z": {"required": ["x"]}},
+        }
+        instance = draw(
+            st.fixed_dictionaries({}, optional={"x": st.just(instance), "y": small_ints})
+            | mutated({"x": instance, "y": 1, "z": None})
+        )
+        built_valid = False
+    return {"$schema": DRAFT_URIS[draft], **said}, instance, built_valid
+
+
+@given(in_older_drafts())
+def test_the_validators_agree_on_schemas_of_the_older_drafts(case: tuple[Any, Any, bool]) -> None:
+    schema, instance, built_valid = case
+    DRAFTS[draft_of(schema)].check_schema(schema)  # a schema of its draft
+    assert disagreement(schema) is None, schema
+    if built_valid:
+        assert DRAFTS[draft_of(schema)](schema).is_valid(instance)
+    verdicts_agree(schema, instance)
+
+
+def test_a_draft_07_tuple_and_its_dependencies_are_judged_as_draft_07() -> None:
+    schema = {
+        "$schema": DRAFT_URIS["draft-07"],
+        "type": "object",
+        "properties": {"p": {"items": [{"type": "integer"}], "additionalItems": False}},
+        "dependencies": {"a": ["b"]},
+    }
+    validator = ArgumentsValidator("t", schema)
+
+    assert validator.engine == "jsonschema-rs"
+    assert validator.error({"p": [1]}) is None
+    assert validator.error({"p": [1, 2]}) == (
+        "/p",
+        "Additional items are not allowed (2 was unexpected)",
+    )
+    assert validator.error({"a": 1}) == ("", "'b' is a dependency of 'a'")
+
+
 # ---- the schemas @tool writes -----------------------------------------------------------
 
 
@@ -303,6 +412,12 @@ DISAGREEING = {
     "fractional multipleOf": {"type": "object", "properties": {"n": {"multipleOf": 0.1}}},
     "dynamic reference": {"type": "object", "$dynamicRef": "#meta"},
     "unknown keyword": {"type": "object", "x-custom": True},
+    "keyword the draft lacks": {"$schema": DRAFT_URIS["draft-07"], "dependentRequired": {}},
+    "draft-07 $ref beside keywords": {
+        "$schema": DRAFT_URIS["draft-07"],
+        "definitions": {"n": {"type": "integer"}},
+        "properties": {"a": {"$ref": "#/definitions/n", "maximum": 3}},
+    },
 }
 
 

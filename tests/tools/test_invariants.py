@@ -139,6 +139,8 @@ def expected_status(
     tool = tools.get(name)
     if tool is None:
         return ToolStatus.NOT_FOUND
+    if kind is None and tool.policy is not ToolPolicy.DENY and not drawn.valid:
+        return ToolStatus.INVALID_ARGUMENTS  # nobody was asked: the arguments are judged first
     permitted = (
         tool.policy is not ToolPolicy.DENY
         and kind != "deny"

@@ -288,26 +288,40 @@ def test_an_explicit_schema_is_used_as_given_and_arguments_reach_the_body_as_jso
     assert results[1].status is ToolStatus.INVALID_ARGUMENTS
 
 
+DRAFTS_RULE = (
+    " (it must be a JSON Schema describing an object, of the draft its $schema names: "
+    "draft-04, -06, -07, 2019-09 or 2020-12, the default)"
+)
+
+
 @pytest.mark.parametrize(
     ("schema", "message"),
     [
         (
             {"type": "object", "properties": {"city": {"type": "text"}}},
             "tool 'explicit' cannot be declared: its parameters schema is invalid at "
-            "'/properties/city/type': 'text' is not valid under any of the given schemas (it "
-            "must be a JSON Schema, draft 2020-12, describing an object)",
+            "'/properties/city/type': 'text' is not valid under any of the given schemas"
+            + DRAFTS_RULE,
         ),
         (
             {"type": "object", "required": "city"},
             "tool 'explicit' cannot be declared: its parameters schema is invalid at "
-            "'/required': 'city' is not of type 'array' (it must be a JSON Schema, draft "
-            "2020-12, describing an object)",
+            "'/required': 'city' is not of type 'array'" + DRAFTS_RULE,
         ),
         (
             {"type": "array"},
             "tool 'explicit' cannot be declared: its parameters schema is invalid at '/type': "
-            "the arguments are an object, so 'type' must be 'object', not 'array' (it must be "
-            "a JSON Schema, draft 2020-12, describing an object)",
+            "the arguments are an object, so 'type' must be 'object', not 'array'" + DRAFTS_RULE,
+        ),
+        (
+            {"$schema": "http://example.com/my-draft", "type": "object"},
+            "tool 'explicit' cannot be declared: its parameters schema is invalid at "
+            "'/$schema': $schema 'http://example.com/my-draft' names no JSON Schema draft "
+            "agentfsm judges; use one of ['http://json-schema.org/draft-04/schema', "
+            "'http://json-schema.org/draft-06/schema', 'http://json-schema.org/draft-07/schema', "
+            "'https://json-schema.org/draft/2019-09/schema', "
+            "'https://json-schema.org/draft/2020-12/schema'] (or leave it out for draft 2020-12)"
+            + DRAFTS_RULE,
         ),
         (
             {"type": "object", "properties": {"town": {"type": "string"}}},
@@ -315,7 +329,13 @@ def test_an_explicit_schema_is_used_as_given_and_arguments_reach_the_body_as_jso
             "function does not accept; its parameters are ['city', 'days']",
         ),
     ],
-    ids=["bad-type-keyword", "required-not-a-list", "not-an-object", "unknown-parameter"],
+    ids=[
+        "bad-type-keyword",
+        "required-not-a-list",
+        "not-an-object",
+        "unknown-draft",
+        "unknown-parameter",
+    ],
 )
 def test_an_explicit_schema_is_checked_when_the_tool_is_built(
     schema: JSONObject, message: str
