@@ -235,6 +235,11 @@ class StepGuard(ChildRuns):
         return self._store_failed
 
     def _from_store(self) -> None:
-        """The store refused a save: the run is what it holds (a busy one goes on at start)."""
+        """The store refused a save: the run is what it holds (a busy one goes on at start).
+
+        The children the step's turn closing left to close (`_orphans`) are let be: that
+        closing was not stored, and the store's run may still wait on them (I12, I14).
+        """
+        self._orphans = ()
         self._reload()
         self._restored = self._data.state == RunState.BUSY

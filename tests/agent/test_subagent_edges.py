@@ -439,3 +439,47 @@ def test_a_parent_taken_up_then_asked_to_stop_brings_its_busy_child_to_rest_firs
     )
     assert watching.broken == []
     assert_tree_valid(store, "parent")
+
+
+def test_a_stale_process_whose_expiry_is_refused_leaves_the_child_as_stored() -> None:
+    """Simulation seed 285: a refused save undoes the closing of the turn, its child's too (I12).
+
+    Process 1 holds the tree waiting on the child's approval; process 2 pauses it meanwhile.
+    Process 1's next call finds the wait overdue and expires it: that save conflicts, so
+    process 1 goes back to what the store holds, and the child the expiry would have
+    cancelled is left as stored (its parent, paused, still waits on it).
+    """
+    store = MemoryStore()
+    now = [1_700_000_000.0]
+
+    @tool(policy="require_approval")
+    def delete(task: str) -> str:
+        """Delete files."""
+        return "deleted"
+
+    def child() -> Agent:
+        return Agent(responder("delete", "Deleted."), [delete])
+
+    def parent() -> Agent:
+        helper = agent_tool(child, name="helper", description="Helps.")
+        return Agent(responder("helper", "Done."), [helper], store=store, run_id="parent",
+                     lease=None, action_timeout=30.0, clock=lambda: now[0])  # fmt: skip
+
+    first = parent()
+    assert first.start("Tidy").state == "requires_action"
+    second = parent()
+    assert second.pause().state == "paused"
+    before = store.load(CHILD)
+    assert before is not None
+    assert before.state == "requires_action"
+    now[0] += 60.0  # the wait is overdue
+    with pytest.raises(SnapshotConflictError):
+        first.submit("And the rest")
+    held = store.load("parent")
+    assert held is not None
+    assert held.state == "paused"
+    assert (first.state, first.snapshot().version) == (held.state, held.version)
+    after = store.load(CHILD)
+    assert after is not None
+    assert (after.state, after.version) == ("requires_action", before.version)
+    assert_tree_valid(store, "parent")

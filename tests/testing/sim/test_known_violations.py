@@ -32,11 +32,6 @@ REQUEST_LEAVES_GRANDCHILD_BUSY = (
     "a cancel of a middle run of a tree (taken up after crashes, during an outage) stores it "
     "failed while its own child, the grandchild, is left busy (I14; 1 of 300 seeds)"
 )
-CONFLICT_LEAVES_PARENT_AHEAD = (
-    "a child's save that conflicts (another process paused the parent meanwhile) propagates "
-    "to the parent's submit, but the parent Agent is left 'failed' while the store holds "
-    "'paused' (I12; 1 of 300 seeds)"
-)
 
 
 def _known(
@@ -52,8 +47,6 @@ def _known(
 BUSY_CHILD = r"I14 .*run '[^']+' is {} while its child '[^']+' is busy"
 KNOWN = [
     _known(24, 100, World, ALL, BUSY_CHILD.format("failed"), REQUEST_LEAVES_GRANDCHILD_BUSY),
-    _known(285, 100, World, ALL, r"I12 .*after a refused save the Agent is \('failed'",
-           CONFLICT_LEAVES_PARENT_AHEAD),
 ]  # fmt: skip
 
 

@@ -40,13 +40,15 @@ MEMORY_SEEDS = (
     80,
     117,
     216,
+    285,
     297,
 )
 """Seeds that hold over a MemoryStore in 100 steps, with run leases (the others find a known
 defect); 4, 19, 40 and 57 found defects that edges-agent fixed (before leases were
 simulated, which changed every trace); 297 approved a call in a fork of a fork then; 11, 117
 and 216 found defects that sim-defects fixed, 80 a check too strict for an Agent left behind
-the store (unsure) after an outage."""
+the store (unsure) after an outage; 285 a stale process that cancelled a child after its own
+save was refused (last-defects fixed it)."""
 SQLITE_SEEDS = (0, 1, 2)
 """Seeds that hold over SQLite in 100 steps (the same traces as over memory)."""
 POSTGRES_SEEDS = (5, 6)
