@@ -17,7 +17,7 @@ from agentfsm.agent.settings import SettingsControl
 from agentfsm.agent.steps import DRIVE, StepGuard, step
 from agentfsm.agent.view import RunView
 from agentfsm.agent.vocabulary import DecisionLike, TurnOutcome, to_decision
-from agentfsm.errors import ModelSettingsError
+from agentfsm.errors import GuardFailedError, ModelSettingsError
 from agentfsm.llm.settings import ModelSettings, SettingsLike
 from agentfsm.states.json import JSONObject
 from agentfsm.states.names import RecordKind, RunState
@@ -248,6 +248,11 @@ class Lifecycle(StepGuard, RunView, ContextControl, SettingsControl):
         Asked for while a step runs, it takes effect at the step's next boundary, or, if the
         turn ends in that step, on the state it ended in (a paused completed run). A run left
         busy with no step running (restored from its store mid-turn) is paused at once.
+
+        Raises:
+            GuardFailedError: A run restored busy while a call of its, or of a child run
+                below it, was running cannot pause: nothing is paused (a takeover of its
+                lease stays recorded), and `start` goes on with the turn.
         """
         busy = self._data.state == RunState.BUSY
         if self._depth > 1 and (busy or self._run.can_send("pause")):
@@ -262,7 +267,14 @@ class Lifecycle(StepGuard, RunView, ContextControl, SettingsControl):
                     cast("Agent", self)
                 )  # its lease: refused while live, a takeover recorded
             if self._agent_tools:  # a child it left busy pauses with it (I14)
-                await self._pause_stranded_child()
+                try:
+                    await self._pause_stranded_child()
+                except GuardFailedError:
+                    # Refused (a call of a run below was running when its process stopped):
+                    # the run stays the busy one taken over, its takeover stored, for
+                    # `start` to go on (see agentfsm.agent.steps, `_settled`).
+                    await self._commit()
+                    raise
         self._run.send("pause")
         return self.outcome()
 

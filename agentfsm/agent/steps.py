@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 from agentfsm.agent import leasing
 from agentfsm.agent.children import ChildRuns
 from agentfsm.agent.vocabulary import TurnOutcome
-from agentfsm.errors import ReentrantCallError
+from agentfsm.errors import GuardFailedError, ReentrantCallError
 from agentfsm.states.names import FailedReason, RunState
 from agentfsm.stores.leases import Hold
 from agentfsm.tools.results import ErrorDetails
@@ -101,11 +101,25 @@ def step(
 
 async def _settled(agent: Agent, error: BaseException, seq: int) -> None:
     """Bring the run to rest after ``error`` escaped the step begun at ``seq``."""
-    # A call refused before it moved anything (I4) leaves the run as it was.
-    if agent._driven or agent._emitter.seq != seq or agent._due():
+    # A call refused before it moved anything (I4) leaves the run as it was; so does a
+    # pause of a restored busy run that its busy child refused after the run's takeover
+    # was stored (the run is still the one to take up: failing it would leave that child
+    # busy under a failed parent, I14).
+    moved = agent._driven or agent._emitter.seq != seq or agent._due()
+    if moved and not _refused_taken_over(agent, error):
         agent._settle(error)
     if agent._orphans and isinstance(error, Exception):
         await agent._close_orphans_after(error)
+
+
+def _refused_taken_over(agent: Agent, error: BaseException) -> bool:
+    """Whether ``error`` refused a call on a restored busy run whose takeover alone is stored."""
+    return (
+        isinstance(error, GuardFailedError)
+        and agent._restored
+        and agent._data.state == RunState.BUSY
+        and not agent._due()
+    )
 
 
 def _reread(agent: Agent, call: Coroutine[Any, Any, TurnOutcome]) -> None:
@@ -235,6 +249,11 @@ class StepGuard(ChildRuns):
         return self._store_failed
 
     def _from_store(self) -> None:
-        """The store refused a save: the run is what it holds (a busy one goes on at start)."""
+        """The store refused a save: the run is what it holds (a busy one goes on at start).
+
+        The children the step's turn closing left to close (`_orphans`) are let be: that
+        closing was not stored, and the store's run may still wait on them (I12, I14).
+        """
+        self._orphans = ()
         self._reload()
         self._restored = self._data.state == RunState.BUSY

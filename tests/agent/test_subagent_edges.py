@@ -18,7 +18,7 @@ import pytest
 from agentfsm import Agent, MemoryStore, replay, tool
 from agentfsm.agent import agent_tool, child_run_id
 from agentfsm.agent.children import DEFAULT_MAX_DEPTH
-from agentfsm.errors import RunBusyError, SnapshotConflictError
+from agentfsm.errors import GuardFailedError, RunBusyError, SnapshotConflictError
 from agentfsm.llm.base import ModelResponse
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states import Message
@@ -439,3 +439,99 @@ def test_a_parent_taken_up_then_asked_to_stop_brings_its_busy_child_to_rest_firs
     )
     assert watching.broken == []
     assert_tree_valid(store, "parent")
+
+
+def test_a_stale_process_whose_expiry_is_refused_leaves_the_child_as_stored() -> None:
+    """Simulation seed 285: a refused save undoes the closing of the turn, its child's too (I12).
+
+    Process 1 holds the tree waiting on the child's approval; process 2 pauses it meanwhile.
+    Process 1's next call finds the wait overdue and expires it: that save conflicts, so
+    process 1 goes back to what the store holds, and the child the expiry would have
+    cancelled is left as stored (its parent, paused, still waits on it).
+    """
+    store = MemoryStore()
+    now = [1_700_000_000.0]
+
+    @tool(policy="require_approval")
+    def delete(task: str) -> str:
+        """Delete files."""
+        return "deleted"
+
+    def child() -> Agent:
+        return Agent(responder("delete", "Deleted."), [delete])
+
+    def parent() -> Agent:
+        helper = agent_tool(child, name="helper", description="Helps.")
+        return Agent(responder("helper", "Done."), [helper], store=store, run_id="parent",
+                     lease=None, action_timeout=30.0, clock=lambda: now[0])  # fmt: skip
+
+    first = parent()
+    assert first.start("Tidy").state == "requires_action"
+    second = parent()
+    assert second.pause().state == "paused"
+    before = store.load(CHILD)
+    assert before is not None
+    assert before.state == "requires_action"
+    now[0] += 60.0  # the wait is overdue
+    with pytest.raises(SnapshotConflictError):
+        first.submit("And the rest")
+    held = store.load("parent")
+    assert held is not None
+    assert held.state == "paused"
+    assert (first.state, first.snapshot().version) == (held.state, held.version)
+    after = store.load(CHILD)
+    assert after is not None
+    assert (after.state, after.version) == ("requires_action", before.version)
+    assert_tree_valid(store, "parent")
+
+
+def test_a_pause_the_grandchild_refuses_leaves_the_whole_tree_busy_as_taken_over() -> None:
+    """Simulation seed 24: the middle run's takeover is no reason to fail it (I14).
+
+    Process 1 dies while the bottom run's tool body runs, its leases expire, and process 2
+    pauses the top run: the bottom run cannot pause (its call's outcome is unknown), so the
+    pause is refused and nothing is paused or failed on the way; `start` then goes on.
+    """
+    store = MemoryStore()
+    now = [1_700_000_000.0]
+    dying = _Dying(store, "nobody")
+
+    @tool
+    def book(task: str) -> str:
+        """Book it."""
+        if dying.dead is False and now[0] < 1_700_000_100.0:
+            dying.dead = True  # the process dies while the tool body runs
+            raise _Crash
+        return "booked"
+
+    def level(name: str, tools: list[Any], owner: str, run_store: RunStore | None) -> Agent:
+        return Agent(
+            responder(name, "Done."), tools, store=run_store, clock=lambda: now[0],
+            lease=LeasePolicy(owner=owner), run_id="top" if run_store else None,
+        )  # fmt: skip
+
+    def top(owner: str, run_store: RunStore) -> Agent:
+        def bottom() -> Agent:
+            return level("book", [book], owner, None)
+
+        def middle() -> Agent:
+            return level("worker", [agent_tool(bottom, name="worker", description="W.")],
+                         owner, None)  # fmt: skip
+
+        helper = agent_tool(middle, name="helper", description="Helps.")
+        return level("helper", [helper], owner, run_store)
+
+    with pytest.raises(_Crash):
+        top("one", dying).start("Tidy")
+    middle_id = child_run_id("top", 1, 1, "helper_1")
+    bottom_id = child_run_id(middle_id, 1, 1, "worker_1")
+    tree_ids = ("top", middle_id, bottom_id)
+    assert [getattr(store.load(run), "state", None) for run in tree_ids] == ["busy"] * 3
+    now[0] += 100.0  # process 1's leases have expired
+    again = top("two", store)
+    with pytest.raises(GuardFailedError):
+        again.pause()
+    assert [getattr(store.load(run), "state", None) for run in tree_ids] == ["busy"] * 3
+    assert_tree_valid(store, "top")
+    assert again.start().state == "completed"
+    assert_tree_valid(store, "top")
