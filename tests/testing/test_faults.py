@@ -219,7 +219,7 @@ def test_the_kit_catches_an_agent_that_lets_steps_start_inside_steps(
         FaultKind.REENTRANT_CALL, ("hook:on_complete", "listener:run.complete")
     )
     with pytest.raises(InvariantError) as caught:
-        run_kit(machine, max_examples=80)
+        run_kit(machine, max_examples=300)
     assert caught.value.invariant == "I13"
 
 
