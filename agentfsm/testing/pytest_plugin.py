@@ -62,8 +62,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the ``nightly`` tests unless the nightly profile is on."""
-    sim_pytest.skip_nightly(config, items)
+    """Deselect the ``nightly`` tests unless the nightly profile is on."""
+    sim_pytest.deselect_nightly(config, items)
 
 
 @pytest.fixture

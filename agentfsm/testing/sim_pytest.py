@@ -13,7 +13,7 @@ A test that takes the ``sim_seed`` fixture runs once per seed: those of its
     HYPOTHESIS_PROFILE=nightly pytest      # the same, with the kit's nightly profile
     pytest --hypothesis-profile=agentfsm-nightly
 
-Tests marked ``nightly`` run only with the nightly profile (skipped otherwise).
+Tests marked ``nightly`` run only with the nightly profile (deselected otherwise).
 """
 
 from __future__ import annotations
@@ -95,11 +95,17 @@ def generate(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("sim_seed", seeds_for(metafunc), ids=lambda seed: f"seed{seed}")
 
 
-def skip_nightly(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the tests marked ``nightly`` unless the nightly profile is on."""
+def deselect_nightly(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the tests marked ``nightly`` unless the nightly profile is on.
+
+    Deselected, not skipped: a CI run reports them as deselected, so a skip there always
+    means something is missing.
+    """
     if nightly(config):
         return
-    skip = pytest.mark.skip(reason="nightly only (--agentfsm-nightly)")
-    for item in items:
-        if item.get_closest_marker("nightly") is not None:
-            item.add_marker(skip)
+    kept = [item for item in items if item.get_closest_marker("nightly") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(
+            items=[item for item in items if item.get_closest_marker("nightly") is not None]
+        )
+        items[:] = kept
