@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from typing import Any, cast
+from typing import Any
 
 from agentfsm.errors import StoreError
 from agentfsm.stores._sqlite_layout import LEASED_FORMAT
 from agentfsm.stores.base import run_arguments
-from agentfsm.stores.leases import Hold, Holds, Lease
+from agentfsm.stores.leases import Holds, HoldsHere, Lease, lease_of
 
 
 def lease_sql(file_format: int) -> str | None:
@@ -27,7 +26,7 @@ def lease_sql(file_format: int) -> str | None:
     return "SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?"
 
 
-class SQLiteLeases:
+class SQLiteLeases(HoldsHere):
     """`LeasingStore`'s methods for `SQLiteStore` (its lock, connection and reads)."""
 
     __slots__ = ()
@@ -55,17 +54,7 @@ class SQLiteLeases:
         run_arguments(run_id)
         sql = self._reads[2]
         rows = [] if sql is None else self._query(sql, run_id)
-        return _lease(run_id, rows)
-
-    def hold(self, run_id: str, hold: Hold) -> None:
-        """Make this store's saves of ``run_id`` through ``hold`` (see `LeasingStore.hold`)."""
-        with self._lock:
-            self._holds.add(self, run_id, hold)
-
-    def unhold(self, run_id: str, hold: Hold) -> None:
-        """Stop making saves of ``run_id`` through ``hold``."""
-        with self._lock:
-            self._holds.remove(run_id, hold)
+        return lease_of(run_id, rows)
 
     def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None:
         """Extend ``owner``'s lease on the run, in a transaction of its own.
@@ -88,16 +77,4 @@ class SQLiteLeases:
                     ).fetchall()
             except sqlite3.Error as exc:
                 raise self._failure(exc, run_id, writing=True) from exc
-        return _lease(run_id, rows)
-
-
-def _lease(run_id: str, rows: list[Any]) -> Lease | None:
-    for owner, expires_at in _rows(rows):
-        if owner is not None and expires_at is not None:
-            return Lease(run_id, str(owner), float(cast(float, expires_at)))
-    return None
-
-
-def _rows(rows: list[Any]) -> Iterator[tuple[object, object]]:
-    for row in rows:
-        yield row[0], row[1]
+        return lease_of(run_id, rows)

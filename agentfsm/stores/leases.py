@@ -33,9 +33,10 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 from agentfsm import _checks
 from agentfsm.errors import RunBusyError
@@ -248,6 +249,34 @@ class Holds(dict[str, Hold]):
         if self.get(run_id) is hold:
             del self[run_id]
             _RENEWER.remove(hold)
+
+
+class HoldsHere:
+    """`LeasingStore.hold` and `unhold` for a store with a ``_lock`` and its `Holds`."""
+
+    __slots__ = ()
+
+    _lock: AbstractContextManager[bool]  # a threading.Lock or RLock
+    _holds: Holds
+
+    def hold(self, run_id: str, hold: Hold) -> None:
+        """Make this store's saves of ``run_id`` through ``hold`` (see `LeasingStore.hold`)."""
+        with self._lock:
+            self._holds.add(cast(_Renewable, self), run_id, hold)
+
+    def unhold(self, run_id: str, hold: Hold) -> None:
+        """Stop making saves of ``run_id`` through ``hold``."""
+        with self._lock:
+            self._holds.remove(run_id, hold)
+
+
+def lease_of(run_id: str, rows: Iterable[Sequence[object]]) -> Lease | None:
+    """The lease in a store's ``(owner, expires_at)`` row(s): the first with both set."""
+    for row in rows:
+        owner, expires_at = row[0], row[1]
+        if owner is not None and expires_at is not None:
+            return Lease(run_id, str(owner), float(cast(float, expires_at)))
+    return None
 
 
 def renew(store: _Renewable, run_id: str, hold: Hold) -> None:

@@ -14,14 +14,14 @@ from agentfsm.stores.base import (
     run_arguments,
     save_arguments,
 )
-from agentfsm.stores.leases import Hold, Holds, Lease, lease_after_save
+from agentfsm.stores.leases import Holds, HoldsHere, Lease, lease_after_save
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.stores.watch import PollingWatch
 
 _NO_LEASE: tuple[None, None] = (None, None)
 
 
-class MemoryStore(PollingWatch, ClosesOnExit):
+class MemoryStore(HoldsHere, PollingWatch, ClosesOnExit):
     """Keeps runs in memory, with the same guarantees as any `RunStore` but durability.
 
     Snapshots and events are frozen models and are stored as given, not copied. A lock
@@ -95,16 +95,6 @@ class MemoryStore(PollingWatch, ClosesOnExit):
         with self._lock:
             lease = self._leases.get(run_id)
         return None if lease is None else Lease(run_id, *lease)
-
-    def hold(self, run_id: str, hold: Hold) -> None:
-        """Make this store's saves of ``run_id`` through ``hold`` (see `LeasingStore.hold`)."""
-        with self._lock:
-            self._holds.add(self, run_id, hold)
-
-    def unhold(self, run_id: str, hold: Hold) -> None:
-        """Stop making saves of ``run_id`` through ``hold``."""
-        with self._lock:
-            self._holds.remove(run_id, hold)
 
     def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None:
         """Extend ``owner``'s lease on the run (see `LeasingStore.renew_lease`)."""

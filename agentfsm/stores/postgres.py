@@ -71,11 +71,11 @@ from agentfsm.stores.base import (
     run_arguments,
     save_arguments,
 )
-from agentfsm.stores.leases import Hold, Holds, Lease
+from agentfsm.stores.leases import Hold, Holds, HoldsHere, Lease, lease_of
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 
 
-class PostgresStore(ThreadedAsync, ClosesOnExit):
+class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
     """Keeps runs in a PostgreSQL database: durable, atomic, shared by many processes.
 
     Args:
@@ -333,17 +333,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
     def lease(self, run_id: str) -> Lease | None:
         """The run's lease, live or expired (see `LeasingStore.lease`)."""
         run_arguments(run_id)
-        return _lease(run_id, self._read(sql.LEASE, run_id))
-
-    def hold(self, run_id: str, hold: Hold) -> None:
-        """Make this store's saves of ``run_id`` through ``hold`` (see `LeasingStore.hold`)."""
-        with self._lock:
-            self._holds.add(self, run_id, hold)
-
-    def unhold(self, run_id: str, hold: Hold) -> None:
-        """Stop making saves of ``run_id`` through ``hold``."""
-        with self._lock:
-            self._holds.remove(run_id, hold)
+        return lease_of(run_id, self._read(sql.LEASE, run_id))
 
     def renew_lease(self, run_id: str, owner: str, expires_at: float) -> Lease | None:
         """Extend ``owner``'s lease on the run, in one statement (`LeasingStore.renew_lease`).
@@ -358,7 +348,7 @@ class PostgresStore(ThreadedAsync, ClosesOnExit):
                 ).fetchall()
         except psycopg.Error as exc:
             raise self._failure(exc, run_id, writing=True) from exc
-        return _lease(run_id, rows)
+        return lease_of(run_id, rows)
 
     def delete(self, run_id: str) -> None:
         """Remove the run and its events, in one transaction; no error if it is not stored."""
@@ -508,12 +498,6 @@ def _lease_arguments(hold: Hold | None) -> tuple[str | None, float, float]:
         return None, time.time(), 0.0
     now = hold.clock()
     return hold.owner, now, now + hold.duration
-
-
-def _lease(run_id: str, rows: list[tuple[Any, ...]]) -> Lease | None:
-    if rows and rows[0][0] is not None and rows[0][1] is not None:
-        return Lease(run_id, str(rows[0][0]), float(rows[0][1]))
-    return None
 
 
 def _follows(snapshot: Snapshot, events: Sequence[Event]) -> int:
