@@ -7,6 +7,7 @@ before anything is changed. ``bool`` is never accepted where a number is expecte
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Collection, Iterable
 from typing import NoReturn
@@ -142,3 +143,18 @@ def callable_or_none(name: str, value: object) -> None:
     """
     if value is not None and not callable(value):
         refuse_type(name, value, "a callable or None")
+
+
+def seconds_option(text: str) -> float:
+    """A command-line option's seconds: a number >= 0 (an ``argparse`` ``type=``).
+
+    Raises:
+        argparse.ArgumentTypeError: Anything else, quoted.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO, cast
 
+from agentfsm import _checks as checks
 from agentfsm._demo import fresh_folder, run_story
 from agentfsm._runs_cli import (
     DEFAULT_EVENTS,
@@ -153,20 +154,10 @@ def _add_ui_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     _add_grace(ui)
 
 
-def _grace(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return value
-
-
 def _add_grace(parser: argparse.ArgumentParser, default: float = 10.0) -> None:
     parser.add_argument(
         "--grace",
-        type=_grace,
+        type=checks.seconds_option,
         default=default,
         metavar="SECONDS",
         help="on SIGTERM or Ctrl-C, how long the work in flight gets to finish before it "

@@ -18,17 +18,8 @@ from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import TextIO
 
+from agentfsm import _checks as checks
 from agentfsm.temporal.payloads import DEFAULT_AGENT, DEFAULT_GRACE
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return value
 
 
 def _count(text: str) -> int:
@@ -65,7 +56,7 @@ def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     worker.add_argument(
         "--grace",
-        type=_seconds,
+        type=checks.seconds_option,
         default=DEFAULT_GRACE,
         metavar="SECONDS",
         help="on SIGTERM or Ctrl-C, how long the activities in flight get to finish before "
@@ -80,7 +71,7 @@ def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     worker.add_argument(
         "--sticky-queue-timeout",
-        type=_seconds,
+        type=checks.seconds_option,
         default=10.0,
         metavar="SECONDS",
         help="how long a run's next task waits for this worker before any worker of the "
