@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from agentfsm.errors import RunBusyError
 from agentfsm.states.names import RecordKind, RunState
 from agentfsm.stores.base import LeasingStore, leasing, off_loop, writes_behind
-from agentfsm.stores.leases import Hold, Lease, settle
+from agentfsm.stores.leases import Hold, Lease
 from agentfsm.stores.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ def release(agent: Agent, held: Hold | None) -> None:
     store = None if held is None else leasing(agent.store)
     if store is not None and held is not None:
         store.unhold(agent.run_id, held)
-        settle()  # (the last hold gone, its renewing thread ends: no thread outlives runs)
 
 
 async def _read(store: LeasingStore, run_id: str) -> Lease | None:

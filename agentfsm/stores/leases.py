@@ -296,14 +296,17 @@ def renew(store: _Renewable, run_id: str, hold: Hold) -> None:
 STOP_WAIT = 2.0
 """Seconds `settle` waits for a stopped renewing thread to end (it may be mid-renewal)."""
 
+IDLE = 1.0
+"""Seconds the renewing thread waits with no hold before it ends by itself."""
+
 
 class _Renewer:
     """The process's one thread that renews the leases of busy holds between saves.
 
-    The thread runs only while some hold is registered: `add` starts it, and the `remove`
-    of the last hold stops it; `settle` then waits for it to end (called by the Agent once
-    its hold is released, outside every store lock: the thread may be mid-renewal, in the
-    store), so a library user is left no thread once no run of theirs holds a lease. Each
+    `add` starts it when none runs; with no hold left it ends by itself after `IDLE`
+    seconds, so a run's steps, each of which registers and unregisters its hold, do not
+    start a thread each (a thread start and join per step cost more than the step). `settle`
+    ends an idle thread at once and waits for it (tests that count threads call it). Each
     thread has its own stop flag: an `add` right after a stop starts a new thread while the
     old one ends.
     """
@@ -314,8 +317,6 @@ class _Renewer:
         self.thread: threading.Thread | None = None
         self.stop: list[bool] = [False]
         """The running thread's stop flag (a new one for each thread)."""
-        self.ending: list[threading.Thread] = []
-        """Threads stopped and not yet waited for by `settle`."""
         self.wake_at = 0.0
 
     def add(self, store: _Renewable, run_id: str, hold: Hold) -> None:
@@ -334,27 +335,34 @@ class _Renewer:
     def remove(self, hold: Hold) -> None:
         with self.lock:
             self.entries.pop(hold, None)
-            if not self.entries and self.thread is not None:
-                self.ending.append(self.thread)
-                self.thread = None
-                self.stop[0] = True
-                self.lock.notify_all()
 
     def settle(self, timeout: float) -> None:
         with self.lock:
-            ending, self.ending = self.ending, []
-        deadline = time.monotonic() + timeout
-        for thread in ending:
-            if thread is not threading.current_thread():
-                thread.join(max(0.0, deadline - time.monotonic()))
+            thread = self.thread if not self.entries else None
+            if thread is not None:
+                self.thread = None
+                self.stop[0] = True
+                self.lock.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def _run(self, stop: list[bool]) -> None:
         with self.lock:
+            idle_since: float | None = None
             while not stop[0]:
                 now = time.monotonic()
+                if not self.entries:
+                    idle_since = now if idle_since is None else idle_since
+                    if now - idle_since >= IDLE:
+                        self.thread = None  # (under the lock: the next add starts one)
+                        return
+                    self.wake_at = idle_since + IDLE
+                    self.lock.wait(self.wake_at - now)
+                    continue
+                idle_since = None
                 due = [(h, e) for h, e in self.entries.items() if h.due <= now]
                 if not due:
-                    self.wake_at = min((h.due for h in self.entries), default=now + 1.0)
+                    self.wake_at = min(h.due for h in self.entries)
                     self.lock.wait(self.wake_at - now)
                     continue
                 for hold, _ in due:
@@ -376,9 +384,11 @@ _RENEWER = _Renewer()
 
 
 def settle(timeout: float = STOP_WAIT) -> None:
-    """Wait (at most ``timeout`` seconds) for a renewing thread stopped by the last unhold.
+    """End the renewing thread now if no hold is registered, waiting at most ``timeout``.
 
-    Call it holding no store's lock (a renewal in progress may need it).
+    With no hold it ends by itself within `IDLE` seconds; this is for a caller that must
+    see no thread left (a test counting threads). Call it holding no store's lock (a
+    renewal in progress may need it).
     """
     _RENEWER.settle(timeout)
 

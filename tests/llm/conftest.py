@@ -12,6 +12,7 @@ import pytest
 from agentfsm.llm import ModelResponse, OpenAIModel, RetryNotice, RetryPolicy
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message
+from agentfsm.stores.leases import settle
 from agentfsm.testing import LoopbackOpenAIServer
 
 API_KEY = "test-key"
@@ -96,6 +97,7 @@ def harness() -> Iterator[Harness]:
 def no_thread_outlives_the_test() -> Iterator[None]:
     before = set(threading.enumerate())
     yield
+    settle()  # (the leases' renewing thread ends by itself once idle; now, for this check)
     # The stores' shared worker threads (agentfsm.stores.base) start on a store's first use
     # in the process and live as long as it, by design: the first test to use a store makes
     # them, which made this check fail whenever tests/llm ran without earlier store tests.
