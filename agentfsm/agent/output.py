@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from agentfsm import _checks as checks
 from agentfsm.errors import OutputRejectedError
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.tools.schema import json_pointer
+from agentfsm.tools.schema import compile_validator, json_pointer, validator_class
 from agentfsm.tools.spec import Tool
 
 FINAL_ANSWER = "final_answer"
@@ -110,7 +110,7 @@ class OutputSpec:
         model, schema = _model_and_schema(output_type)
         title = schema.get("title")
         name = _NAME.sub("_", title)[:64] if isinstance(title, str) and title else "answer"
-        checker = None if model is not None else Draft202012Validator(copy.deepcopy(schema))
+        checker = None if model is not None else compile_validator(schema)
         return cls(model, schema, name, cast(int, retries), checked, checker)
 
     def response_format(self) -> JSONObject:
@@ -216,7 +216,9 @@ def _model_and_schema(output_type: object) -> tuple[type[BaseModel] | None, JSON
     elif isinstance(output_type, Mapping):
         schema = cast(JSONObject, copy.deepcopy(dict(output_type)))
         try:
-            Draft202012Validator.check_schema(schema)
+            validator_class(schema).check_schema(schema)
+        except ValueError as error:  # (a $schema naming no draft agentfsm knows)
+            raise ValueError(f"output_type is not a valid JSON Schema: {error}") from None
         except SchemaError as error:
             raise ValueError(
                 f"output_type is not a valid JSON Schema: at "

@@ -18,7 +18,7 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -87,6 +87,15 @@ class ModelSettings(BaseModel):
     extra_body: JSONObject | None = None
     """Fields merged into the request's JSON body, for options this class does not name."""
 
+    if not TYPE_CHECKING:  # (type checkers keep pydantic's signature of the fields)
+
+        def __init__(self, **data: object) -> None:
+            """Checked like `of`: a wrong value is a `ModelSettingsError` naming the field."""
+            try:
+                super().__init__(**data)
+            except ValidationError as error:
+                raise _settings_error(error, data) from None
+
     @field_validator("stop")
     @classmethod
     def _stops(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
@@ -120,14 +129,11 @@ class ModelSettings(BaseModel):
                 "settings must be a ModelSettings, a mapping of its fields (e.g. "
                 f"{{'temperature': 0.2}}) or None; got {type(settings).__name__}"
             )
-        given = dict(settings)
+        given: dict[str, Any] = dict(settings)
         stop = given.get("stop")
         if isinstance(stop, list):
             given["stop"] = tuple(stop)
-        try:
-            return cls.model_validate(given)
-        except ValidationError as error:
-            raise _settings_error(error, given) from None
+        return cls(**given)  # (its __init__ names a wrong field)
 
     def merged(self, override: ModelSettings | None) -> ModelSettings:
         """These settings with each field ``override`` sets replacing this one's."""

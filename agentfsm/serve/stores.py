@@ -4,16 +4,16 @@ Both take any store URL `agentfsm.stores.urls` knows (``sqlite:///PATH``,
 ``postgresql://…``, ``memory:``) or a plain path, which names a SQLite file. What they
 show of it (printed lines, errors) is `shown`: the URL with its password masked.
 
-- The web view reads a SQLite file through a read-only connection (`open_read_only`) and
-  never creates one; its actions open the file read-write when first needed. Any other
-  store (PostgreSQL) is opened once, without creating agentfsm's tables, and used for both.
+- The web view reads a SQLite file as a ``read_only=True`` store (`open_read_only`), also
+  on a place nothing can write (a read-only mount), and never creates one; its actions
+  open the file read-write when first needed. Any other store (PostgreSQL) is opened
+  once, without creating agentfsm's tables, and used for both.
 - The A2A server opens the store read-write and creates it when missing.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 
 from agentfsm.errors import StoreError
@@ -28,17 +28,6 @@ __all__ = ["open_read_only", "open_to_read", "open_to_serve", "shown", "sqlite_p
 def shown(url: str | os.PathLike[str]) -> str:
     """``url`` as it may be shown: any password in it replaced by ``***``."""
     return redact(os.fspath(url))
-
-
-def _read_only(path: Path) -> sqlite3.Connection:
-    """A connection that can only read (SQLite's ``mode=ro``): the view never writes by it."""
-    return sqlite3.connect(
-        f"{path.resolve().as_uri()}?mode=ro",
-        uri=True,
-        timeout=30.0,
-        isolation_level=None,
-        check_same_thread=False,
-    )
 
 
 def open_read_only(path: str | os.PathLike[str]) -> SQLiteStore:
@@ -56,7 +45,7 @@ def open_read_only(path: str | os.PathLike[str]) -> SQLiteStore:
             f"no run store at {str(where)!r} ({problem}); pass the SQLite file an agent "
             "saved its runs in"
         )
-    return SQLiteStore(where, connect=_read_only)
+    return SQLiteStore(where, read_only=True)
 
 
 def sqlite_path(url: str | os.PathLike[str]) -> Path | None:

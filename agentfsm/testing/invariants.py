@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
-
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
+from typing import TYPE_CHECKING, Any
 
 from agentfsm.agent.vocabulary import AgentEvent
 from agentfsm.errors import InvariantError
@@ -28,6 +26,7 @@ from agentfsm.states.names import RunState
 from agentfsm.tools.policy import Decision, ToolPolicy
 from agentfsm.tools.registry import ToolRegistry
 from agentfsm.tools.results import ToolStatus
+from agentfsm.tools.schema import compile_validator
 
 if TYPE_CHECKING:
     from agentfsm.agent.core import Agent
@@ -194,12 +193,12 @@ def _why_refused(
         return "it got an output decision, which is only for client-side tools"
     if declared.policy is ToolPolicy.REQUIRE_APPROVAL and kind != "approve":
         return "it requires approval and was not approved"
-    if not _valid_arguments(entry.arguments, Draft202012Validator(declared.parameters)):
+    if not _valid_arguments(entry.arguments, compile_validator(declared.parameters)):
         return "its arguments do not validate against its schema"
     return None
 
 
-def _valid_arguments(text: str, validator: Draft202012Validator) -> bool:
+def _valid_arguments(text: str, validator: Any) -> bool:
     try:
         value = json.loads(text) if text.strip() else {}
     except ValueError:

@@ -19,7 +19,6 @@ import math
 from collections.abc import Collection, Iterable, Sequence
 
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
 
 from agentfsm.errors import ModelCallError, ModelError, ModelResponseError
 from agentfsm.llm.base import FinishReason, ModelResponse
@@ -28,6 +27,7 @@ from agentfsm.states.messages import ToolCall
 from agentfsm.states.tables import MachineTable
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.registry import AnyTool, ToolRegistry
+from agentfsm.tools.schema import compile_validator
 
 ModelStep = ModelResponse | ModelError
 """One model call's outcome: a response, or the error the call raises."""
@@ -241,7 +241,7 @@ def _bound(schema: JSONObject, inclusive: str, exclusive: str, step: int) -> int
 def valid_arguments(target: AnyTool) -> st.SearchStrategy[str]:
     """Argument texts that ``target``'s JSON Schema accepts (checked with its validator)."""
     schema = target.parameters
-    validator = Draft202012Validator(schema)
+    validator = compile_validator(schema)
     values = json_values(schema).filter(validator.is_valid)
     return values.map(lambda value: json.dumps(value, allow_nan=False))
 
@@ -253,7 +253,7 @@ def invalid_arguments(target: AnyTool) -> st.SearchStrategy[str]:
     (when the schema forbids them), or a JSON value that is not an object.
     """
     schema = target.parameters
-    validator = Draft202012Validator(schema)
+    validator = compile_validator(schema)
     valid = json_values(schema).filter(lambda v: isinstance(v, dict))
     breakages: list[st.SearchStrategy[object]] = [
         st.sampled_from([[], "text", 3, None, True]),

@@ -154,6 +154,30 @@ def test_a_json_schema_output_type_gives_the_json_value() -> None:
     assert "/days: 0 is less than the minimum of 1" in feedback
 
 
+def test_a_json_schema_output_type_is_judged_by_its_own_draft() -> None:
+    draft07 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"card": {"type": "string"}, "cvv": {"type": "string"}},
+        "dependencies": {"card": ["cvv"]},
+    }
+    agent = Agent(
+        structured('{"card": "4111"}', '{"card": "4111", "cvv": "1"}'), output_type=draft07
+    )
+    agent.start()
+
+    outcome = agent.submit("Pay")
+
+    assert outcome.output == {"card": "4111", "cvv": "1"}
+    feedback = [m.content or "" for m in agent.messages if m.role == "user"][-1]
+    assert "'cvv' is a dependency of 'card'" in feedback
+
+
+def test_an_output_type_naming_an_unknown_draft_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"draft-2099.*draft-07"):
+        OutputSpec.of({"$schema": "https://example.com/draft-2099", "type": "object"})
+
+
 def test_a_model_without_structured_output_answers_through_the_final_answer_tool() -> None:
     model = (
         ScriptedModel()

@@ -32,6 +32,9 @@ def test_settings_refuse_bad_values_naming_the_field(
         ModelSettings.of(given)
     assert caught.value.field == field
     assert isinstance(caught.value, ValueError)
+    with pytest.raises(ModelSettingsError, match=says) as built:
+        ModelSettings(**given)  # type: ignore[arg-type]  # (made directly: the same error)
+    assert built.value.field == field
 
 
 def test_settings_refuse_what_is_no_mapping() -> None:

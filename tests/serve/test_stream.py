@@ -65,7 +65,7 @@ def test_the_view_reads_through_a_connection_that_cannot_write(store_path: Path)
     with open_read_only(store_path) as reader:
         assert reader.load("trip") == snapshot
         moved = snapshot.model_copy(update={"version": 2})
-        with pytest.raises(StoreWriteError, match="readonly"):
+        with pytest.raises(StoreWriteError, match="read_only=True"):
             reader.save(moved, (), expected_version=1)
 
 

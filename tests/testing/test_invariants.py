@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentfsm import Agent, Decision, MemoryStore, ScriptedModel, Snapshot, tool
+from agentfsm import Agent, Decision, MemoryStore, ScriptedModel, Snapshot, Tool, tool
 from agentfsm.fsm import RunData
 from agentfsm.fsm.trace import ToolExecutionTrace, tool_entries
 from agentfsm.states import Event, MachineName, Message, ToolCall
@@ -193,3 +193,35 @@ def test_only_run_and_loop_events_are_transitions() -> None:
     assert is_transition(event(1))
     assert is_transition(event(1, MachineName.LOOP))
     assert not is_transition(event(1).model_copy(update={"machine": "conversation"}))
+
+
+TUPLE = Tool(
+    lambda pair: str(pair),
+    name="pair",
+    parameters={
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {
+            "pair": {
+                "type": "array",
+                "items": [{"type": "integer"}, {"type": "string"}],
+                "additionalItems": False,
+            }
+        },
+        "required": ["pair"],
+    },
+)
+"""A draft-07 tuple (``items`` as an array), as npm's MCP servers declare them."""
+
+
+def test_tool_check_judges_arguments_by_the_schemas_own_draft() -> None:
+    registry = ToolRegistry([TUPLE])
+    valid = ToolCall(id="c1", name="pair", arguments='{"pair": [1, "x"]}')
+    assert_tools_permitted(
+        [entry(valid, ToolStatus.SUCCESS, 1)], registry, enabled=None, decisions={}
+    )
+    extra = ToolCall(id="c1", name="pair", arguments='{"pair": [1, "x", 2]}')
+    with pytest.raises(InvariantError, match=r"I9.*do not validate"):
+        assert_tools_permitted(
+            [entry(extra, ToolStatus.SUCCESS, 1)], registry, enabled=None, decisions={}
+        )
