@@ -15,15 +15,20 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
+import mcp
 import pytest
+from mcp import types
 
 from agentfsm import Agent, ScriptedModel
 from agentfsm.stores import MemoryStore
 from agentfsm.tools import ToolStatus, ToolSystem
+from agentfsm.tools._mcp_tasks import mark_uncallable, offerable
 from agentfsm.tools.mcp import MCPServer, load_tools_sync
 from agentfsm.verify import check_log
-from tests.mcp.tasking import tasking
+from tests.mcp.tasking import TOOLS, tasking
 from tests.mcp.test_mcp_transports import CONTEXT, call, serving
 
 TASKING = str(Path(__file__).with_name("tasking.py"))
@@ -196,3 +201,19 @@ def test_over_stdio_a_task_answers_and_one_past_its_timeout_is_cancelled(
     cancels = [m for m in methods if m.startswith("tasks/cancel")]
     assert cancels in (["tasks/cancel 1"], ["tasks/cancel 2"]), methods  # the late one's
     assert methods.count("tasks/result") == 1
+
+
+def test_a_session_on_2026_07_28_cannot_run_tasks_and_says_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The SDK's sessions of that revision list no `execution`; a server that still would
+    # (its own wire code) gets its task tools marked too. A fake client: only what is read.
+    modern = cast(mcp.Client, SimpleNamespace(protocol_version="2026-07-28"))
+    listed = [types.Tool.model_validate(tool.model_dump()) for tool in TOOLS]
+
+    with caplog.at_level(logging.WARNING):
+        marked = mark_uncallable("lab", modern, listed)
+
+    assert [t.name for t in marked if offerable(t)] == ["echo"]
+    assert "tasks are an extension" in caplog.text
+    assert marked[2] == listed[2]  # an optional tool is left as it was listed
