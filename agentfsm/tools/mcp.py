@@ -54,6 +54,7 @@ from agentfsm.errors import (
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.tools._mcp_options import Target, output_validator, patterns, policy_of, target_of
 from agentfsm.tools._mcp_results import Answer, failure, output, retry_params
+from agentfsm.tools._mcp_tasks import call_as_task, mark_uncallable, needs_task, offerable
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.mcp_sessions import Session, on_host, on_host_sync
 from agentfsm.tools.policy import ToolPolicy
@@ -289,7 +290,7 @@ class MCPServer:
         return self.tools_from(listed)
 
     async def list_tools(self) -> tuple[mcp_types.Tool, ...]:
-        """The server's tools, every page of the listing, as the SDK describes them.
+        """The server's tools, every page, as the SDK describes them (some marked not offered).
 
         Raises:
             MCPConnectionError: The server could not be reached, or did not answer in time.
@@ -320,6 +321,7 @@ class MCPServer:
                     raise MCPServerError(
                         self.prefix, f"its tool list did not end after {_MAX_PAGES} pages"
                     )
+                listed = mark_uncallable(self.prefix, client, listed)
         except BaseException as exc:
             if not _answered(exc):
                 await self._session.drop()
@@ -347,7 +349,8 @@ class MCPServer:
                     f"{unknown!r}; it lists "
                     f"{sorted(names)!r}",
                 )
-        return tuple(self._tool(remote) for remote in listed if self.offers(remote.name))
+        offered = [remote for remote in listed if self.offers(remote.name) and offerable(remote)]
+        return tuple(self._tool(remote) for remote in offered)
 
     def offers(self, name: str) -> bool:
         """Whether the server's tool ``name`` is offered: ``allow`` matches it, ``deny`` not."""
@@ -373,7 +376,7 @@ class MCPServer:
         validator = output_validator(self.prefix, remote)
         try:
             return Tool(
-                self._body(remote.name, name, validator),
+                self._body(remote.name, name, validator, needs_task(remote)),
                 name=name,
                 description=remote.description or remote.title or "",
                 parameters=cast(JSONObject, remote.input_schema),
@@ -395,31 +398,31 @@ class MCPServer:
             ) from None
 
     def _body(
-        self, remote: str, offered: str, validator: Draft202012Validator | None
+        self, remote: str, offered: str, validator: Draft202012Validator | None, task: bool
     ) -> Callable[..., Awaitable[JSONValue | InputRequest]]:
         async def call(
             agentfsm_context__: ToolContext, **arguments: object
         ) -> JSONValue | InputRequest:
             context = agentfsm_context__
             params = retry_params(self.prefix, remote, arguments, context.resume)
-            result = await self._call(params, offered, context.call_id)
+            result = await self._call(params, offered, context.call_id, task)
             return output(self.prefix, offered, result, validator)
 
         call.__name__ = offered
         return call
 
     async def _call(
-        self, params: mcp_types.CallToolRequestParams, offered: str, call_id: str
+        self, params: mcp_types.CallToolRequestParams, offered: str, call_id: str, task: bool
     ) -> Answer:
         remote = params.name
         try:
-            return await on_host(self._call_on_host(params))
+            return await on_host(self._call_on_host(params, task))
         except TimeoutError:
             raise ToolTimeoutError(offered, call_id, self.timeout) from None
         except Exception as exc:
             raise failure(self.prefix, f"calling its tool {remote!r}", exc) from exc
 
-    async def _call_on_host(self, params: mcp_types.CallToolRequestParams) -> Answer:
+    async def _call_on_host(self, params: mcp_types.CallToolRequestParams, task: bool) -> Answer:
         request = mcp_types.CallToolRequest(params=params)
         try:
             # The deadline is kept here, by anyio; a call that misses it closes the session
@@ -427,6 +430,8 @@ class MCPServer:
             with anyio.fail_after(self.timeout):
                 client = await self._session.client()
                 async with self._watching(client):
+                    if task:  # it must run as an MCP task (protocol 2025-11-25)
+                        return await call_as_task(self.prefix, client, params, self.timeout)
                     # The session's call_tool would check the output schema with a validator
                     # of its own (and answer input requests itself): the request is sent as
                     # it is, and its answer checked by `output`.

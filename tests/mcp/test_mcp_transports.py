@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -48,12 +49,13 @@ class NoSleep:
 
 
 @contextlib.contextmanager
-def serving() -> Iterator[str]:
-    """The toolbox served over Streamable HTTP by uvicorn on 127.0.0.1, an ephemeral port."""
+def serving(served: Any = None) -> Iterator[str]:
+    """The toolbox (or ``served``) over Streamable HTTP by uvicorn on 127.0.0.1, any port."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(toolbox().streamable_http_app(), log_level="warning", lifespan="on")
+    app = (toolbox() if served is None else served).streamable_http_app()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
