@@ -27,7 +27,7 @@ _Kind = Literal["image", "audio", "file"]
 def shaped(
     structured: JSONValue, blocks: Sequence[mcp_types.ContentBlock]
 ) -> JSONValue | ToolContent:
-    """The value of a successful call: plain JSON, or a `ToolContent` with media or user content."""
+    """A successful call's value: plain JSON, or a `ToolContent` (media, user content)."""
     texts: list[str] = []
     parts: list[ContentPart] = []
     for_user: list[ContentPart] = []

@@ -1,0 +1,188 @@
+"""MCP media and user-only content, from a real MCP server to each model API's wire.
+
+The ``chart`` tool of `tests.mcp.media` answers with text, a PNG, a WAV clip, a note for the
+user only and one for the model only. Through each real SDK (``openai`` Chat Completions and
+Responses, ``anthropic``) against the loopback server, the image reaches the wire as the
+API's own part, no text part holds base64, the audio is a placeholder, and the user's note
+never reaches the model: it is a ``user_content`` record, told to listeners and stored. A
+second Agent restored from the SQLite file sends the same content.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentfsm import Agent, OpenAIModel, ToolCall
+from agentfsm.llm import AnthropicModel, OpenAIResponsesModel
+from agentfsm.llm.base import Model
+from agentfsm.states.content import ContentPart
+from agentfsm.states.events import Event
+from agentfsm.stores import SQLiteStore, replay
+from agentfsm.testing import LoopbackOpenAIServer, Reply
+from agentfsm.tools.mcp import MCPServer
+from tests.mcp.media import ASSISTANT_TEXT, AUDIO, IMAGE, MODEL_TEXT, USER_TEXT, media_server
+
+SCRIPT = str(Path(__file__).with_name("media.py"))
+CHART = ToolCall(id="c1", name="media__chart", arguments="{}")
+DATA_URL = f"data:image/png;base64,{IMAGE}"
+APIS = ["chat", "responses", "anthropic"]
+
+
+def model_for(api: str, server: LoopbackOpenAIServer) -> Model:
+    if api == "chat":
+        return OpenAIModel("gpt-test", base_url=server.url, api_key="test", timeout=10)
+    if api == "responses":
+        return OpenAIResponsesModel("gpt-test", base_url=server.url, api_key="test", timeout=10)
+    return AnthropicModel(
+        "claude-test", base_url=server.url.removesuffix("/v1"), api_key="test", timeout=10
+    )
+
+
+def texts(value: Any) -> Iterator[str]:
+    """Every text the model reads in a request body: text parts and plain-string contents."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("text", "content", "output", "input") and isinstance(item, str):
+                yield item
+            else:
+                yield from texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from texts(item)
+
+
+def image_parts(api: str, body: dict[str, Any]) -> list[Any]:
+    """The image parts of the request, in the API's own form."""
+    if api == "chat":
+        return [
+            part["image_url"]["url"]
+            for message in body["messages"]
+            if isinstance(message["content"], list)
+            for part in message["content"]
+            if part["type"] == "image_url"
+        ]
+    if api == "responses":
+        return [
+            part["image_url"]
+            for item in body["input"]
+            if item.get("type") == "function_call_output" and isinstance(item["output"], list)
+            for part in item["output"]
+            if part["type"] == "input_image"
+        ]
+    return [
+        f"data:{block['source']['media_type']};base64,{block['source']['data']}"
+        for turn in body["messages"]
+        if isinstance(turn["content"], list)
+        for result in turn["content"]
+        if result["type"] == "tool_result" and isinstance(result["content"], list)
+        for block in result["content"]
+        if block["type"] == "image"
+    ]
+
+
+def assert_the_model_got_its_share_only(api: str, body: dict[str, Any]) -> None:
+    shown = list(texts(body))
+    assert image_parts(api, body) == [DATA_URL]
+    assert not any(IMAGE in text or AUDIO in text for text in shown)  # no base64 as text
+    assert AUDIO not in str(body)  # audio: a placeholder for each of these APIs
+    assert USER_TEXT not in str(body)  # the user's own note never reaches the model
+    joined = "\n".join(shown)
+    assert MODEL_TEXT in joined
+    assert ASSISTANT_TEXT in joined
+    assert "[audio audio/wav, 444 bytes: not shown to this model]" in joined
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_each_api_gets_the_image_as_its_own_part_and_the_user_gets_the_note(api: str) -> None:
+    told: list[Event] = []
+    with LoopbackOpenAIServer([Reply(tool_calls=(CHART,)), Reply("Sales rose.")]) as server:
+        agent = Agent(
+            model_for(api, server),
+            mcp_servers=[MCPServer("media", media_server(), trusted=True)],
+            listeners=[lambda event: told.append(event) if isinstance(event, Event) else None],
+        )
+        agent.start()
+        done = agent.submit("How did sales go?")
+        agent.shutdown()
+        body = server.requests[1].json
+
+    assert (done.state, done.reply) == ("completed", "Sales rose.")
+    assert_the_model_got_its_share_only(api, body)
+    shown = [event for event in told if event.event == "user_content"]
+    assert [event.data for event in shown] == [
+        {
+            "call_id": "c1",
+            "name": "media__chart",
+            "content": [{"type": "text", "text": USER_TEXT}],
+        }
+    ]
+    (tool_message,) = [m for m in agent.messages if m.role == "tool"]
+    assert USER_TEXT not in str(tool_message.model_dump())
+    assert [part.type for part in tool_message.parts] == ["image", "audio"]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_restored_agent_sends_the_same_parts(api: str, tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    steps = [Reply(tool_calls=(CHART,)), Reply("Sales rose."), Reply("Still rising.")]
+    with LoopbackOpenAIServer(steps) as server:
+        first = Agent(
+            model_for(api, server),
+            store=SQLiteStore(path),
+            mcp_servers=[MCPServer("media", media_server(), trusted=True)],
+            run_id="sales",
+        )
+        first.start()
+        first.submit("How did sales go?")
+        first.close()
+        # Another "process": a new Agent and client, from the file alone.
+        second = Agent(model_for(api, server), store=SQLiteStore(path), run_id="sales")
+        second.start()
+        second.submit("And now?")
+        second.close()
+        before, after = server.requests[1].json, server.requests[2].json
+
+    assert_the_model_got_its_share_only(api, after)
+    key = "input" if api == "responses" else "messages"
+    assert after[key][: len(before[key])] == before[key]
+
+
+def test_e2e_a_stdio_server_s_chart_through_the_public_api(tmp_path: Path) -> None:
+    """Over stdio, Chat Completions, stored in SQLite: wire, event, log and replay agree."""
+    path = tmp_path / "runs.db"
+    told: list[Event] = []
+    with LoopbackOpenAIServer([Reply(tool_calls=(CHART,)), Reply("Sales rose.")]) as server:
+        stdio = MCPServer("media", [sys.executable, SCRIPT], trusted=True, timeout=20)
+        agent = Agent(
+            OpenAIModel("gpt-test", base_url=server.url, api_key="test", timeout=10),
+            store=SQLiteStore(path),
+            mcp_servers=[stdio],
+            run_id="sales",
+        )
+        agent.add_listener(lambda event: told.append(event) if isinstance(event, Event) else None)
+        agent.start()
+        done = agent.submit("How did sales go?")
+        agent.close()
+        body = server.requests[1].json
+
+    assert done.reply == "Sales rose."
+    assert_the_model_got_its_share_only("chat", body)
+    messages = body["messages"]
+    tool_at = next(i for i, m in enumerate(messages) if m["role"] == "tool")
+    assert messages[tool_at + 1]["role"] == "user"  # right after the round's tool message
+    store = SQLiteStore(path)
+    log = list(store.events("sales"))
+    (shown,) = [event for event in log if event.event == "user_content"]
+    assert shown.data["content"] == [{"type": "text", "text": USER_TEXT}]
+    assert shown in told
+    (result,) = [event for event in log if event.event == "tool_result"]
+    assert [ContentPart.model_validate(p).data for p in result.data["message"]["parts"]] == [
+        IMAGE,
+        AUDIO,
+    ]
+    assert replay(log, expected=store.load("sales")) is not None  # I10 with parts
