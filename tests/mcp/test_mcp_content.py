@@ -10,6 +10,7 @@ second Agent restored from the SQLite file sends the same content.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,4 +186,12 @@ def test_e2e_a_stdio_server_s_chart_through_the_public_api(tmp_path: Path) -> No
         IMAGE,
         AUDIO,
     ]
-    assert replay(log, expected=store.load("sales")) is not None  # I10 with parts
+    snapshot = store.load("sales")
+    assert snapshot is not None
+    replay(log, expected=snapshot)  # I10 with parts: raises if the two differ
+    # What the media weigh on the record: their base64 and a few hundred bytes of JSON, in
+    # the result's record and again in the snapshot's conversation.
+    media = len(IMAGE) + len(AUDIO)
+    assert media < len(json.dumps(result.data)) < media + 1_000
+    (stored,) = [m for m in snapshot.messages if m.role == "tool"]
+    assert media < len(stored.model_dump_json()) < media + 1_000
