@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from agentfsm.states.content import MEDIA_TYPES, ContentPart
-from agentfsm.states.json import JSONValue
+from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message
 
 __all__ = ["ContentPart", "ToolContent", "ToolReply"]
@@ -52,6 +52,25 @@ class ToolContent:
                     raise TypeError(
                         f"ToolContent.{name} must hold {allowed}; [{index}] is {part!r}"
                     )
+
+
+def content_json(content: ToolContent) -> JSONObject:
+    """A `ToolContent`'s parts as JSON (its value aside), for `content_of` to read back."""
+    return {
+        "parts": [part.model_dump(mode="json") for part in content.parts],
+        "for_user": [part.model_dump(mode="json") for part in content.for_user],
+    }
+
+
+def content_of(value: JSONValue, parts: JSONObject) -> ToolContent:
+    """The `ToolContent` of ``value`` and parts `content_json` gave (from another process)."""
+    return ToolContent(value, _parts(parts.get("parts")), _parts(parts.get("for_user")))
+
+
+def _parts(items: JSONValue) -> tuple[ContentPart, ...]:
+    if not isinstance(items, list):
+        return ()
+    return tuple(ContentPart.model_validate(item) for item in items)
 
 
 class ToolReply(NamedTuple):
