@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentfsm.llm._anthropic_convert import conversation
-from agentfsm.llm._media import chat_messages
+from agentfsm.llm._media import IMAGE_TYPES, chat_messages
 from agentfsm.llm._responses_convert import input_items
 from agentfsm.states.content import ContentPart
 from agentfsm.states.messages import Message, ToolCall
@@ -100,3 +103,59 @@ def test_a_tool_message_with_only_media_sends_no_empty_text() -> None:
 
     assert [block["type"] for block in turns[1]["content"][0]["content"]] == ["image"]  # type: ignore[index]
     assert [part["type"] for part in output] == ["input_image"]  # type: ignore[index, union-attr]
+
+
+MIMES = {
+    "image": ["image/png", "image/jpeg", "image/gif", "image/webp", "image/tiff"],
+    "audio": ["audio/wav", "audio/mpeg"],
+    "file": ["application/pdf", "application/zip"],
+}
+media = st.sampled_from(sorted(MIMES)).flatmap(
+    lambda kind: st.builds(
+        lambda mime, raw: ContentPart.media(kind, mime, base64.b64encode(raw).decode()),  # type: ignore[arg-type]
+        st.sampled_from(MIMES[kind]),
+        st.binary(min_size=12, max_size=24),
+    )
+)
+words = st.text(alphabet=" .,;:!?()", max_size=6)  # no base64 character: no false match
+
+
+def _texts(value: object) -> list[str]:
+    if isinstance(value, dict):
+        found = []
+        for key, item in value.items():
+            if key in ("text", "content", "output") and isinstance(item, str):
+                found.append(item)
+            else:
+                found.extend(_texts(item))
+        return found
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    return []
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(words, st.lists(media, max_size=3)), min_size=1, max_size=3))
+def test_no_api_ever_gets_base64_as_text_and_each_image_once_as_its_own_part(
+    rounds: list[tuple[str, list[ContentPart]]],
+) -> None:
+    messages: list[Message] = [Message.user("go")]
+    for index, (text, parts) in enumerate(rounds):
+        call = ToolCall(id=f"c{index}", name="t")
+        messages += [
+            Message.assistant(tool_calls=(call,)),
+            Message.tool(call.id, text, parts=tuple(parts)),
+        ]
+    parts = [part for _, round_parts in rounds for part in round_parts]
+    sent = {
+        "chat": chat_messages(messages),
+        "responses": input_items(messages),
+        "anthropic": conversation(messages)[1],
+    }
+    for api, body in sent.items():
+        dumped = json.dumps(body)
+        for part in parts:
+            assert not any(str(part.data) in text for text in _texts(body)), api
+            shown = part.mime_type in IMAGE_TYPES and part.type == "image"
+            shown = shown or (part.mime_type == "application/pdf" and api != "chat")
+            assert dumped.count(str(part.data)) == (1 if shown else 0) * parts.count(part), api
