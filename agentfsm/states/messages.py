@@ -185,7 +185,11 @@ class Message(BaseModel):
         return cls(role="tool", tool_call_id=tool_call_id, content=content, name=name)
 
     def to_openai(self) -> JSONObject:
-        """This message in the form of the chat completions API."""
+        """This message in the form of the chat completions API, its text only.
+
+        A tool message's ``parts`` are not in it: the API's tool messages take text only
+        (`agentfsm.OpenAIModel` sends the images in a user message after the round).
+        """
         out: JSONObject = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = [call.to_openai() for call in self.tool_calls]
