@@ -10,6 +10,7 @@ second Agent restored from the SQLite file sends the same content.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -17,16 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import types
 
 from agentfsm import Agent, OpenAIModel, ToolCall
 from agentfsm.llm import AnthropicModel, OpenAIResponsesModel
 from agentfsm.llm.base import Model
 from agentfsm.states.content import ContentPart
 from agentfsm.states.events import Event
+from agentfsm.states.messages import Message
 from agentfsm.stores import SQLiteStore, replay
 from agentfsm.testing import LoopbackOpenAIServer, Reply
-from agentfsm.tools.mcp import MCPServer
+from agentfsm.tools import ToolContext, ToolResult, ToolSystem
+from agentfsm.tools.mcp import MCPServer, load_tools_sync
 from tests.mcp.media import ASSISTANT_TEXT, AUDIO, IMAGE, MODEL_TEXT, USER_TEXT, media_server
+from tests.mcp.servers import declared, raw
 
 SCRIPT = str(Path(__file__).with_name("media.py"))
 CHART = ToolCall(id="c1", name="media__chart", arguments="{}")
@@ -195,3 +200,79 @@ def test_e2e_a_stdio_server_s_chart_through_the_public_api(tmp_path: Path) -> No
     assert media < len(json.dumps(result.data)) < media + 1_000
     (stored,) = [m for m in snapshot.messages if m.role == "tool"]
     assert media < len(stored.model_dump_json()) < media + 1_000
+
+
+USER_ONLY = types.Annotations(audience=["user"])
+
+
+def answer_of(result: types.CallToolResult) -> tuple[ToolResult, Message, list[Any]]:
+    """One call of a raw server answering ``result``: its result, tool message, user content."""
+    shown: list[Any] = []
+    server = MCPServer("raw", raw([declared()], result), policies={"point": "allow"})
+    system = ToolSystem(load_tools_sync(server))
+    done = asyncio.run(
+        system.run_round(
+            [ToolCall(id="c1", name="raw__point")],
+            ToolContext(run_id="r"),
+            on_show=lambda call, parts: shown.extend(parts),
+        )
+    )
+    return done.results[0], done.messages[0], shown
+
+
+def test_resources_links_and_structured_content_keep_their_place() -> None:
+    pdf = types.BlobResourceContents(
+        uri="file:///r/q1.pdf", mime_type="application/pdf", blob="JVBERi0="
+    )
+    notes = types.TextResourceContents(uri="file:///r/notes.txt", text="see page 2")
+    link = types.ResourceLink(uri="file:///r/all.csv", name="all.csv")
+    result, message, shown = answer_of(
+        types.CallToolResult(
+            content=[
+                types.EmbeddedResource(type="resource", resource=pdf),
+                types.EmbeddedResource(type="resource", resource=notes),
+                link,
+                types.ImageContent(
+                    type="image", data=IMAGE, mime_type="image/png", annotations=USER_ONLY
+                ),
+            ],
+            structured_content={"pages": 2},
+        )
+    )
+
+    assert result.output == {"pages": 2}  # the structured content wins over the text, as before
+    assert message.parts == (
+        ContentPart.media("file", "application/pdf", "JVBERi0=", uri="file:///r/q1.pdf"),
+    )
+    assert shown == [ContentPart.media("image", "image/png", IMAGE)]  # the user's, not the model's
+    assert IMAGE not in message.model_dump_json()
+
+
+def test_text_resources_and_links_are_text_when_nothing_else_is_media() -> None:
+    notes = types.TextResourceContents(uri="file:///r/notes.txt", text="see page 2")
+    link = types.ResourceLink(uri="file:///r/all.csv", name="all.csv")
+    result, message, shown = answer_of(
+        types.CallToolResult(
+            content=[types.EmbeddedResource(type="resource", resource=notes), link]
+        )
+    )
+
+    lines = str(result.output).splitlines()
+    assert [json.loads(line)["type"] for line in lines] == ["resource", "resource_link"]
+    assert (message.parts, shown) == ((), [])
+
+
+def test_an_error_result_tells_the_model_its_text_not_the_user_s() -> None:
+    result, message, _ = answer_of(
+        types.CallToolResult(
+            content=[
+                types.TextContent(type="text", text="quota exceeded"),
+                types.TextContent(type="text", text="Ada's plan: free", annotations=USER_ONLY),
+            ],
+            is_error=True,
+        )
+    )
+
+    assert result.error is not None
+    assert "quota exceeded" in result.error.message
+    assert "Ada" not in str(message.content)
