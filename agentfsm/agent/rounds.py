@@ -18,7 +18,8 @@ from agentfsm.errors import AgentFSMError
 from agentfsm.fsm import AnyMachine
 from agentfsm.fsm.rounds import round_messages
 from agentfsm.fsm.trace import ToolExecutionTrace, packed_tool_entries
-from agentfsm.states.json import JSONObject
+from agentfsm.states.content import ContentPart
+from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import LoopState, RecordKind, RunState
 from agentfsm.tools.context import context_of
@@ -192,6 +193,7 @@ class ToolRounds(TypedAnswers):
             on_input=self._on_input,
             delegates=self._delegates,
             resumed=resumed,
+            on_show=self._on_show,
         )
         results = round_.results
         if self._asking is not None or len(results) < len(calls):
@@ -355,6 +357,15 @@ class ToolRounds(TypedAnswers):
         if not self._idempotent(name):
             self._behind = False
 
+    def _on_show(self, call: ToolCall, content: tuple[ContentPart, ...]) -> None:
+        """A call's content for the user only: recorded (and told), never the model's."""
+        shown: list[JSONValue] = [
+            part.model_dump(mode="json", exclude_none=True) for part in content
+        ]
+        self._note(
+            RecordKind.USER_CONTENT, {"call_id": call.id, "name": call.name, "content": shown}
+        )
+
     def _on_answer(self, result: ToolResult, message: Message) -> None:
         started = self._started
         given = result.__dict__  # (a dict item costs less than a pydantic attribute)
@@ -377,6 +388,7 @@ class ToolRounds(TypedAnswers):
             and type(message) is Message
             and type(output := given["output"]) is str
             and given["error"] is None
+            and not message.parts  # (media: its message is more than its output)
         ):
             # `result_json` and `message_json`, inlined for a text output (the usual one),
             # the result's JSON copied from its fields, in their order (JSON but for its

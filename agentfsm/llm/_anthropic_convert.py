@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentfsm.errors import ModelSettingsError
+from agentfsm.llm._media import anthropic_result
 from agentfsm.llm._openai_convert import Origin, finish, shared
 from agentfsm.llm.base import DeltaKind, DeltaListener, ModelDelta, ModelResponse, Usage
 from agentfsm.llm.settings import ModelSettings
@@ -77,7 +78,7 @@ def conversation(messages: list[Message]) -> tuple[str | None, list[JSONObject]]
                 {
                     "type": "tool_result",
                     "tool_use_id": message.tool_call_id or "",
-                    "content": message.content or "",
+                    "content": anthropic_result(message),
                 }
             )
         elif message.content:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentfsm.errors import ModelSettingsError
+from agentfsm.llm._media import responses_output
 from agentfsm.llm._openai_convert import Origin, finish, shared
 from agentfsm.llm.base import (
     DeltaKind,
@@ -103,7 +104,7 @@ def input_items(
                 {
                     "type": "function_call_output",
                     "call_id": message.tool_call_id or "",
-                    "output": message.content or "",
+                    "output": responses_output(message),
                 }
             )
     return items

@@ -39,6 +39,7 @@ from agentfsm import _checks as checks
 from agentfsm._redact import redact
 from agentfsm.errors import ModelConfigError
 from agentfsm.llm._calling import Clock, Offer, RetryingModel, Sleep, Told
+from agentfsm.llm._media import chat_messages
 from agentfsm.llm._openai_convert import (
     Origin,
     StreamAssembly,
@@ -230,7 +231,7 @@ class OpenAIModel(RetryingModel):
     ) -> ModelResponse:
         import openai
 
-        sent = cast("list[ChatCompletionMessageParam]", [m.to_openai() for m in offer.messages])
+        sent = cast("list[ChatCompletionMessageParam]", chat_messages(offer.messages))
         tools = offer.tools
         offered = cast("list[ChatCompletionToolUnionParam]", list(tools)) if tools else openai.omit
         shape = cast("ResponseFormat", offer.response_format or openai.omit)

@@ -6,6 +6,7 @@ diagrams, the verifier and the tests all read the same definitions.
 
 from __future__ import annotations
 
+from agentfsm.states.content import ContentPart
 from agentfsm.states.effects import (
     COUPLINGS,
     FOLLOW_UPS,
@@ -71,6 +72,7 @@ __all__ = [
     "A2AState",
     "AssistantsStatus",
     "CompletedReason",
+    "ContentPart",
     "Coupling",
     "Event",
     "Expect",

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentfsm.states.content import ContentPart
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.unchecked import (
     inline_fields,
@@ -128,6 +129,10 @@ class Message(BaseModel):
     """For a tool message: the id of the call it answers."""
     name: str | None = None
     """For a tool message: the tool's name (optional, for readability of logs)."""
+    parts: tuple[ContentPart, ...] = Field(default=(), exclude_if=lambda parts: not parts)
+    """For a tool message: the media its tool returned besides its text (images, audio,
+    files), in order; each model client sends them in its API's own form (see
+    `agentfsm.states.content`). Left out of the JSON when there are none."""
 
     @model_validator(mode="after")
     def _fits_its_role(self) -> Message:
@@ -140,6 +145,8 @@ class Message(BaseModel):
                 f"a {self.role!r} message needs content (only an assistant message with "
                 "tool calls may omit it)"
             )
+        if self.parts and (self.role != "tool" or any(part.type == "text" for part in self.parts)):
+            raise ValueError("only a tool message carries parts, and only media parts")
         ids = [call.id for call in self.tool_calls]
         if len(set(ids)) != len(ids):
             raise ValueError(f"tool call ids must be unique within a message, got {ids!r}")
@@ -163,12 +170,26 @@ class Message(BaseModel):
         return cls(role="assistant", content=content, tool_calls=tool_calls)
 
     @classmethod
-    def tool(cls, tool_call_id: str, content: str, name: str | None = None) -> Message:
-        """The result of one tool call, answering ``tool_call_id``."""
+    def tool(
+        cls,
+        tool_call_id: str,
+        content: str,
+        name: str | None = None,
+        parts: tuple[ContentPart, ...] = (),
+    ) -> Message:
+        """The result of one tool call, answering ``tool_call_id`` (with its media, if any)."""
+        if parts:
+            return cls(
+                role="tool", tool_call_id=tool_call_id, content=content, name=name, parts=parts
+            )
         return cls(role="tool", tool_call_id=tool_call_id, content=content, name=name)
 
     def to_openai(self) -> JSONObject:
-        """This message in the form of the chat completions API."""
+        """This message in the form of the chat completions API, its text only.
+
+        A tool message's ``parts`` are not in it: the API's tool messages take text only
+        (`agentfsm.OpenAIModel` sends the images in a user message after the round).
+        """
         out: JSONObject = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = [call.to_openai() for call in self.tool_calls]
@@ -195,6 +216,7 @@ def user_message(content: str) -> Message:
     put(message, "tool_calls", ())
     put(message, "tool_call_id", None)
     put(message, "name", None)
+    put(message, "parts", ())
     return sealed(message, _USER_GIVEN)
 
 
@@ -210,6 +232,7 @@ def tool_message(tool_call_id: str, content: str, name: str | None = None) -> Me
     put(message, "tool_calls", ())
     put(message, "tool_call_id", tool_call_id)
     put(message, "name", name)
+    put(message, "parts", ())
     put_fields_set(message, _TOOL_GIVEN)  # (`sealed`, inlined: one call less)
     put_extra(message, None)
     put_private(message, None)
@@ -239,6 +262,7 @@ def assistant_message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> 
     put(message, "tool_calls", tool_calls)
     put(message, "tool_call_id", None)
     put(message, "name", None)
+    put(message, "parts", ())
     return sealed(message, _ASSISTANT_GIVEN)
 
 
@@ -267,10 +291,13 @@ def message_json(message: Message) -> JSONObject:
             calls.append(call.__dict__.copy())
         else:  # a subclass: only the declared fields, as pydantic dumps it
             calls.append({"id": call.id, "name": call.name, "arguments": call.arguments})
-    return {
+    dumped: JSONObject = {
         "role": message.role,
         "content": message.content,
         "tool_calls": calls,
         "tool_call_id": message.tool_call_id,
         "name": message.name,
     }
+    if message.parts:  # (left out when empty, as pydantic leaves it out)
+        dumped["parts"] = [part.model_dump(mode="json") for part in message.parts]
+    return dumped

@@ -60,6 +60,11 @@ class RecordKind(StrEnum):
     """A tool source (an MCP server) listed its tools, when the turn started or, after it
     announced a change, between two rounds; the run uses this list from then on:
     ``{"server": prefix, "tools": [{...}, ...]}`` (each tool as the server described it)."""
+    USER_CONTENT = "user_content"
+    """A tool call's content meant for the user only (an MCP block with ``audience:
+    ["user"]``), recorded just before its ``tool_result`` and never sent to the model:
+    ``{"call_id": ..., "name": ..., "content": [{...}, ...]}`` (each a `ContentPart`'s
+    JSON). Changes nothing a replay rebuilds."""
     LEASE_TAKEN_OVER = "lease_taken_over"
     """A process took the busy run up after its driver's lease expired (the driver died or
     stalled): ``{"owner": new owner, "previous_owner": owner, "expired_at": time}``. Changes

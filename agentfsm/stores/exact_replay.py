@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from agentfsm.errors import IllegalTransitionError, ReplayError
 from agentfsm.fsm import LOOP_MACHINE, RUN_MACHINE, Emitter, Machine, RunData
 from agentfsm.fsm.rounds import open_round, round_messages
+from agentfsm.states.content import ContentPart
 from agentfsm.states.events import Event, event_list
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
@@ -292,6 +293,14 @@ class _Run:
         ):
             raise self.fail(event, "'tools_listed' must list tools as objects with a name")
         self.listed[server] = tuple(tools)  # type: ignore[arg-type]  # objects, checked above
+
+    def _user_content(self, event: Event) -> None:
+        # Told to the user, never part of the conversation: only its shape is checked.
+        content = event.data.get("content")
+        if not isinstance(content, list) or not isinstance(event.data.get("call_id"), str):
+            raise self.fail(event, "'user_content' must carry a call_id and a content list")
+        for item in content:
+            self.parse(event, ContentPart, item)
 
     def _lease_taken_over(self, event: Event) -> None:
         owner, previous = event.data.get("owner"), event.data.get("previous_owner")

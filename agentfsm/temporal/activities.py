@@ -39,6 +39,7 @@ from agentfsm.temporal.payloads import (
 from agentfsm.temporal.template import AgentTemplate
 from agentfsm.temporal.wire import attributes, to_failure
 from agentfsm.tools.arguments import ArgumentLimits
+from agentfsm.tools.content import ToolContent, content_json
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.execution import run_once
 from agentfsm.tools.results import json_output
@@ -256,13 +257,17 @@ class RunActivities:
             raise to_failure(error, retryable=retry, attempt=attempt) from None
         finally:
             beat.cancel()
+        content = value if isinstance(value, ToolContent) else None
         try:
-            output, _ = json_output(value)
+            output, _ = json_output(value if content is None else content.value)
         except (TypeError, ValueError, RecursionError) as error:
             bad = ToolOutputError(declared.name, request.call_id, type(value).__name__, str(error))
             raise to_failure(bad, attempt=attempt) from None
         # As JSON text: the converter would sort an object's keys, and the model reads them.
-        return {"json": json.dumps(output, ensure_ascii=False), "attempt": attempt}
+        done: JSONObject = {"json": json.dumps(output, ensure_ascii=False), "attempt": attempt}
+        if content is not None:  # media and the user's own content, as their parts' JSON
+            done["content"] = content_json(content)
+        return done
 
     async def _heartbeat(self) -> None:
         """Heartbeat every ``heartbeat_every`` seconds, or thrice per heartbeat timeout."""

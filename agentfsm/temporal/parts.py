@@ -46,6 +46,7 @@ from agentfsm.temporal.payloads import (
     ToolRequest,
 )
 from agentfsm.temporal.wire import failure_attempt, from_failure
+from agentfsm.tools.content import content_of
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.execution import TRIED_ATTRIBUTE, Tried
 from agentfsm.tools.spec import Tool
@@ -254,7 +255,10 @@ def activity_tool(
             failure = tool_error(error, declared, context.call_id, settings)
             setattr(failure, TRIED_ATTRIBUTE, _attempts(error, attempts))
             raise failure from None
-        return Tried(json.loads(done["json"]), done.get("attempt", 1))
+        value = json.loads(done["json"])
+        if "content" in done:  # media, or content for the user only
+            value = content_of(value, done["content"])
+        return Tried(value, done.get("attempt", 1))
 
     proxy.function = body
     return proxy

@@ -8,7 +8,9 @@ every refusal and failure into a `ToolResult` the model can read.
 
 from __future__ import annotations
 
+from agentfsm.states.content import ContentPart
 from agentfsm.tools.arguments import ArgumentLimits
+from agentfsm.tools.content import ToolContent
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.hooks import MESSAGE_HOOKS, HookContext, HookHandler, HookKind, Hooks
 from agentfsm.tools.policy import Decision, DecisionKind, ToolPolicy
@@ -32,6 +34,7 @@ __all__ = [
     "AnyTool",
     "ArgumentLimits",
     "Clock",
+    "ContentPart",
     "Decision",
     "DecisionKind",
     "ErrorDetails",
@@ -45,6 +48,7 @@ __all__ = [
     "RoundResult",
     "Timer",
     "Tool",
+    "ToolContent",
     "ToolContext",
     "ToolErrorInfo",
     "ToolObservation",

@@ -15,6 +15,8 @@ from mcp import types as mcp_types
 
 from agentfsm.errors import MCPConnectionError, MCPServerError, MCPToolError
 from agentfsm.states.json import JSONObject, JSONValue
+from agentfsm.tools._mcp_content import model_text, shaped
+from agentfsm.tools.content import ToolContent
 from agentfsm.tools.schema import schema_error
 from agentfsm.tools.sources import InputRequest
 
@@ -24,8 +26,11 @@ Answer = mcp_types.CallToolResult | mcp_types.InputRequiredResult
 
 def output(
     prefix: str, offered: str, result: Answer, validator: Draft202012Validator | None
-) -> JSONValue | InputRequest:
+) -> JSONValue | ToolContent | InputRequest:
     """The tool's value (checked against its outputSchema), or the question it asks.
+
+    A value with media, or with content for the user only, is a `ToolContent`
+    (`agentfsm.tools._mcp_content`).
 
     Raises:
         MCPToolError: The server answered with ``isError``.
@@ -35,7 +40,7 @@ def output(
     if isinstance(result, mcp_types.InputRequiredResult):
         return input_request(prefix, offered, result)
     if result.is_error:
-        raise MCPToolError(offered, text(result.content) or "no detail given")
+        raise MCPToolError(offered, model_text(result.content) or "no detail given")
     structured = cast(JSONValue, result.structured_content)
     if validator is not None:
         if structured is None:
@@ -51,14 +56,7 @@ def output(
                 f"its tool {offered!r} returned structuredContent that does not match its "
                 f"outputSchema at {pointer or '/'!r}: {message}",
             )
-    if structured is not None:
-        return structured
-    if all(isinstance(block, mcp_types.TextContent) for block in result.content):
-        return text(result.content)
-    return [
-        cast(JSONObject, block.model_dump(mode="json", by_alias=True, exclude_none=True))
-        for block in result.content
-    ]
+    return shaped(structured, result.content)
 
 
 def input_request(

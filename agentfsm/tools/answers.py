@@ -22,9 +22,11 @@ from agentfsm.errors import (
     ToolTimeoutError,
     UnknownToolError,
 )
+from agentfsm.states.content import ContentPart
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.states.messages import ToolCall
+from agentfsm.states.messages import Message, ToolCall
 from agentfsm.tools.arguments import ArgumentLimits
+from agentfsm.tools.content import ToolContent, ToolReply
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.execution import (
     PLAIN_VALUES,
@@ -54,9 +56,10 @@ Delegate = Callable[[ToolCall, dict[str, object]], Awaitable[Attempted | None]]
 arguments, it returns what the call produced, or None to stop the round at this call,
 unanswered (the call waits for something outside the round: it runs again on resume)."""
 
-_Answered = tuple[ToolResult, str] | InputRequest | None
-"""A call's answer: its result and tool-message text; or what its tool asked the user; or
-None, when its delegate stopped the round at it."""
+_Answered = tuple[ToolResult, str | ToolReply] | InputRequest | None
+"""A call's answer: its result and tool-message text (a `ToolReply` when its body returned a
+`ToolContent`); or what its tool asked the user; or None, when its delegate stopped the
+round at it."""
 _Answer = _Answered | Awaitable[_Answered]
 """A call's answer, or an awaitable of it."""
 
@@ -91,6 +94,8 @@ class Round(NamedTuple):
     """Tool name → what runs its admitted calls instead of its body."""
     on_input: Callable[[ToolCall, InputRequest], None] | None = None
     """Told of a call whose tool asked the user (the round stops there)."""
+    on_show: Callable[[ToolCall, tuple[ContentPart, ...]], None] | None = None
+    """Told of the content a call's tool meant for the user only, before its answer."""
 
 
 class CallAnswers:
@@ -212,7 +217,7 @@ class CallAnswers:
 
     def _answered(
         self, call: ToolCall, attempted: Attempted, started: float
-    ) -> tuple[ToolResult, str] | InputRequest:
+    ) -> tuple[ToolResult, str | ToolReply] | InputRequest:
         """A call's answer from what its body (or the application, or a delegate) produced."""
         if attempted.error is not None:
             status = _execution_status(attempted.error, call)
@@ -223,6 +228,8 @@ class CallAnswers:
             output = text = value
         elif isinstance(value, InputRequest):
             return value
+        elif isinstance(value, ToolContent):
+            return self._content(call, value, attempted, started)
         else:
             try:
                 output, text = json_output(value)
@@ -234,6 +241,23 @@ class CallAnswers:
             call.id, call.name, ToolStatus.SUCCESS, output, None, duration, attempted.attempts
         )
         return result, text
+
+    def _content(
+        self, call: ToolCall, content: ToolContent, attempted: Attempted, started: float
+    ) -> tuple[ToolResult, str | ToolReply]:
+        """The answer of a body that returned media or content for the user only."""
+        try:
+            output, text = json_output(content.value)
+        except (TypeError, ValueError, RecursionError) as exc:
+            kind = type(content.value).__name__
+            bad = ToolOutputError(call.name, call.id, kind, str(exc))
+            return self._failed(call, bad, ToolStatus.ERROR, started, attempted.attempts)
+        duration = self._timer() - started
+        result = tool_result(
+            call.id, call.name, ToolStatus.SUCCESS, output, None, duration, attempted.attempts
+        )
+        text = "" if content.value is None else text
+        return result, ToolReply(text, content.parts, content.for_user)
 
     def _run_body(
         self, index: int, call: ToolCall, round_: Round, found: AnyTool, kwargs: dict[str, object]
@@ -347,9 +371,9 @@ class CallAnswers:
     def _waits_or(
         self,
         call: ToolCall,
-        answer: tuple[ToolResult, str] | InputRequest | None,
+        answer: tuple[ToolResult, str | ToolReply] | InputRequest | None,
         on_input: Callable[[ToolCall, InputRequest], None] | None,
-    ) -> tuple[ToolResult, str] | None:
+    ) -> tuple[ToolResult, str | ToolReply] | None:
         """A call's answer, or None if it waits.
 
         It waits when its tool asked the user and ``on_input`` took the question, or when its
@@ -361,6 +385,13 @@ class CallAnswers:
             return self._unanswerable(call, answer)
         on_input(call, answer)
         return None
+
+
+def replied(call: ToolCall, reply: ToolReply, round_: Round) -> Message:
+    """The tool message of a call answered with a `ToolReply`; its user content told first."""
+    if reply.for_user and round_.on_show is not None:
+        round_.on_show(call, reply.for_user)
+    return reply.message(call.id, call.name)
 
 
 def outcome(answer: _Answer) -> Awaitable[_Answered]:

@@ -55,6 +55,7 @@ from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.tools._mcp_options import Target, output_validator, patterns, policy_of, target_of
 from agentfsm.tools._mcp_results import Answer, failure, output, retry_params
 from agentfsm.tools._mcp_tasks import call_as_task, mark_uncallable, needs_task, offerable
+from agentfsm.tools.content import ToolContent
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.mcp_sessions import Session, on_host, on_host_sync
 from agentfsm.tools.policy import ToolPolicy
@@ -399,10 +400,10 @@ class MCPServer:
 
     def _body(
         self, remote: str, offered: str, validator: Draft202012Validator | None, task: bool
-    ) -> Callable[..., Awaitable[JSONValue | InputRequest]]:
+    ) -> Callable[..., Awaitable[JSONValue | ToolContent | InputRequest]]:
         async def call(
             agentfsm_context__: ToolContext, **arguments: object
-        ) -> JSONValue | InputRequest:
+        ) -> JSONValue | ToolContent | InputRequest:
             context = agentfsm_context__
             params = retry_params(self.prefix, remote, arguments, context.resume)
             result = await self._call(params, offered, context.call_id, task)

@@ -23,10 +23,11 @@ from tenacity.wait import WaitBaseT
 from agentfsm.errors import (
     ToolRoundError,
 )
+from agentfsm.states.content import ContentPart
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall, tool_message
 from agentfsm.tools import checks
-from agentfsm.tools.answers import NO_DECISIONS, CallAnswers, Round, outcome
+from agentfsm.tools.answers import NO_DECISIONS, CallAnswers, Round, outcome, replied
 from agentfsm.tools.answers import Delegate as Delegate  # (re-exported: the Agent's)
 from agentfsm.tools.arguments import ArgumentLimits
 from agentfsm.tools.context import ToolContext
@@ -231,6 +232,7 @@ class ToolSystem(CallAnswers):
         on_input: Callable[[ToolCall, InputRequest], None] | None = None,
         delegates: Mapping[str, Delegate] | None = None,
         resumed: bool = False,
+        on_show: Callable[[ToolCall, tuple[ContentPart, ...]], None] | None = None,
     ) -> RoundResult:
         """Answer every call of one round, sequentially, in call order.
 
@@ -267,6 +269,10 @@ class ToolSystem(CallAnswers):
                 the round at that call, unanswered, as ``stop`` does.
             resumed: The round ran before and stopped at a delegated call (its child
                 waited): ``before_tools`` has fired for it already.
+            on_show: Told of the content a call's body meant for the user only (a
+                `ToolContent`'s ``for_user``), just before ``on_answer`` (an Agent records
+                it as ``user_content``); without it, that content is dropped. It never
+                reaches the tool message.
 
         Returns:
             One result and one tool message per call, in call order, then the messages
@@ -295,6 +301,7 @@ class ToolSystem(CallAnswers):
             on_input=on_input,
             delegates=delegates,
             resumed=resumed,
+            on_show=on_show,
         )
 
     async def run_checked_round(
@@ -313,6 +320,7 @@ class ToolSystem(CallAnswers):
         on_input: Callable[[ToolCall, InputRequest], None] | None = None,
         delegates: Mapping[str, Delegate] | None = None,
         resumed: bool = False,
+        on_show: Callable[[ToolCall, tuple[ContentPart, ...]], None] | None = None,
     ) -> RoundResult:
         """`run_round` for inputs of the right types, as the `Agent` passes its own.
 
@@ -339,6 +347,7 @@ class ToolSystem(CallAnswers):
                 resumes,
                 delegates,
                 on_input,
+                on_show,
             ),
         )
         known = answered or _NO_ANSWERS
@@ -364,7 +373,10 @@ class ToolSystem(CallAnswers):
                 if answer is None:  # its tool asked the user, or its sub-agent waits
                     break
             result, text = answer
-            message = tool_message(fields["id"], text, fields["name"])
+            if type(text) is str:
+                message = tool_message(fields["id"], text, fields["name"])
+            else:  # media, or content for the user only
+                message = replied(call, text, round_)  # type: ignore[arg-type]  # not a str
             new.append(message)
             results.append(result)
             told(result, message)
@@ -430,7 +442,10 @@ class ToolSystem(CallAnswers):
                 if answer is None:  # its tool asked the user, or its sub-agent waits
                     return False
             result, text = answer
-            message = tool_message(call_id, text, call.name)
+            if type(text) is str:
+                message = tool_message(call_id, text, call.name)
+            else:  # media, or content for the user only
+                message = replied(call, text, round_)  # type: ignore[arg-type]  # not a str
             new.append(message)
             results.append(result)
             answered(result, message)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from mcp import MCPError, types
 
 from agentfsm.errors import MCPConnectionError, MCPServerError
+from agentfsm.states.content import ContentPart
 from agentfsm.states.messages import ToolCall
 from agentfsm.tools import Decision, ToolContext, ToolPolicy, ToolStatus, ToolSystem
 from agentfsm.tools._mcp_results import form_content
@@ -308,7 +309,7 @@ def test_structured_content_off_the_output_schema_is_an_error_result(
     assert re.search(problem, result.error.message)
 
 
-def test_unstructured_content_is_text_or_the_content_blocks() -> None:
+def test_unstructured_content_is_text_and_media_is_a_part_of_the_tool_message() -> None:
     text = types.CallToolResult(
         content=[
             types.TextContent(type="text", text="a"),
@@ -318,13 +319,16 @@ def test_unstructured_content_is_text_or_the_content_blocks() -> None:
     image = types.CallToolResult(
         content=[types.ImageContent(type="image", data="AAAA", mime_type="image/png")]
     )
-    outputs = []
+    rounds = []
     for answer in (text, image):
         server = MCPServer("raw", raw([declared()], answer), policies={"point": "allow"})
-        (result,) = round_of(server, call("raw__point", n=1))
-        outputs.append(result.output)
+        system = ToolSystem(load_tools_sync(server))
+        rounds.append(system.run_round_sync([call("raw__point", n=1)], CONTEXT))
 
-    assert outputs == ["a\nb", [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]]
+    assert [r.results[0].output for r in rounds] == ["a\nb", ""]
+    assert [r.messages[0].content for r in rounds] == ["a\nb", ""]  # no base64 as text
+    assert rounds[0].messages[0].parts == ()
+    assert rounds[1].messages[0].parts == (ContentPart.media("image", "image/png", "AAAA"),)
 
 
 def test_a_protocol_error_becomes_an_error_result() -> None:

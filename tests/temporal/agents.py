@@ -28,8 +28,10 @@ from agentfsm import Agent
 from agentfsm.errors import ModelCallError
 from agentfsm.llm.base import ModelResponse
 from agentfsm.llm.scripted import ScriptedModel
+from agentfsm.states.content import ContentPart
 from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
+from agentfsm.tools.content import ToolContent
 from agentfsm.tools.context import ToolContext
 from agentfsm.tools.spec import tool
 
@@ -350,5 +352,24 @@ def make_retry_agent(**options: object) -> Agent:
     return Agent(
         ScriptedModel(fallback=respond_call),
         list(RETRY_TOOLS),
+        **options,  # type: ignore[arg-type]
+    )
+
+
+@tool
+def chart(region: str = "north") -> ToolContent:
+    """A region's sales chart: an image for the model, a note for the user only."""
+    return ToolContent(
+        f"{region} is up 12%",
+        parts=(ContentPart.media("image", "image/png", "iVBORw0KGgo="),),
+        for_user=(ContentPart.of_text(f"{region} chart rendered for you"),),
+    )
+
+
+def make_chart_agent(**options: object) -> Agent:
+    """``call chart``: a tool whose answer has media and content for the user only."""
+    return Agent(
+        ScriptedModel(fallback=respond_call),
+        [chart],
         **options,  # type: ignore[arg-type]
     )

@@ -399,7 +399,7 @@ def test_a_round_built_without_its_constructor_is_the_one_its_constructor_builds
     """`run_checked_round` builds its `Round` by ``tuple.__new__`` with every field, in order."""
     from agentfsm.tools import answers, system
 
-    values: Any = (CONTEXT, {}, None, False, None, None, None, None)
+    values: Any = (CONTEXT, {}, None, False, None, None, None, None, None)
     built = system._new_tuple(answers.Round, values)
     assert type(built) is answers.Round
     assert built == answers.Round(*values)
@@ -412,4 +412,5 @@ def test_a_round_built_without_its_constructor_is_the_one_its_constructor_builds
         "resumes",
         "delegates",
         "on_input",
+        "on_show",
     )
