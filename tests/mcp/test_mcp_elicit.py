@@ -25,6 +25,7 @@ from agentfsm.states.messages import ToolCall
 from agentfsm.stores import SQLiteStore
 from agentfsm.tools import InputRequest, ToolContext, ToolSystem
 from agentfsm.tools._mcp_forms import elicit_result
+from agentfsm.tools._mcp_options import Target
 from agentfsm.tools._mcp_results import retry_params
 from agentfsm.tools.mcp import MCPServer, load_tools_sync
 from agentfsm.verify import check_log
@@ -63,7 +64,7 @@ def serving() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def target_of(transport: str) -> Iterator[object]:
+def target_of(transport: str) -> Iterator[Target]:
     if transport == "in-process":
         yield desk()
     elif transport == "stdio":
@@ -87,12 +88,7 @@ def test_a_question_asked_mid_call_is_the_runs_wait_and_each_answer_reaches_the_
     model = model.tool_call("d__sign_in").text("ok")
     with target_of(transport) as target:
         server = MCPServer(
-            "d",
-            target,
-            trusted=True,
-            policies=ALLOW,
-            protocol="legacy",
-            timeout=20,  # type: ignore[arg-type]
+            "d", target, trusted=True, policies=ALLOW, protocol="legacy", timeout=20
         )
         agent = Agent(model, mcp_servers=[server])
         agent.start()

@@ -11,7 +11,7 @@ import json
 
 from hypothesis import example, given
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
 
 from agentfsm.tools._mcp_forms import elicit_result
 
