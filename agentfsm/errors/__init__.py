@@ -22,7 +22,8 @@
     │   └── SubAgentDepthError      a sub-agent call that would nest past its max_depth
     ├── ToolRoundError              a tool round asked for with inconsistent inputs
     ├── MCPServerError              an MCP server failed: listing, protocol, transport, output
-    │   └── MCPConnectionError      the server could not be reached or went away mid-call
+    │   ├── MCPConnectionError      the server could not be reached or went away mid-call
+    │   └── MCPSessionLostError     the session whose server asked the user mid-call is gone
     ├── MCPToolError                an MCP tool answered with an error result (isError)
     ├── HookMessageError            a hook added a message where the lifecycle forbids it
     ├── HookFailedError             a hook handler raised (the cause is chained)
@@ -75,7 +76,12 @@ from agentfsm.errors.machine import (
     MachineDefinitionError,
     ReentrantCallError,
 )
-from agentfsm.errors.mcp import MCPConnectionError, MCPServerError, MCPToolError
+from agentfsm.errors.mcp import (
+    MCPConnectionError,
+    MCPServerError,
+    MCPSessionLostError,
+    MCPToolError,
+)
 from agentfsm.errors.model import (
     ModelCallError,
     ModelConfigError,
@@ -142,6 +148,7 @@ __all__ = [
     "InvariantError",
     "MCPConnectionError",
     "MCPServerError",
+    "MCPSessionLostError",
     "MCPToolError",
     "MachineDefinitionError",
     "ModelCallError",

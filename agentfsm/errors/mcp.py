@@ -30,6 +30,31 @@ class MCPConnectionError(MCPServerError):
     """
 
 
+class MCPSessionLostError(MCPServerError):
+    """The session whose server asked the user in the middle of a call is gone.
+
+    The answer came after the process restarted (or the session died, or the question
+    waited too long and the server was told ``cancel``): the call cannot go on, and what
+    the server did before it asked is unknown. An idempotent tool's call is issued again
+    instead; any other ends with this error result, and is not run again.
+
+    Attributes:
+        tool_name: The server's name of the tool whose call asked.
+        question: The server's message.
+    """
+
+    def __init__(self, server: str, tool_name: str, question: str) -> None:
+        self.tool_name = tool_name
+        self.question = question
+        super().__init__(
+            server,
+            f"the session in which its tool {tool_name!r} asked {question!r} was lost (the "
+            "process restarted, the session ended, or the question waited too long): the "
+            "call's outcome is unknown (the server may have acted before it asked), and it "
+            "was not issued again, since the tool is not idempotent",
+        )
+
+
 class MCPToolError(AgentFSMError):
     """An MCP tool answered a call with an error result (``isError``); the model reads it.
 

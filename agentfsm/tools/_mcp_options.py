@@ -1,4 +1,4 @@
-"""The options of an `MCPServer`: its target, its policies, allow/deny, its output schemas.
+"""The options of an `MCPServer`: its target, protocol, policies, allow/deny, output schemas.
 
 Private to `agentfsm.tools.mcp` (needs the ``mcp`` extra).
 """
@@ -14,6 +14,7 @@ from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]  #
 from mcp import types as mcp_types
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer as SDKServer
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentfsm.errors import MCPServerError
 from agentfsm.states.json import JSONObject
@@ -41,6 +42,44 @@ def target_of(target: Target) -> str | mcp.StdioServerParameters | Server[Any] |
             f"not {target!r}"
         )
     return mcp.StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+def default_policy(
+    annotations: mcp_types.ToolAnnotations | None, trusted: bool
+) -> tuple[ToolPolicy, bool]:
+    """The policy and idempotency an MCP tool gets from its annotations, before overrides.
+
+    The protocol says annotations are untrusted unless the server is: for an untrusted
+    server they are ignored and every tool requires approval.
+
+    Args:
+        annotations: The tool's annotations as the server listed them (None for none).
+        trusted: Whether the application trusts the server.
+
+    Returns:
+        ``(policy, idempotent)``.
+    """
+    if not trusted:
+        return ToolPolicy.REQUIRE_APPROVAL, False
+    hints = annotations if annotations is not None else mcp_types.ToolAnnotations()
+    if hints.read_only_hint:
+        return ToolPolicy.ALLOW, True
+    idempotent = bool(hints.idempotent_hint)
+    # Both hints default to true in the protocol: only an explicit false lets a tool run freely.
+    if hints.destructive_hint is not False or hints.open_world_hint is not False:
+        return ToolPolicy.REQUIRE_APPROVAL, idempotent
+    return ToolPolicy.ALLOW, idempotent
+
+
+def protocol_of(protocol: object) -> str:
+    """An `MCPServer`'s ``protocol``, checked (the SDK client's ``mode``)."""
+    allowed = ("auto", "legacy", *MODERN_PROTOCOL_VERSIONS)
+    if protocol not in allowed:
+        raise ValueError(
+            f"protocol must be one of {list(allowed)!r}, not {protocol!r} (a revision before "
+            "2026, such as 2025-11-25, is reached with 'legacy': the initialize handshake)"
+        )
+    return str(protocol)
 
 
 def patterns(option: str, value: object) -> tuple[str, ...]:

@@ -5,7 +5,6 @@ Private to `agentfsm.tools.mcp` (needs the ``mcp`` extra).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import cast
 
@@ -16,6 +15,7 @@ from mcp import types as mcp_types
 from agentfsm.errors import MCPConnectionError, MCPServerError, MCPToolError
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.tools._mcp_content import model_text, shaped
+from agentfsm.tools._mcp_forms import elicit_result, question_of
 from agentfsm.tools.content import ToolContent
 from agentfsm.tools.schema import schema_error
 from agentfsm.tools.sources import InputRequest
@@ -62,7 +62,7 @@ def output(
 def input_request(
     prefix: str, offered: str, result: mcp_types.InputRequiredResult
 ) -> InputRequest:
-    """The question of an input-required result: its first form elicitation.
+    """The question of an input-required result: its first elicitation (a form or a URL).
 
     The other requests of the result are asked again by the server on the retry, one
     question at a time. The request state is kept verbatim, as the protocol asks.
@@ -71,24 +71,21 @@ def input_request(
         MCPServerError: The result asks for nothing agentfsm can put to the user.
     """
     for key, asked in (result.input_requests or {}).items():
-        if isinstance(asked, mcp_types.ElicitRequest) and isinstance(
-            asked.params, mcp_types.ElicitRequestFormParams
-        ):
-            schema = asked.params.requested_schema
-            return InputRequest(
-                asked.params.message,
-                {
-                    "key": key,
-                    "schema": cast(JSONObject, _dump(schema)),
-                    "request_state": result.request_state,
-                },
-            )
+        if isinstance(asked, mcp_types.ElicitRequest):
+            params = asked.params
+            request: JSONObject = {"key": key, "request_state": result.request_state}
+            request["message"] = params.message
+            if isinstance(params, mcp_types.ElicitRequestURLParams):
+                request.update(mode="url", url=params.url)
+            else:
+                request["schema"] = cast(JSONObject, _dump(params.requested_schema))
+            return InputRequest(question_of(request), request)
     methods = sorted({asked.method for asked in (result.input_requests or {}).values()})
     raise MCPServerError(
         prefix,
         f"its tool {offered!r} needs input agentfsm cannot ask the user for "
         f"({', '.join(methods) or 'only a request state, no question'}); agentfsm answers "
-        "form elicitations only",
+        "elicitations (forms and URLs) only",
     )
 
 
@@ -104,7 +101,7 @@ def retry_params(
     """The ``tools/call`` params: the first call's, or a retry's with the user's answer.
 
     Raises:
-        MCPServerError: The answer does not fit the server's form.
+        ValueError: The answer does not fit the server's form (`elicit_result`).
     """
     params = mcp_types.CallToolRequestParams(name=remote, arguments=dict(arguments))
     if resume is None:
@@ -112,59 +109,23 @@ def retry_params(
     request = cast(JSONObject, resume.get("request") or {})
     answer = str(resume.get("answer", ""))
     key = str(request.get("key", ""))
-    content = form_content(prefix, remote, cast(JSONObject, request.get("schema") or {}), answer)
-    params.input_responses = {key: mcp_types.ElicitResult(action="accept", content=content)}
+    params.input_responses = {key: elicit_result(prefix, remote, request, answer)}
     state = request.get("request_state")
     params.request_state = state if isinstance(state, str) else None
     return params
 
 
-def form_content(
-    prefix: str, remote: str, schema: JSONObject, answer: str
-) -> dict[str, str | int | float | bool | list[str] | None]:
-    """The user's answer as the form's content.
-
-    A JSON object is the content as it is; any other text fills a form of one field,
-    converted to that field's type.
-
-    Raises:
-        MCPServerError: The form has several fields and the answer is not a JSON object.
-    """
-    try:
-        parsed = json.loads(answer)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        return cast("dict[str, str | int | float | bool | list[str] | None]", parsed)
-    fields = cast(JSONObject, schema.get("properties") or {})
-    if len(fields) != 1:
-        raise MCPServerError(
-            prefix,
-            f"its tool {remote!r} asked for a form of the fields {sorted(fields)!r}: answer "
-            f"with a JSON object of them, not {answer!r}",
-        )
-    ((name, field),) = fields.items()
-    kind = field.get("type") if isinstance(field, dict) else None
-    return {name: _typed(answer, kind)}
-
-
-def _typed(answer: str, kind: JSONValue) -> str | int | float | bool:
-    text_ = answer.strip()
-    try:
-        if kind == "integer":
-            return int(text_)
-        if kind == "number":
-            return float(text_)
-    except ValueError:
-        return answer
-    if kind == "boolean" and text_.lower() in ("true", "yes", "false", "no"):
-        return text_.lower() in ("true", "yes")
-    return answer
-
-
 def text(content: Sequence[mcp_types.ContentBlock]) -> str:
     """The text blocks of a result's content, one per line."""
     return "\n".join(block.text for block in content if isinstance(block, mcp_types.TextContent))
+
+
+def answered(exc: BaseException) -> bool:
+    """Whether the server answered (an error of its own): its session is still good."""
+    return isinstance(exc, MCPServerError) or (
+        isinstance(exc, mcp.MCPError)
+        and exc.code not in (mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT)
+    )
 
 
 def failure(prefix: str, doing: str, exc: BaseException) -> MCPServerError:

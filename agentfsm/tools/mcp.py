@@ -13,7 +13,9 @@ operation and shared by every listing and call after it, by every run that uses 
 (the one in flight gets an `MCPConnectionError`), and a call that times out closes it (a
 stdio server stopped). `MCPServer.close` (or the end of ``async with server:`` / ``with
 server:``) closes it; so does interpreter exit. A stdio server's stderr goes to the
-``agentfsm.tools.mcp`` logger.
+``agentfsm.tools.mcp`` logger. A server that asks the user (a form, a URL), by an
+input-required result or in the middle of a call, makes the run wait for the answer
+(`agentfsm.tools._mcp_elicit`).
 
 Needs the ``mcp`` extra: ``pip install 'agentfsm[mcp]'``.
 """
@@ -25,7 +27,15 @@ import contextlib
 import fnmatch
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Mapping,
+    Sequence,
+)
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -33,7 +43,6 @@ try:
     import anyio
     import mcp
     from mcp import types as mcp_types
-    from mcp.client.context import ClientRequestContext
     from mcp.client.stdio import stdio_client
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as missing:  # pragma: no cover - the dev extra installs it
@@ -52,8 +61,17 @@ from agentfsm.errors import (
     ToolTimeoutError,
 )
 from agentfsm.states.json import JSONObject, JSONValue
-from agentfsm.tools._mcp_options import Target, output_validator, patterns, policy_of, target_of
-from agentfsm.tools._mcp_results import Answer, failure, output, retry_params
+from agentfsm.tools._mcp_elicit import Elicitations, Pending
+from agentfsm.tools._mcp_options import (
+    Target,
+    default_policy,
+    output_validator,
+    patterns,
+    policy_of,
+    protocol_of,
+    target_of,
+)
+from agentfsm.tools._mcp_results import Answer, answered, failure, output
 from agentfsm.tools._mcp_tasks import call_as_task, mark_uncallable, needs_task, offerable
 from agentfsm.tools.content import ToolContent
 from agentfsm.tools.context import ToolContext
@@ -79,33 +97,6 @@ gives a server 2 s to exit before it kills it)."""
 _RESULT: TypeAdapter[Answer] = TypeAdapter(Answer)
 
 
-def default_policy(
-    annotations: mcp_types.ToolAnnotations | None, trusted: bool
-) -> tuple[ToolPolicy, bool]:
-    """The policy and idempotency an MCP tool gets from its annotations, before overrides.
-
-    The protocol says annotations are untrusted unless the server is: for an untrusted
-    server they are ignored and every tool requires approval.
-
-    Args:
-        annotations: The tool's annotations as the server listed them (None for none).
-        trusted: Whether the application trusts the server.
-
-    Returns:
-        ``(policy, idempotent)``.
-    """
-    if not trusted:
-        return ToolPolicy.REQUIRE_APPROVAL, False
-    hints = annotations if annotations is not None else mcp_types.ToolAnnotations()
-    if hints.read_only_hint:
-        return ToolPolicy.ALLOW, True
-    idempotent = bool(hints.idempotent_hint)
-    # Both hints default to true in the protocol: only an explicit false lets a tool run freely.
-    if hints.destructive_hint is not False or hints.open_world_hint is not False:
-        return ToolPolicy.REQUIRE_APPROVAL, idempotent
-    return ToolPolicy.ALLOW, idempotent
-
-
 class MCPServer:
     """One MCP server whose tools an application offers to its model.
 
@@ -122,14 +113,19 @@ class MCPServer:
         allow: Offer only the server's tools whose names match one of these names or glob
             patterns (``["read_*", "list_directory"]``); None offers every tool.
         deny: Never offer the tools whose names match one of these (it wins over ``allow``).
+        protocol: How the protocol revision is chosen: ``"auto"`` (the newest both speak),
+            ``"legacy"`` (the ``initialize`` handshake: 2025-11-25 or earlier), or a
+            2026 revision (``"2026-07-28"``) adopted without asking the server.
 
     Raises:
-        ValueError: The prefix, a policy, the target or the timeout is not allowed.
+        ValueError: The prefix, a policy, the target, the timeout or the protocol is not
+            allowed.
         TypeError: ``trusted`` is not a bool, ``policies`` not a mapping of str names, or
             ``allow`` / ``deny`` not a list of non-empty names or patterns.
     """
 
     __slots__ = (
+        "_asking",
         "_changed",
         "_scopes",
         "_session",
@@ -137,6 +133,7 @@ class MCPServer:
         "deny",
         "policies",
         "prefix",
+        "protocol",
         "target",
         "timeout",
         "trusted",
@@ -152,6 +149,7 @@ class MCPServer:
         timeout: float = 30.0,
         allow: Sequence[str] | None = None,
         deny: Sequence[str] = (),
+        protocol: str = "auto",
     ) -> None:
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
             raise ValueError(
@@ -185,8 +183,11 @@ class MCPServer:
         """The names or glob patterns of the tools offered (None: every tool)."""
         self.deny = patterns("deny", deny)
         """The names or glob patterns of the tools never offered."""
+        self.protocol = protocol_of(protocol)
+        """How the protocol revision is chosen (``"auto"``, ``"legacy"`` or a 2026 one)."""
         self._changed = False
         self._scopes = 0
+        self._asking = Elicitations(prefix)
         self._session = Session(
             prefix, self._client, isinstance(self.target, mcp.StdioServerParameters)
         )
@@ -238,8 +239,8 @@ class MCPServer:
             self.close()
 
     def _client(self, errlog: Any = None) -> mcp.Client:
-        # No response cache: a listing must be the server's current one. The elicitation
-        # callback declares that the user can be asked (through input_required results).
+        # No response cache: a listing must be the server's current one. A server may ask
+        # the user (forms and URLs), mid-call or by input-required results: see _mcp_elicit.
         target = self.target
         return mcp.Client(
             stdio_client(target, errlog=errlog)
@@ -247,8 +248,9 @@ class MCPServer:
             else target,
             read_timeout_seconds=self.timeout,
             cache=None,
-            elicitation_callback=_asked_mid_call,
+            elicitation_callback=self._asking.ask,
             message_handler=self._on_message,
+            mode=self.protocol,
         )
 
     async def _on_message(self, message: object) -> None:
@@ -324,7 +326,7 @@ class MCPServer:
                     )
                 listed = mark_uncallable(self.prefix, client, listed)
         except BaseException as exc:
-            if not _answered(exc):
+            if not answered(exc):
                 await self._session.drop()
             raise
         return tuple(listed)
@@ -377,7 +379,7 @@ class MCPServer:
         validator = output_validator(self.prefix, remote)
         try:
             return Tool(
-                self._body(remote.name, name, validator, needs_task(remote)),
+                self._body(remote.name, name, validator, idempotent, needs_task(remote)),
                 name=name,
                 description=remote.description or remote.title or "",
                 parameters=cast(JSONObject, remote.input_schema),
@@ -399,36 +401,59 @@ class MCPServer:
             ) from None
 
     def _body(
-        self, remote: str, offered: str, validator: Draft202012Validator | None, task: bool
+        self,
+        remote: str,
+        offered: str,
+        validator: Draft202012Validator | None,
+        idempotent: bool,
+        task: bool,
     ) -> Callable[..., Awaitable[JSONValue | ToolContent | InputRequest]]:
         async def call(
             agentfsm_context__: ToolContext, **arguments: object
         ) -> JSONValue | ToolContent | InputRequest:
             context = agentfsm_context__
-            params = retry_params(self.prefix, remote, arguments, context.resume)
-            result = await self._call(params, offered, context.call_id, task)
+            step = self._asking.step(
+                context,
+                remote,
+                arguments,
+                idempotent,
+                lambda params, pending: self._call_on_host(params, task, pending),
+            )
+            if isinstance(step, InputRequest):
+                return step  # an answer that does not fit: the same question again
+            result = await self._call(step, remote, offered, context.call_id)
+            if isinstance(result, InputRequest):
+                return result
             return output(self.prefix, offered, result, validator)
 
         call.__name__ = offered
         return call
 
     async def _call(
-        self, params: mcp_types.CallToolRequestParams, offered: str, call_id: str, task: bool
-    ) -> Answer:
-        remote = params.name
+        self,
+        step: Coroutine[Any, Any, Answer | InputRequest],
+        remote: str,
+        offered: str,
+        call_id: str,
+    ) -> Answer | InputRequest:
         try:
-            return await on_host(self._call_on_host(params, task))
+            return await on_host(step)
         except TimeoutError:
             raise ToolTimeoutError(offered, call_id, self.timeout) from None
         except Exception as exc:
             raise failure(self.prefix, f"calling its tool {remote!r}", exc) from exc
 
-    async def _call_on_host(self, params: mcp_types.CallToolRequestParams, task: bool) -> Answer:
+    async def _call_on_host(
+        self, params: mcp_types.CallToolRequestParams, task: bool, pending: Pending | None = None
+    ) -> Answer:
         request = mcp_types.CallToolRequest(params=params)
         try:
-            # The deadline is kept here, by anyio; a call that misses it closes the session
-            # (a stdio server is stopped, and killed if need be) before the call returns.
-            with anyio.fail_after(self.timeout):
+            # The deadline is kept here, by anyio (paused while the server waits for the
+            # user); a call that misses it closes the session (a stdio server is stopped,
+            # and killed if need be) before the call returns.
+            with anyio.fail_after(self.timeout) as deadline:
+                if pending is not None:
+                    pending.scope = deadline
                 client = await self._session.client()
                 async with self._watching(client):
                     if task:  # it must run as an MCP task (protocol 2025-11-25)
@@ -437,10 +462,10 @@ class MCPServer:
                     # of its own (and answer input requests itself): the request is sent as
                     # it is, and its answer checked by `output`.
                     return await client.session.send_request(
-                        request, _RESULT, request_read_timeout_seconds=self.timeout
+                        request, _RESULT, request_read_timeout_seconds=math.inf
                     )
         except BaseException as exc:
-            if not _answered(exc):
+            if not answered(exc):
                 await self._session.drop()
             raise
 
@@ -524,26 +549,3 @@ def load_tools_sync(*servers: MCPServer, taken: Collection[str] = ()) -> tuple[A
     """
     _loadable(servers, taken)
     return asyncio.run(load_tools(*servers, taken=taken))
-
-
-def _answered(exc: BaseException) -> bool:
-    """Whether the server answered (an error of its own): its session is still good."""
-    return isinstance(exc, MCPServerError) or (
-        isinstance(exc, mcp.MCPError)
-        and exc.code not in (mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT)
-    )
-
-
-async def _asked_mid_call(
-    context: ClientRequestContext, params: mcp_types.ElicitRequestParams
-) -> mcp_types.ElicitResult | mcp_types.ErrorData:
-    """A server on a revision before 2026-07-28 asks the user in the middle of a call.
-
-    The call cannot wait for a user who may answer in another process, so the question is
-    refused; a server on 2026-07-28 asks through an input-required result instead.
-    """
-    return mcp_types.ErrorData(
-        code=mcp_types.INVALID_REQUEST,
-        message="agentfsm asks the user only through input-required results (protocol "
-        "2026-07-28), not in the middle of a call",
-    )

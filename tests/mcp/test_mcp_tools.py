@@ -23,7 +23,7 @@ from agentfsm.errors import MCPConnectionError, MCPServerError
 from agentfsm.states.content import ContentPart
 from agentfsm.states.messages import ToolCall
 from agentfsm.tools import Decision, ToolContext, ToolPolicy, ToolStatus, ToolSystem
-from agentfsm.tools._mcp_results import form_content
+from agentfsm.tools._mcp_forms import form_content
 from agentfsm.tools.mcp import SEPARATOR, MCPServer, default_policy, load_tools_sync
 from agentfsm.tools.sources import InputRequest
 from tests.mcp.servers import POINT, declared, raw, structured, toolbox
@@ -157,6 +157,11 @@ URL = "http://127.0.0.1:1/mcp"
         ),
         ({"prefix": "a", "target": URL, "timeout": 0}, ValueError, "timeout must be"),
         ({"prefix": "a", "target": URL, "timeout": True}, ValueError, "timeout must be"),
+        (
+            {"prefix": "a", "target": URL, "protocol": "2025-11-25"},
+            ValueError,
+            r"protocol must be one of \['auto', 'legacy', '2026-07-28'",
+        ),
         (
             {"prefix": "a", "target": URL, "policies": {"x": "maybe"}},
             ValueError,
@@ -409,21 +414,32 @@ def test_the_retry_carries_the_answer_and_the_request_state(answer: str, booked:
     assert notes == {"LH1": booked}
 
 
-def test_an_answer_that_does_not_fit_a_form_of_several_fields_is_an_error_result() -> None:
-    request = {"key": "k", "schema": {"properties": {"a": {}, "b": {}}}, "request_state": "s"}
+def test_an_answer_that_does_not_fit_a_form_of_several_fields_asks_again() -> None:
+    request = {
+        "key": "k",
+        "message": "Seat and meal?",
+        "schema": {"properties": {"a": {}, "b": {}}},
+        "request_state": "s",
+    }
+    asked: list[InputRequest] = []
     server = MCPServer("tb", toolbox(), policies={"book": "allow"})
     system = ToolSystem(load_tools_sync(server))
 
-    (result,) = asyncio.run(
+    stopped = asyncio.run(
         system.run_round(
             [call("tb__book", flight="LH1")],
             CONTEXT,
             resumes={"c1": {"request": request, "answer": "just text"}},
+            on_input=lambda c, r: asked.append(r),
         )
-    ).results
+    )
 
-    assert result.error.type == "MCPServerError"
-    assert "answer with a JSON object of them" in result.error.message
+    # nothing was sent: the same question, with what was wrong, and the same request
+    assert stopped.results == ()
+    ((again),) = asked
+    assert "answer with a JSON object of them" in again.question
+    assert again.question.endswith("Seat and meal?")
+    assert again.request == request
 
 
 def test_a_listing_that_never_ends_is_refused() -> None:
