@@ -5,7 +5,7 @@ reads and writes text files there, and refuses any path that leaves the director
 over a file that exists makes it ask the user first (an input-required result). The agent is
 handed the server (``mcp_servers=``): each turn lists its tools into the run's log. The server
 is trusted, so its read-only tools run freely while ``write_file`` (destructive) waits for the
-application's approval (docs/tools.md, "Tools from MCP servers"). The run is kept in a SQLite
+application's approval (docs/mcp.md). The run is kept in a SQLite
 file, so the approval and the answer may come from another process.
 
 Run it on a scripted model, over a temporary directory::
