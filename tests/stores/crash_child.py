@@ -45,16 +45,13 @@ tool's body, inside a non-idempotent one's, before the save of the turn's last t
 in the save holding book's start (before it commits, and right after), and after book's
 answer is stored (a listener hears of it)."""
 
-BOOK_NEVER_RAN = ("after_reply", "between_tools", "after_book_start_save")
+BOOK_NEVER_RAN = ("between_tools", "after_book_start_save")
 """The points at which book's ``tool_started`` is stored and its body has not run: writing
-behind, it is saved in one transaction with what came before it (the model's reply, the
-first call's answer) and told with it, so a listener hears of those only then (N+1 commits
-a round). A resumed run answers book "outcome unknown" and never runs it (I11)."""
-
-
-FIRST_POINTS = ("before_first_save", "after_first_save")
-"""Where ``start(text)`` can be killed: in the save of its start and input (before it commits),
-and right after it, before the model call."""
+behind, it is saved in one transaction with what came before it (the first call's answer)
+and told with it, so a listener hears of that answer only then (N+1 commits a round). A
+resumed run answers book "outcome unknown" and never runs it (I11). (At ``after_reply`` it
+may be too: the reply's save behind is told at the first point after it committed, which
+may be book's start.)"""
 
 
 def die() -> None:

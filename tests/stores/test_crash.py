@@ -68,6 +68,8 @@ def test_a_run_killed_at_any_boundary_resumes_in_a_new_process(
         assert_history_valid(stored.messages, open_round=open_round)
         replay(store.events(RUN_ID), expected=stored)
         before = ran(log)
+        book_pending = "c2-t1" in stored.started  # (started, no answer stored)
+        assert book_pending or point not in BOOK_NEVER_RAN
         if point == "after_book_start_save":  # book's start and weather:Paris's answer
             assert list(stored.started) == ["c2-t1"]  # (one transaction: the last one)
             assert [answer.result.call_id for answer in stored.answers] == ["c1-t1"]
@@ -92,7 +94,7 @@ def test_a_run_killed_at_any_boundary_resumes_in_a_new_process(
         assert "outcome is unknown" in str(final[-1].content)
         return
     expected = uninterrupted()
-    if point in BOOK_NEVER_RAN:
+    if book_pending:
         # at-most-once: book's start was stored, its body never ran, and it never runs; the
         # call before it keeps its answer
         assert after["book:Rome"] == 0
