@@ -54,6 +54,11 @@ may be too: the reply's save behind is told at the first point after it committe
 may be book's start.)"""
 
 
+FIRST_POINTS = ("before_first_save", "after_first_save")
+"""Where ``start(text)`` can be killed: in the save of its start and input (before it commits),
+and right after it, before the model call."""
+
+
 def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 

@@ -20,6 +20,7 @@ from agentfsm.states.json import JSONObject
 from agentfsm.stores import RunStore
 from agentfsm.stores.base import DelegatingStore
 from agentfsm.stores.urls import open_store
+from agentfsm.tools.hooks import HookContext, HookKind
 from tests.stores.durable_support import agent
 
 RUN_ID = "run-1"
@@ -153,3 +154,25 @@ def test_writing_behind_a_cancel_asked_on_hearing_an_answer_is_taken_after_the_n
     the_agent.start()
     the_agent.submit("Plan my trip")
     assert memory_log.read_text().splitlines() == ["weather:Paris"]
+
+
+def test_writing_behind_a_cancel_asked_by_an_after_each_tool_hook_is_taken_before_the_next_call(
+    tmp_path: Path,
+) -> None:
+    """What the docs advise instead of a listener: the hook runs before the boundary."""
+    log = tmp_path / "effects.log"
+    with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        the_agent = agent(store, RUN_ID, log, listeners=[lambda item: None])
+
+        @the_agent.hooks.on(HookKind.AFTER_EACH_TOOL)
+        def stop(context: HookContext) -> None:
+            the_agent.cancel()
+
+        the_agent.start()
+        outcome = the_agent.submit("Plan my trip")
+
+        assert outcome.reason == "cancelled"
+        assert log.read_text().splitlines() == ["weather:Paris"]  # book never ran
+        stored = store.load(RUN_ID)
+        assert stored is not None
+        assert [e.event for e in store.events(RUN_ID)].count("tool_started") == 1
