@@ -103,14 +103,17 @@ def test_each_body_runs_once_its_start_and_all_before_it_are_stored(tmp_path: Pa
             if isinstance(item, Event):
                 heard.append(item.event)
 
+        heard_then: list[list[str]] = []
+
         def on_send(n: int) -> None:
             stored_then.append([event.event for event in store.events(RUN_ID)])
-            assert heard == stored_then[-1]  # told all that is stored before the body
+            heard_then.append(list(heard))
 
         the_agent = sender(store, on_send, listener)
         the_agent.start("Send three")
 
         assert len(stored_then) == CALLS
+        assert heard_then == stored_then  # told all that is stored, before the body
         for n, events in enumerate(stored_then):
             assert events[-1] == "tool_started"
             assert events.count("tool_result") == n  # the answer before it, stored with it
