@@ -11,7 +11,9 @@ Nothing is delivered before it is stored. Outside a step (``reset``) and while a
 is settled, each event is saved on its own as it happens, as before.
 
 Write-behind, on a store whose saves run in worker threads (SQLite, PostgreSQL): see
-`agentfsm.agent.behind`.
+`agentfsm.agent.behind`. There, the step boundary before a tool call that is not idempotent
+leaves its batch to the call's start (`ToolRounds._before_call`): one transaction holds both,
+so a round of N such calls costs N+1 commits, listeners or not.
 
 `RunRecord` is the lowest layer of the `Agent`: it holds what a run is made of and knows how
 to restore it from a `Snapshot`, save it, and tell listeners of it (its trace and the telling

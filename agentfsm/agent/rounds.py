@@ -105,25 +105,41 @@ class ToolRounds(TypedAnswers):
 
     def _stop_between_calls(self) -> bool | Awaitable[bool]:
         # (`_due` and `_stop_requested`, inlined: asked between every two calls of a round)
-        if (self._undelivered or self._claim_due or self._flight is not None) and self._listeners:
-            self._before_call()
+        if (
+            (self._undelivered or self._claim_due or self._flight is not None)
+            and self._listeners
+            and not self._before_call()
+        ):
             flight = self._flight
             if not (self._behind and flight is not None and not flight.pending.begun):
                 return self._told_then_stop()
             # (writing behind a save not begun yet, `_tell` has nothing to do: no coroutine)
         return self._cancel_requested or self._pause_requested or self._data.cancel_requested
 
-    def _before_call(self) -> None:
-        """At the boundary before a round's next call: store and tell all first if it must.
+    def _before_call(self) -> bool:
+        """At the boundary before a round's next call: whether its start stores what waits.
 
-        If the call's tool is not idempotent, the boundary stores (and tells) all before the
-        call is started, as without write-behind.
+        Writing behind, if the call's tool is not idempotent, nothing more is saved behind
+        (`_behind` ends): all is stored before its body. The boundary then leaves the batch
+        to the call's start: its ``tool_started`` is saved with it in one transaction, and
+        told with it (a round of N such calls costs N+1 commits, not 2N; a cancel or pause
+        a listener asks for on hearing of them is taken at the boundary after the call,
+        docs/contract.md §3). Otherwise the boundary stores and tells (or writes behind).
+
+        Returns:
+            True if the boundary leaves the batch to the next call's start (not told here).
         """
-        if self._behind:
-            answered = {result.call_id for result, _ in self._answers}
-            call = next((c for c in self._round if c.id not in answered), None)
-            if call is None or not self._idempotent(call.name):
-                self._behind = False
+        if not (self._behind or self._pipelined):
+            return False  # (`_commit` stores and tells at the boundary, as without a store)
+        answered = {result.call_id for result, _ in self._answers} if self._answers else ()
+        call = next((c for c in self._round if c.id not in answered), None)
+        if call is None:
+            self._behind = False
+            return False
+        if self._idempotent(call.name):
+            return False
+        self._behind = False
+        return self._pipelined
 
     async def _told_then_stop(self) -> bool:
         await self._tell()
@@ -160,9 +176,10 @@ class ToolRounds(TypedAnswers):
         return None if timeout is None else self._clock() + timeout
 
     async def _tool_round(self) -> None:
-        if self._undelivered or self._claim_due or self._flight is not None:  # (`_due`)
-            self._before_call()
-            await self._tell()
+        if (
+            self._undelivered or self._claim_due or self._flight is not None  # (`_due`)
+        ) and not self._before_call():
+            await self._tell()  # (else the first call's start stores and tells it)
         data = self._data
         settling = bool(self._started)  # (only a round resumed after a crash has some)
         if (settling or self._stop_requested()) and await self._stopped_before_round(settling):

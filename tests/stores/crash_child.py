@@ -35,10 +35,23 @@ POINTS = (
     "inside_tool",
     "inside_book",
     "before_final_save",
+    "before_book_start_save",
+    "after_book_start_save",
+    "after_book_result",
 )
-"""Where a run can be killed: before the model call, after the reply is stored, between two
-tools, inside an idempotent tool's body, inside a non-idempotent one's, before the save of
-the turn's last transition."""
+"""Where a run can be killed: before the model call, after the reply is stored (a listener
+hears of it), between two tools (a listener hears of the first answer), inside an idempotent
+tool's body, inside a non-idempotent one's, before the save of the turn's last transition,
+in the save holding book's start (before it commits, and right after), and after book's
+answer is stored (a listener hears of it)."""
+
+BOOK_NEVER_RAN = ("between_tools", "after_book_start_save")
+"""The points at which book's ``tool_started`` is stored and its body has not run: writing
+behind, it is saved in one transaction with what came before it (the first call's answer)
+and told with it, so a listener hears of that answer only then (N+1 commits a round). A
+resumed run answers book "outcome unknown" and never runs it (I11). (At ``after_reply`` it
+may be too: the reply's save behind is told at the first point after it committed, which
+may be book's start.)"""
 
 
 FIRST_POINTS = ("before_first_save", "after_first_save")
@@ -65,8 +78,13 @@ class KillingStore(DelegatingStore):
         first = any(e.event == "start" for e in events)
         if self.point == "before_first_save" and first:
             die()
+        booking = any(e.event == "tool_started" and e.data["name"] == "book" for e in events)
+        if self.point == "before_book_start_save" and booking:
+            die()
         super().save(snapshot, events, expected_version=expected_version)
         if self.point == "after_first_save" and first:
+            die()
+        if self.point == "after_book_start_save" and booking:
             die()
 
 
@@ -105,6 +123,9 @@ def run(store: str, log: Path, run_id: str, point: str) -> None:
         if point == "after_reply" and item.event == "model_replied":
             die()
         if point == "between_tools" and item.event == "tool_result":
+            die()
+        booked = item.event == "tool_result" and item.data["result"]["tool_name"] == "book"
+        if point == "after_book_result" and booked:
             die()
 
     the_agent.add_listener(listener)
