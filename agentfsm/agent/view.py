@@ -6,9 +6,12 @@ and changes nothing; the calls that change it are in `agentfsm.agent.lifecycle`.
 
 from __future__ import annotations
 
+import copy
+
 from agentfsm.agent.children import ChildRuns
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.fsm.trace import AnyTraceEntry
+from agentfsm.states.json import JSONObject
 from agentfsm.states.messages import Message, ToolCall
 from agentfsm.states.names import FailedReason, MachineName, RunState
 from agentfsm.stores.snapshot import Snapshot
@@ -91,6 +94,25 @@ class RunView(ChildRuns):
     def question(self) -> str | None:
         """The question awaiting the user's answer."""
         return self._data.question
+
+    @property
+    def input_request(self) -> JSONObject | None:
+        """What the tool awaiting the user's answer asked for, as the run recorded it.
+
+        For an MCP server's question: ``{"elicit": "form", "message": ..., "schema": {...}}``
+        (the JSON Schema of the form, that `provide_input`'s answer is checked against) or
+        ``{"elicit": "url", "message": ..., "url": ...}``: what a user interface needs to
+        show a form or a link rather than `question`'s text alone. A copy; None when no
+        tool's question waits (nothing does, or it is the model's own ``ask_user``).
+        """
+        if self._data.question is None or not self._inputs:
+            return None
+        for call_id in self._data.pending:
+            recorded = self._inputs.get(call_id)
+            if recorded is not None and "answer" not in recorded:
+                request = recorded.get("request")
+                return copy.deepcopy(request) if isinstance(request, dict) else None
+        return None
 
     def outcome(self) -> TurnOutcome:
         """Where the run is now."""

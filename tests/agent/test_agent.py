@@ -186,6 +186,7 @@ def test_ask_user_waits_for_input_and_the_answer_becomes_its_tool_message() -> N
 
     waiting = agent.submit("Plan a trip")
     assert (waiting.state, waiting.question) == ("input_required", "Which city?")
+    assert agent.input_request is None  # (the model's own question: no tool's request)
 
     outcome = agent.provide_input("Rome")
 

@@ -117,6 +117,10 @@ def test_an_answer_that_does_not_fit_the_form_is_refused_and_the_run_still_waits
     agent = Agent(ordering(), mcp_servers=[server])
     agent.start()
     agent.submit("order pens")
+    request = agent.input_request
+    assert request is not None
+    assert (request["elicit"], request["message"]) == ("form", "How many pens?")
+    assert request["schema"]["properties"]["count"]["type"] == "integer"  # type: ignore[index,call-overload]
 
     refused = agent.provide_input("lots")
 
@@ -131,6 +135,7 @@ def test_an_answer_that_does_not_fit_the_form_is_refused_and_the_run_still_waits
     done = agent.provide_input("2")
 
     assert done.state == "completed"
+    assert agent.input_request is None
     assert tool_texts(agent)[-1] == '{"result": "accept: 2 pens"}'
     assert calls == ["order"]  # one call, answered in the end
     agent.shutdown()
