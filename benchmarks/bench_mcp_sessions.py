@@ -2,9 +2,13 @@
 
 One Agent turn of 4 rounds (3 + 2 + 2 + 2 calls of the stateful counter server of
 tests/mcp/counter.py, over stdio, on a scripted model), after the listing the turn starts
-with. The server notes each process start in a file: the row says how many processes the
+with. The server notes each process start in a file: each row says how many processes the
 turn started, its wall time (median of ``REPEATS`` turns, each with a new `MCPServer`, closed
 after), and the counts the tools returned (a server that keeps its state counts 1..9).
+
+Two rows, interleaved turn by turn: the session kept (agentfsm's way), and the baseline of a
+session per operation (what agentfsm did before 2026-12-06: its hooks close the session
+after the listing and after each call, so each operation starts the server anew).
 
 Run: ``.venv/bin/python benchmarks/bench_mcp_sessions.py [--json PATH]``.
 """
@@ -32,14 +36,19 @@ REPEATS = 5
 COUNTER = ROOT / "tests" / "mcp" / "counter.py"
 
 
-def one_turn(starts: Path) -> tuple[float, int, list[str]]:
+def one_turn(starts: Path, *, per_operation: bool) -> tuple[float, int, list[str]]:
     """Seconds for one turn, the processes it started, and the tools' answers."""
     model = ScriptedModel()
     for calls in ROUNDS:
         model = model.tool_calls(*[("c__bump", {})] * calls)
     model = model.text("Done.")
     server = MCPServer("c", [sys.executable, str(COUNTER), str(starts)], trusted=True)
-    agent = Agent(model, mcp_servers=[server])
+
+    def drop(context: object) -> None:
+        server.close()  # (the next operation opens a new session: a new process)
+
+    hooks = {"before_tools": drop, "after_each_tool": drop} if per_operation else None
+    agent = Agent(model, mcp_servers=[server], hooks=hooks)
     agent.start()
     begun = time.perf_counter()
     outcome = agent.submit("bump nine times")
@@ -59,24 +68,30 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()
     logging.disable(logging.INFO)
-    times, processes, answers = [], set(), []
+    rows = {}
     with tempfile.TemporaryDirectory() as folder:
+        samples: dict[str, tuple[list[float], set[int], list[str]]] = {
+            name: ([], set(), []) for name in ("kept", "per_operation")
+        }
         for repeat in range(REPEATS):
-            starts = Path(folder) / f"starts-{repeat}"
-            starts.touch()
-            seconds, started, answers = one_turn(starts)
-            times.append(seconds)
-            processes.add(started)
-    row = {
-        "calls": sum(ROUNDS),
-        "rounds": len(ROUNDS),
-        "processes_started": sorted(processes),
-        "wall_seconds_median": round(statistics.median(times), 3),
-        "answers": answers,
-    }
-    print(json.dumps(row))
+            for name, (times, processes, answers) in samples.items():
+                starts = Path(folder) / f"starts-{name}-{repeat}"
+                starts.touch()
+                seconds, started, said = one_turn(starts, per_operation=name != "kept")
+                times.append(seconds)
+                processes.add(started)
+                answers[:] = said
+        for name, (times, processes, answers) in samples.items():
+            rows[name] = {
+                "calls": sum(ROUNDS),
+                "rounds": len(ROUNDS),
+                "processes_started": sorted(processes),
+                "wall_seconds_median": round(statistics.median(times), 3),
+                "answers": answers,
+            }
+    print(json.dumps(rows))
     if arguments.json is not None:
-        arguments.json.write_text(json.dumps(row, indent=2) + "\n")
+        arguments.json.write_text(json.dumps(rows, indent=2) + "\n")
 
 
 if __name__ == "__main__":
