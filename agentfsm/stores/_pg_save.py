@@ -69,13 +69,14 @@ SAVE = """WITH updated AS (
     UNION ALL
     SELECT 't', %(t_start)s::integer - 1 + i.n, i.v::text
     FROM json_array_elements(%(trace)s::json) WITH ORDINALITY AS i(v, n)
-), trimmed AS (
+), trimmed_m AS (
     DELETE FROM agentfsm_items d
-    WHERE d.run_id = %(run)s::text AND EXISTS (SELECT FROM saved)
-        AND ((%(m_rewrite)s AND d.kind = 'm'
-                AND d.idx >= %(m_start)s::integer + json_array_length(%(messages)s::json))
-            OR (%(t_rewrite)s AND d.kind = 't'
-                AND d.idx >= %(t_start)s::integer + json_array_length(%(trace)s::json)))
+    WHERE %(m_rewrite)s AND EXISTS (SELECT FROM saved) AND d.run_id = %(run)s::text
+        AND d.kind = 'm' AND d.idx >= %(m_start)s::integer + json_array_length(%(messages)s::json)
+), trimmed_t AS (
+    DELETE FROM agentfsm_items d
+    WHERE %(t_rewrite)s AND EXISTS (SELECT FROM saved) AND d.run_id = %(run)s::text
+        AND d.kind = 't' AND d.idx >= %(t_start)s::integer + json_array_length(%(trace)s::json)
 ), added AS (
     INSERT INTO agentfsm_items (run_id, kind, idx, item)
     SELECT %(run)s::text, kind, idx, item FROM items WHERE EXISTS (SELECT FROM saved)
@@ -87,7 +88,8 @@ FROM saved s"""
 """The save: one row (the stored lease's owner and expiry) if it wrote, none if not.
 
 A rewritten kind's rows are upserted and those beyond its new length deleted (rather than
-all deleted and inserted again: two sub-statements of one statement must not touch one row).
+all deleted and inserted again: two sub-statements of one statement must not touch one row);
+a kind not rewritten is not scanned (its flag, a parameter, is a one-time filter of the plan).
 """
 
 
