@@ -1,14 +1,14 @@
 """A `PostgresStore` save in one prepared statement: the path every successful save takes.
 
-`SAVE` is one SQL statement (data-modifying CTEs), sent prepared, in one round trip and one
-transaction (the connection is in autocommit): it updates the run's row only if the stored
-version is ``expected``, its seq is the one the events follow, its stamp the one the save's
-new items continue (if any), and no other owner's lease is live; or, for a new run
-(``expected`` NULL), inserts it unless another writer did (``ON CONFLICT DO NOTHING``). Only
-then does it append the events and item rows and send the notification. It returns the
-run's new lease as one row, or no row when it wrote nothing: the store then calls the
-``agentfsm_save`` function (`agentfsm.stores._postgres_sql.SAVE`), which says why under the
-row's lock (or saves, if the run moved on to a state this save now continues).
+A save is one of `SAVES`, one SQL statement (data-modifying CTEs), sent prepared, in one
+round trip and one transaction (the connection is in autocommit): it updates the run's row
+only if the stored version is ``expected``, its seq is the one the events follow, its stamp
+the one the save's new items continue (if any), and no other owner's lease is live; or, for
+a new run (``expected`` NULL), inserts it unless another writer did (``ON CONFLICT DO
+NOTHING``). Only then does it append the events and item rows and send the notification. It
+returns the run's new lease as one row, or no row when it wrote nothing: the store then
+calls the ``agentfsm_save`` function (`agentfsm.stores._postgres_sql.SAVE`), which says why
+under the row's lock (or saves, if the run moved on to a state this save now continues).
 
 Why not the function every time: it costs the server about 2.5x the statement (PL/pgSQL
 runs each of its statements through the executor anew), and its arguments are arrays, which
@@ -33,7 +33,7 @@ from agentfsm.stores.base import check_save
 from agentfsm.stores.leases import Hold
 from agentfsm.stores.snapshot import Snapshot
 
-SAVE = """WITH updated AS (
+_UPDATE = """WITH saved AS (
     UPDATE agentfsm_runs r SET schema_version = %(schema_version)s, version = %(version)s,
         seq = %(seq)s, state = %(state)s::text, turn = %(turn)s, stamp = %(stamp)s::text,
         snapshot = %(snapshot)s::text,
@@ -46,19 +46,23 @@ SAVE = """WITH updated AS (
         AND NOT (r.lease_owner IS NOT NULL AND r.lease_expires > %(now)s
             AND r.lease_owner IS DISTINCT FROM %(holder)s::text)
     RETURNING r.lease_owner, r.lease_expires
-), created AS (
+)"""
+"""An existing run's row, if the save continues it (no row otherwise)."""
+
+_CREATE = """WITH saved AS (
     INSERT INTO agentfsm_runs (run_id, schema_version, version, seq, state, turn, stamp,
         snapshot, lease_owner, lease_expires)
     SELECT %(run)s::text, %(schema_version)s, %(version)s, %(seq)s, %(state)s::text,
         %(turn)s, %(stamp)s::text, %(snapshot)s::text,
         CASE WHEN %(state)s::text = 'busy' THEN %(holder)s::text END,
         CASE WHEN %(state)s::text = 'busy' AND %(holder)s::text IS NOT NULL THEN %(until)s END
-    WHERE %(expected)s::bigint IS NULL AND %(known_seq)s = 0
+    WHERE %(known_seq)s = 0
     ON CONFLICT (run_id) DO NOTHING
     RETURNING lease_owner, lease_expires
-), saved AS (
-    SELECT * FROM updated UNION ALL SELECT * FROM created
-), appended AS (
+)"""
+"""A new run's row, unless another writer created the run first (no row then)."""
+
+_APPEND = """, appended AS (
     INSERT INTO agentfsm_events (run_id, seq, event)
     SELECT %(run)s::text, %(known_seq)s + e.n, e.v::text
     FROM json_array_elements(%(events)s::json) WITH ORDINALITY AS e(v, n)
@@ -69,6 +73,13 @@ SAVE = """WITH updated AS (
     UNION ALL
     SELECT 't', %(t_start)s::integer - 1 + i.n, i.v::text
     FROM json_array_elements(%(trace)s::json) WITH ORDINALITY AS i(v, n)
+), added AS (
+    INSERT INTO agentfsm_items (run_id, kind, idx, item)
+    SELECT %(run)s::text, kind, idx, item FROM items WHERE EXISTS (SELECT FROM saved)"""
+"""The events and the new item rows, if the run's row was written."""
+
+_REWRITE = """
+    ON CONFLICT (run_id, kind, idx) DO UPDATE SET item = excluded.item
 ), trimmed_m AS (
     DELETE FROM agentfsm_items d
     WHERE %(m_rewrite)s AND EXISTS (SELECT FROM saved) AND d.run_id = %(run)s::text
@@ -76,21 +87,34 @@ SAVE = """WITH updated AS (
 ), trimmed_t AS (
     DELETE FROM agentfsm_items d
     WHERE %(t_rewrite)s AND EXISTS (SELECT FROM saved) AND d.run_id = %(run)s::text
-        AND d.kind = 't' AND d.idx >= %(t_start)s::integer + json_array_length(%(trace)s::json)
-), added AS (
-    INSERT INTO agentfsm_items (run_id, kind, idx, item)
-    SELECT %(run)s::text, kind, idx, item FROM items WHERE EXISTS (SELECT FROM saved)
-    ON CONFLICT (run_id, kind, idx) DO UPDATE SET item = excluded.item
+        AND d.kind = 't' AND d.idx >= %(t_start)s::integer + json_array_length(%(trace)s::json)"""
+"""For a save that rewrites a kind's items: its rows are upserted and those beyond its new
+length deleted (rather than all deleted and inserted again: two sub-statements of one
+statement must not touch one row); a kind not rewritten is not scanned (its flag, a
+parameter, is a one-time filter of the plan)."""
+
+_RESULT = """
 )
 SELECT s.lease_owner, s.lease_expires,
     CASE WHEN %(notice)s::text IS NOT NULL THEN pg_notify('agentfsm_events', %(notice)s) END
 FROM saved s"""
-"""The save: one row (the stored lease's owner and expiry) if it wrote, none if not.
 
-A rewritten kind's rows are upserted and those beyond its new length deleted (rather than
-all deleted and inserted again: two sub-statements of one statement must not touch one row);
-a kind not rewritten is not scanned (its flag, a parameter, is a one-time filter of the plan).
-"""
+SAVES = {
+    (create, rewrite): (_CREATE if create else _UPDATE)
+    + _APPEND
+    + (_REWRITE if rewrite else "")
+    + _RESULT
+    for create in (False, True)
+    for rewrite in (False, True)
+}
+"""The save, by (whether it creates the run, whether it rewrites a kind's items): one row
+(the stored lease's owner and expiry) if it wrote, none if it did not. Four statements, so
+that each plan holds only what its saves do (a plan's every node is set up at each run)."""
+
+
+def statement(expected_version: int | None, changes: Sequence[NewItems]) -> str:
+    """The one of `SAVES` a save expecting ``expected_version`` and writing ``changes`` is."""
+    return SAVES[expected_version is None, any(change.rewrite for change in changes)]
 
 
 def json_list(texts: Sequence[str]) -> str:
@@ -109,7 +133,7 @@ def arguments(
     stamp: str,
     lease: tuple[str | None, float, float],
 ) -> dict[str, object]:
-    """`SAVE`'s parameters (as `agentfsm.stores._postgres_sql.save_arguments`'s, by name).
+    """The parameters of `SAVES` (`agentfsm.stores._postgres_sql.save_arguments`', by name).
 
     Integers are dumped as ``bigint`` always (psycopg picks the smallest type that holds a
     value otherwise, and each set of types is a prepared statement of its own).

@@ -274,7 +274,8 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             lease=lease,
         )
         with self._pool.connection() as conn:
-            row = conn.execute(one_statement.SAVE, fast, prepare=True).fetchone()
+            save = one_statement.statement(expected_version, changes)
+            row = conn.execute(save, fast, prepare=True).fetchone()
             if row is not None:
                 return "saved", snapshot.version, snapshot.seq, (row[0], row[1])
             # Refused (or raced): the function checks again under the row's lock and says
