@@ -9,8 +9,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from agentfsm.errors import SnapshotConflictError
 from agentfsm.states import Message
-from agentfsm.stores import _pg_pool
+from agentfsm.stores import _pg_pool, _pg_save
 from agentfsm.stores.postgres import PostgresStore
 from agentfsm.stores.snapshot import Snapshot
 from agentfsm.testing.store_conformance import make_events, make_snapshot
@@ -97,3 +98,24 @@ def test_a_connection_ended_before_its_end_could_be_seen_is_replaced(
         cut_and_wait(postgres_url)
         store.delete("r1")
         assert store.list_runs() == []
+
+
+def test_a_save_the_statement_did_not_write_is_decided_by_the_save_function(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a race between the statement and another writer looks like to the store: the
+    # statement wrote nothing; the function, under the row's lock, saves or says why.
+    nothing = "SELECT NULL::text, NULL::float8 WHERE %(run)s::text IS NULL"
+    monkeypatch.setattr(_pg_save, "statement", lambda *arguments: nothing)
+    with PostgresStore(postgres_url) as store:
+        first = make_snapshot("r1", 1, 1, messages=2)
+        store.save(first, make_events("r1", 1, 1), expected_version=None)
+        second = grown(first, Message.user("two"))
+        store.save(second, make_events("r1", 2, 1), expected_version=1)
+        with pytest.raises(SnapshotConflictError):  # (another writer's version 2)
+            store.save(
+                grown(first, Message.user("late")), make_events("r1", 2, 1), expected_version=1
+            )
+        monkeypatch.undo()
+        assert store.load("r1") == second
+        assert store.events("r1") == make_events("r1", 1, 2)
