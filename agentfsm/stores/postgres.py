@@ -232,10 +232,11 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             except psycopg.OperationalError as exc:
                 # The connection failed: the commit may have happened before it did. The
                 # stamp, unique to this save, says whether it did.
-                if self._committed(snapshot, stamp):
+                committed = self._committed(snapshot, stamp)
+                if committed:
                     held = (lease[0], lease[2]) if snapshot.state == "busy" else (None, None)
                     return "saved", None, 0, held
-                if again and isinstance(exc, StaleConnection):
+                if again and committed is False and isinstance(exc, StaleConnection):
                     again = False  # it did not commit: the server ended an idle connection
                     continue
                 self._forget(run_id)
@@ -295,12 +296,12 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             raise psycopg.ProgrammingError("agentfsm_save returned no row")
         return str(row[0]), row[1], int(row[2]), (row[3], row[4])
 
-    def _committed(self, snapshot: Snapshot, stamp: str) -> bool:
-        """Whether the save of ``snapshot`` stamped ``stamp`` is stored (False if unknown)."""
+    def _committed(self, snapshot: Snapshot, stamp: str) -> bool | None:
+        """Whether the save of ``snapshot`` stamped ``stamp`` is stored (None: unknown)."""
         try:
             rows = self._read(sql.SELECT_STAMP, snapshot.run_id)
         except StoreError:
-            return False
+            return None
         return bool(rows) and tuple(rows[0]) == (snapshot.version, stamp)
 
     def _refuse(

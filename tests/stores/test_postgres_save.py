@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from agentfsm.errors import SnapshotConflictError
+from agentfsm.errors import SnapshotConflictError, StoreError, StoreWriteError
 from agentfsm.states import Message
 from agentfsm.stores import _pg_pool, _pg_save
 from agentfsm.stores.postgres import PostgresStore
@@ -119,3 +119,36 @@ def test_a_save_the_statement_did_not_write_is_decided_by_the_save_function(
         monkeypatch.undo()
         assert store.load("r1") == second
         assert store.events("r1") == make_events("r1", 1, 2)
+
+
+def test_a_save_on_a_lost_connection_is_made_again_only_if_it_is_known_not_stored(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Made again only if the stamp was read and is not the save's: a save whose outcome
+    # cannot be checked is an error (made again, it could be refused as a conflict with
+    # itself).
+    with PostgresStore(postgres_url) as store:
+        store.save(make_snapshot("r1", 1, 1), make_events("r1", 1, 1), expected_version=None)
+        real, calls = store._save, []
+
+        def lost(*arguments: object) -> object:
+            calls.append(arguments)
+            if len(calls) == 1:
+                raise _pg_pool.StaleConnection("server closed the connection unexpectedly")
+            return real(*arguments)  # type: ignore[arg-type]
+
+        def unreachable(*arguments: object) -> list[tuple[object, ...]]:
+            raise StoreError("cannot use the run store: no connection")
+
+        monkeypatch.setattr(store, "_save", lost)
+        monkeypatch.setattr(store, "_read", unreachable)
+        with pytest.raises(StoreWriteError, match="server closed the connection"):
+            store.save(make_snapshot("r1", 2, 2), make_events("r1", 2, 1), expected_version=1)
+        assert len(calls) == 1
+        monkeypatch.undo()
+        calls.clear()
+        monkeypatch.setattr(store, "_save", lost)  # the stamp read: not stored, so again
+        store.save(make_snapshot("r1", 2, 2), make_events("r1", 2, 1), expected_version=1)
+        assert len(calls) == 2
+        monkeypatch.undo()
+        assert store.load("r1") == make_snapshot("r1", 2, 2)
