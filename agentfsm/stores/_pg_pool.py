@@ -34,6 +34,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 Connection = psycopg.Connection[tuple[Any, ...]]
+Cursor = psycopg.Cursor[tuple[Any, ...]]
 
 MIN_CONNECT_TIMEOUT = 2
 """libpq's least ``connect_timeout``, in seconds (a smaller one is taken as 2)."""
@@ -89,6 +90,7 @@ class Connections:
         self._slots = threading.BoundedSemaphore(max_size)
         self._lock = threading.Lock()
         self._idle: list[Connection] = []
+        self._cursors: dict[Connection, Cursor] = {}  # (dropped with their connection)
         self._closed = False
         try:
             for _ in range(min_size):
@@ -136,6 +138,23 @@ class Connections:
         finally:
             self._slots.release()
 
+    def cursor(self, conn: Connection) -> Cursor:
+        """The one cursor of ``conn`` for the store's hot path, made on first use, then reused.
+
+        A cursor of its own per call (``conn.execute``) costs a save about a fifth of its
+        client time (a cursor, its transformer and a copy of the adapters each time); a
+        connection is used by one call at a time, so its cursor is too.
+        """
+        cursor = self._cursors.get(conn)
+        if cursor is None:
+            cursor = self._cursors[conn] = conn.cursor()
+        return cursor
+
+    def _drop(self, conn: Connection) -> None:
+        """Close ``conn`` (taken out of the pool) and forget its cursor."""
+        self._cursors.pop(conn, None)
+        conn.close()
+
     def _take(self) -> tuple[Connection, bool]:
         """A connection, and whether it is an idle one that was checked."""
         while True:
@@ -149,7 +168,7 @@ class Connections:
                 return conn, False
             if _alive(conn):
                 return conn, True
-            conn.close()
+            self._drop(conn)
 
     def _give_back(self, conn: Connection) -> None:
         broken = conn.closed or conn.broken
@@ -162,9 +181,9 @@ class Connections:
                 # The server most likely restarted or cut its connections: the idle ones
                 # are dropped too, rather than failing (or checking) one call each.
                 dropped, self._idle = self._idle, []
-        conn.close()
+        self._drop(conn)
         for other in dropped:
-            other.close()
+            self._drop(other)
 
     def close(self) -> None:
         """Close every idle connection; one in use is closed when it is given back."""
@@ -172,7 +191,7 @@ class Connections:
             self._closed = True
             idle, self._idle = self._idle, []
         for conn in idle:
-            conn.close()
+            self._drop(conn)
 
 
 def _idle(conn: Connection) -> bool:

@@ -276,7 +276,7 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
         )
         with self._pool.connection() as conn:
             save = one_statement.statement(expected_version, changes)
-            row = conn.execute(save, fast, prepare=True).fetchone()
+            row = self._pool.cursor(conn).execute(save, fast, prepare=True).fetchone()
             if row is not None:
                 return "saved", snapshot.version, snapshot.seq, (row[0], row[1])
             # Refused (or raced): the function checks again under the row's lock and says

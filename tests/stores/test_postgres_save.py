@@ -98,6 +98,8 @@ def test_a_connection_ended_before_its_end_could_be_seen_is_replaced(
         cut_and_wait(postgres_url)
         store.delete("r1")
         assert store.list_runs() == []
+        # a dropped connection's cursor is dropped with it
+        assert set(store._pool._cursors) <= set(store._pool._idle)
 
 
 def test_a_save_the_statement_did_not_write_is_decided_by_the_save_function(
