@@ -7,17 +7,29 @@ PostgreSQL on a durable server of its own (`TemporaryPostgres`, over a Unix sock
 all candidates run in the same process, medians of several repetitions, so the ratios are
 what matters (fsync cost depends on the disk).
 
-Run: ``.venv/bin/python benchmarks/bench_store.py``.
+PostgreSQL's floor: what the server asks of any durable write at all, one ``INSERT`` of one
+small row and its ``COMMIT`` in one round trip (an autocommit connection of the same kind, a
+Unix socket, ``fsync`` and ``synchronous_commit`` on), interleaved with the `PostgresStore`
+saves on the same server, repetition by repetition: the row ``save / floor`` is the median of
+each repetition's ratio. Round trips per save are counted in libpq's protocol trace of the
+store's one connection (each ends with the server's ``ReadyForQuery``).
+
+Run: ``.venv/bin/python benchmarks/bench_store.py [--json PATH] [--quick]``.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -74,16 +86,81 @@ def time_loads(store: RunStore, repetition: int) -> float:
 
 
 def measure(
-    stores: dict[str, RunStore], timer: Callable[[RunStore, int], float]
+    stores: dict[str, RunStore], timer: Callable[[RunStore, int], float], repeats: int = REPEATS
 ) -> dict[str, float]:
     samples: dict[str, list[float]] = {name: [] for name in stores}
-    for repetition in range(REPEATS):
+    for repetition in range(repeats):
         for name, store in stores.items():  # interleaved, so drift hits all alike
             samples[name].append(timer(store, repetition))
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+FLOOR_ROW = "x" * 200
+"""The floor's row: a small one (a save writes a few hundred bytes more)."""
+
+
+def time_floor(connection: psycopg.Connection[Any], repetition: int) -> float:
+    """µs per ``INSERT`` of one row with its ``COMMIT``: one round trip (autocommit)."""
+    start = time.perf_counter()
+    for _ in range(SAVES):
+        connection.execute("INSERT INTO floor (v) VALUES (%s)", (FLOOR_ROW,))
+    return (time.perf_counter() - start) / SAVES * 1e6
+
+
+def round_trips_per_save(server: TemporaryPostgres, saves: int = 20) -> float:
+    """The round trips of one `PostgresStore` save, counted in libpq's protocol trace.
+
+    On a store of one connection, after a first save or two (a statement is prepared on a
+    connection's first use of it: one round trip more, once).
+    """
+    with PostgresStore(server.new_database(), max_size=1) as store:
+        batch = transitions("trips", saves + 2)
+        for snapshot, event in batch[:2]:
+            store.save(snapshot, [event], expected_version=snapshot.version - 1 or None)
+        (connection,) = store._pool._idle
+        with tempfile.TemporaryDirectory() as directory:
+            path = Path(directory) / "trace"
+            with path.open("w") as trace:
+                connection.pgconn.trace(trace.fileno())
+                for snapshot, event in batch[2:]:
+                    store.save(snapshot, [event], expected_version=snapshot.version - 1)
+                connection.pgconn.untrace()
+            lines = path.read_text().splitlines()
+    ready = sum("\tB\t" in line and "ReadyForQuery" in line for line in lines)
+    return ready / saves
+
+
+def measure_floor(server: TemporaryPostgres, repeats: int = REPEATS) -> dict[str, float]:
+    """A `PostgresStore` save against the server's floor, interleaved; round trips per save."""
+    floor_us, save_us, ratios = [], [], []
+    with (
+        PostgresStore(server.new_database()) as store,
+        psycopg.connect(server.new_database(), autocommit=True) as connection,
+    ):
+        connection.execute("CREATE TABLE floor (k bigserial PRIMARY KEY, v text NOT NULL)")
+        for repetition in range(repeats):
+            first_floor = repetition % 2 == 0  # (which goes first alternates)
+            floor = time_floor(connection, repetition) if first_floor else 0.0
+            save = time_saves(store, 1000 + repetition)
+            if not first_floor:
+                floor = time_floor(connection, repetition)
+            floor_us.append(floor)
+            save_us.append(save)
+            ratios.append(save / floor)
+    return {
+        "floor_us": statistics.median(floor_us),
+        "save_us": statistics.median(save_us),
+        "ratio": statistics.median(ratios),
+        "round_trips_per_save": round_trips_per_save(server),
+    }
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write the results here as JSON")
+    parser.add_argument("--quick", action="store_true", help="3 repetitions, for a smoke run")
+    options = parser.parse_args()
+    repeats = 3 if options.quick else REPEATS
     with tempfile.TemporaryDirectory() as directory, TemporaryPostgres(durable=True) as server:
         stores: dict[str, RunStore] = {
             "MemoryStore": MemoryStore(),
@@ -93,17 +170,26 @@ def main() -> None:
         }
         try:
             results = {
-                "persist one transition": measure(stores, time_saves),
-                "load a run of 50 messages": measure(stores, time_loads),
+                "persist one transition": measure(stores, time_saves, repeats),
+                "load a run of 50 messages": measure(stores, time_loads, repeats),
             }
         finally:
             for store in stores.values():
                 store.close()
+        floor = measure_floor(server, repeats)
     for title, numbers in results.items():
         memory = numbers["MemoryStore"]
-        print(f"{title} (median of {REPEATS}):")
+        print(f"{title} (median of {repeats}):")
         for name, micros in numbers.items():
             print(f"  {name:<20} {micros:9.1f} µs   {micros / memory:7.1f}x MemoryStore")
+    print(
+        f"PostgreSQL floor (INSERT one row + COMMIT, one round trip, fsync on): "
+        f"{floor['floor_us']:.1f} µs; a PostgresStore save {floor['save_us']:.1f} µs: "
+        f"{floor['ratio']:.2f}x the floor (paired median of {repeats}); "
+        f"{floor['round_trips_per_save']:g} round trip(s) per save"
+    )
+    if options.json:
+        options.json.write_text(json.dumps({"operations": results, "postgres_floor": floor}))
 
 
 if __name__ == "__main__":

@@ -69,28 +69,9 @@ def run_text(script: str) -> str:
     return done.stdout.strip()
 
 
-def store_results() -> dict[str, dict[str, float]]:
-    """Persist and load costs from bench_store, on MemoryStore, SQLite and PostgreSQL."""
-    code = (
-        "import json, sys, tempfile; from pathlib import Path; "
-        f"sys.path.insert(0, {str(HERE)!r}); sys.path.insert(0, {str(HERE.parent)!r}); "
-        "import bench_store as b; "
-        "from agentfsm.stores import MemoryStore, SQLiteStore, PostgresStore\n"
-        "from agentfsm.testing.postgres_server import TemporaryPostgres\n"
-        "with tempfile.TemporaryDirectory() as d, TemporaryPostgres(durable=True) as pg:\n"
-        "    stores = {'MemoryStore': MemoryStore(),"
-        " 'SQLiteStore FULL': SQLiteStore(Path(d) / 'full.db'),"
-        " 'SQLiteStore NORMAL': SQLiteStore(Path(d) / 'normal.db', synchronous='NORMAL'),"
-        " 'PostgresStore': PostgresStore(pg.new_database())}\n"
-        "    out = {'persist one transition': b.measure(stores, b.time_saves),"
-        " 'load a run of 50 messages': b.measure(stores, b.time_loads)}\n"
-        "    [s.close() for s in stores.values()]\n"
-        "print(json.dumps(out))"
-    )
-    print("== bench_store.py (persist and load)", flush=True)
-    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
-    result: dict[str, dict[str, float]] = json.loads(done.stdout.decode().splitlines()[-1])
-    return result
+def stores(store: dict[str, Any]) -> dict[str, Any]:
+    """bench_store's results: the stores' operations, and PostgreSQL's floor."""
+    return {"store": store["operations"], "pg_floor": store["postgres_floor"]}
 
 
 def versions() -> dict[str, str]:
@@ -188,6 +169,21 @@ def store_table(store: dict[str, dict[str, float]]) -> list[str]:
         cells = " | ".join(f"{numbers[name]:,.1f} µs" for name in names)
         lines.append(f"| {operation} | {cells} |")
     return lines
+
+
+def floor_lines(floor: dict[str, float]) -> list[str]:
+    """PostgreSQL's floor beside a PostgresStore save, from bench_store."""
+    return [
+        "PostgreSQL's floor on the same server: one `INSERT` of one small row and its "
+        "`COMMIT`, in one round trip over an autocommit connection of the same kind (fsync "
+        "and synchronous_commit on), interleaved with the saves; the ratio is paired by "
+        "repetition.",
+        "",
+        "| INSERT + COMMIT (floor) | PostgresStore save | save / floor | round trips / save |",
+        "|---:|---:|---:|---:|",
+        f"| {floor['floor_us']:,.1f} µs | {floor['save_us']:,.1f} µs | {floor['ratio']:.2f}x "
+        f"| {floor['round_trips_per_save']:g} |",
+    ]
 
 
 def persist_table(persist: dict[str, Any]) -> list[str]:
@@ -330,6 +326,8 @@ def render(results: dict[str, Any], appendix: dict[str, str]) -> str:
         "",
         *store_table(results["store"]),
         "",
+        *floor_lines(results["pg_floor"]),
+        "",
         "## Leases",
         "",
         "bench_leases.py: the persist workload on each store, with the Agent's default "
@@ -383,7 +381,7 @@ def main() -> None:
             "bench_concurrency.py", *(["--runs", "1000"] if options.quick else [])
         ),
         "persist": run_json("bench_persist.py", *quick),
-        "store": store_results(),
+        **stores(run_json("bench_store.py", *quick)),
         "leases": run_json("bench_leases.py", *quick),
         "temporal": run_json("bench_temporal.py", *quick),
         "verify": run_json("bench_verify.py", *quick),

@@ -1,4 +1,4 @@
-"""The targets of performance.md and issue 15, checked against one `report` run's results."""
+"""The targets of performance.md, issue 15 and the durable path, against one `report` run."""
 
 from __future__ import annotations
 
@@ -43,6 +43,16 @@ VERIFY_CASE = "shipped machines, strict, bound 3"
 """bench_verify's case the verify target is about."""
 BURR = "Apache Burr"
 LANGGRAPH = "LangGraph StateGraph"
+FLOOR_RATIO = 1.5
+"""A PostgresStore save costs at most this many times PostgreSQL's floor on the same server:
+one ``INSERT`` of one row and its ``COMMIT``, one round trip, fsync on (durable path, item 2)."""
+PEER_RATIO = 1.0
+"""A durable PostgreSQL iteration costs at most this many times LangGraph's PostgresSaver
+(``durability="sync"``) on the same workload and server (durable path, item 2)."""
+PEER = "LangGraph PostgresSaver, durability=sync"
+LEASE_RATIO = 1.05
+"""A run with leases costs at most this many times the same run with ``lease=None``, on
+each store (durable path, item 3: a lease rides in the save's own statement)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +88,60 @@ def check_targets(results: dict[str, Any]) -> list[Target]:
             resume <= 1000,
         ),
         durable_run_target(results["persist"]),
+        *postgres_targets(results),
+        *lease_targets(results.get("leases")),
         *verify_targets(results.get("verify")),
+    ]
+
+
+def postgres_targets(results: dict[str, Any]) -> list[Target]:
+    """A save against PostgreSQL's floor; a durable iteration against LangGraph's."""
+    targets = []
+    floor = results.get("pg_floor")
+    if floor is not None:
+        targets.append(
+            Target(
+                f"PostgresStore save ≤ {FLOOR_RATIO:g}x PostgreSQL's floor (INSERT + COMMIT, "
+                "one round trip, fsync on, same server)",
+                f"{floor['ratio']:.2f}x ({floor['save_us']:.0f} µs against "
+                f"{floor['floor_us']:.0f} µs; {floor['round_trips_per_save']:g} round trip "
+                "per save)",
+                floor["ratio"] <= FLOOR_RATIO,
+            )
+        )
+    peer = postgres_peer_target(results["persist"])
+    return [*targets, *([] if peer is None else [peer])]
+
+
+def postgres_peer_target(persist: dict[str, Any]) -> Target | None:
+    """A durable PostgreSQL iteration against LangGraph's PostgresSaver (None: not measured)."""
+    ratio = persist.get("postgres_to_peer")
+    if ratio is None:
+        return None
+    ours, theirs = persist["per_iteration_us"]["PostgresStore"], persist["per_iteration_us"][PEER]
+    saves = persist.get("saves_per_run", {}).get("PostgresStore")
+    each = "" if saves is None else f", {saves} saves per run"
+    return Target(
+        f"durable PostgreSQL iteration ≤ {PEER_RATIO:g}x LangGraph's PostgresSaver "
+        "(durability=sync), same workload and server",
+        f"{ratio:.2f}x, paired by repetition ({ours:,.0f} µs against {theirs:,.0f} µs per "
+        f"iteration, medians{each})",
+        ratio <= PEER_RATIO,
+    )
+
+
+def lease_targets(leases: dict[str, Any] | None) -> list[Target]:
+    """A run with leases against the same run without, on each store, from bench_leases."""
+    if leases is None:
+        return []
+    return [
+        Target(
+            f"a run with leases ≤ {LEASE_RATIO:g}x the same run with lease=None ({name})",
+            f"{ratio:.3f}x ({leases['leased_run_us'][name]:,.0f} µs against "
+            f"{leases['plain_run_us'][name]:,.0f} µs per run)",
+            ratio <= LEASE_RATIO,
+        )
+        for name, ratio in leases["ratio"].items()
     ]
 
 

@@ -13,7 +13,8 @@ Schema version 2 (the ``agentfsm_schema`` table holds the version):
 - ``agentfsm_items``: the snapshot's messages (kind ``m``) and trace entries (kind ``t``).
 - ``agentfsm_events``: the append-only event log, keyed by ``(run_id, seq)``; a trigger
   refuses any ``UPDATE`` of it.
-- ``agentfsm_save(…)``: a whole save as one function call, so one round trip.
+- ``agentfsm_save(…)``: a whole save as one function call; the store calls it for a save
+  the one-statement save (`agentfsm.stores._pg_save`) refused, to learn why.
 
 A save sends ``pg_notify('agentfsm_events', '<run key>:<seq>')`` in its transaction, so
 watchers hear of it when (and only if) it commits.

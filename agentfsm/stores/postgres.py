@@ -4,13 +4,15 @@ Built on psycopg 3 and its connection pool (the ``postgres`` extra). The layout,
 migration and every statement live in ``agentfsm.stores._postgres_sql``; this module runs
 them on psycopg's synchronous API, the one the Agent calls today.
 
-- **A save is one transaction, in one round trip**: a call of the ``agentfsm_save``
-  function the migration creates. It locks the run's row (``SELECT … FOR UPDATE``), checks
-  the stored version against ``expected_version`` (`SnapshotConflictError` otherwise) and
-  the seq the events follow (`InvalidSaveError`), then appends the events, the snapshot's
-  new messages and trace entries, the run's row and a notification. Writers of one run, in
-  any process, are serialised by the row lock; a new run is created by an
-  ``INSERT … ON CONFLICT DO NOTHING``, so of two creators one finds the other's row.
+- **A save is one transaction, in one round trip**: one prepared statement
+  (`agentfsm.stores._pg_save`) updates the run's row only if its stored version is
+  ``expected_version``, its seq the one the events follow and no other owner's lease is
+  live, and only then appends the events, the snapshot's new messages and trace entries and
+  a notification. Writers of one run, in any process, are serialised by the row's lock; a
+  new run is created by an ``INSERT … ON CONFLICT DO NOTHING``, so of two creators one finds
+  the other's row. A save the statement refused is handed to the ``agentfsm_save`` function
+  the migration creates, which says why under the row's lock (`SnapshotConflictError`,
+  `InvalidSaveError`, `RunBusyError`): a second round trip only for a refusal.
 - **Durability** is PostgreSQL's: a committed save survives the death of the client at once,
   and with the server's defaults (``synchronous_commit=on``, ``fsync=on``) a crash of the
   server or the machine.
@@ -21,8 +23,9 @@ them on psycopg's synchronous API, the one the Agent calls today.
   it committed before the connection went (then `save` returns as if nothing happened).
 - **An outage** is a `StoreError` at once: a call makes one connection attempt of its own,
   bounded by ``connect_timeout``, and never waits for a background reconnection; the first
-  call once the server is back succeeds, as dead pooled connections are checked and dropped
-  (`agentfsm.stores._pg_pool`).
+  call once the server is back succeeds, as dead pooled connections are checked (without a
+  round trip) and dropped, and a call on one whose end was not seen yet is made again on a
+  new connection if it did not take effect (`agentfsm.stores._pg_pool`).
 - **Watching.** `PostgresStore.watch` LISTENs before it reads, so it misses nothing; when
   its connection is lost (a server restart) it reconnects by itself and goes on after the
   last event it yielded.
@@ -35,8 +38,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import psycopg
 from pydantic import ValidationError
@@ -44,7 +47,6 @@ from pydantic import ValidationError
 from agentfsm import _checks as checks
 from agentfsm.errors import (
     InvalidSaveError,
-    RunBusyError,
     SchemaVersionError,
     SnapshotConflictError,
     StoreCorruptError,
@@ -52,6 +54,7 @@ from agentfsm.errors import (
     StoreWriteError,
 )
 from agentfsm.states.events import Event
+from agentfsm.stores import _pg_save as one_statement
 from agentfsm.stores import _pg_schema as schema
 from agentfsm.stores import _pg_watch as watching
 from agentfsm.stores import _postgres_sql as sql
@@ -60,8 +63,10 @@ from agentfsm.stores._items import RecentWrites, Written, assemble, new_items
 from agentfsm.stores._pg_pool import (
     MIN_CONNECT_TIMEOUT,
     AllConnectionsBusy,
+    Connection,
     Connections,
     ServerUnreachable,
+    StaleConnection,
 )
 from agentfsm.stores.base import (
     ClosesOnExit,
@@ -71,8 +76,10 @@ from agentfsm.stores.base import (
     run_arguments,
     save_arguments,
 )
-from agentfsm.stores.leases import Hold, Holds, HoldsHere, Lease, lease_of
+from agentfsm.stores.leases import Holds, HoldsHere, Lease, lease_of
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
+
+_T = TypeVar("_T")
 
 
 class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
@@ -96,10 +103,12 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             at least 2: libpq's least). A call that needs a new connection makes one
             attempt: while the server is down it fails at once (refused) or after this
             (no answer), with a `StoreError`.
-        check_connections: Check each pooled connection before use (one round trip), so
-            that after the server restarts or drops connections no call fails; with False
-            a lost connection fails one call (with nothing written) and the pool's idle
-            connections are dropped with it.
+        check_connections: Check each pooled connection before use (no round trip: its
+            socket, and an empty query only if the server sent something), and make a call
+            again on a new connection if its connection turns out lost and the call did
+            not take effect, so that after the server restarts or drops connections no call
+            fails; with False a lost connection fails one call (with nothing written) and
+            the pool's idle connections are dropped with it.
 
     Raises:
         StoreError: The database cannot be reached, or (``create=False``) is empty.
@@ -172,7 +181,7 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
         save_arguments(snapshot, events, expected_version)
         run_id = snapshot.run_id
         try:
-            check_save(snapshot, events, expected_version, _follows(snapshot, events))
+            check_save(snapshot, events, expected_version, one_statement.follows(snapshot, events))
         except InvalidSaveError:
             self._refuse(snapshot, events, expected_version)
             raise  # pragma: no cover - what fails here fails against the stored seq too
@@ -182,13 +191,15 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             written = None  # what this store wrote is not what the save continues
         stamp = uuid.uuid4().hex
         hold = self._holds.get(run_id)
-        lease = _lease_arguments(hold)
+        lease = one_statement.lease_arguments(hold)
         outcome, actual, stored_seq, leased = self._write(
             snapshot, events, expected_version, written, stamp, lease
         )
         if outcome != "saved":
             self._forget(run_id)
-            _refusal(outcome, snapshot, events, expected_version, (actual, stored_seq), leased)
+            one_statement.refusal(
+                outcome, snapshot, events, expected_version, (actual, stored_seq), leased
+            )
         with self._lock:
             self._written[run_id] = Written.of(snapshot, stamp)
         if hold is not None:
@@ -209,25 +220,31 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             StoreError: The save failed, or its outcome cannot be known (nothing assumed).
         """
         run_id = snapshot.run_id
-        try:
-            saved = self._save(snapshot, events, expected_version, written, stamp, lease)
-            if saved[0] == "stale":  # another store wrote that version: write every item
-                saved = self._save(snapshot, events, expected_version, None, stamp, lease)
-        except (ServerUnreachable, AllConnectionsBusy) as exc:  # nothing was sent
-            self._forget(run_id)
-            raise self._failure(exc, run_id, writing=True) from exc
-        except psycopg.OperationalError as exc:
-            # The connection failed: the commit may have happened before it did. The stamp,
-            # unique to this save, says whether it did.
-            if not self._committed(snapshot, stamp):
+        again = True  # once, after a checked connection was found lost mid-call
+        while True:
+            try:
+                saved = self._save(snapshot, events, expected_version, written, stamp, lease)
+                if saved[0] == "stale":  # another store wrote that version: write every item
+                    saved = self._save(snapshot, events, expected_version, None, stamp, lease)
+            except (ServerUnreachable, AllConnectionsBusy) as exc:  # nothing was sent
                 self._forget(run_id)
                 raise self._failure(exc, run_id, writing=True) from exc
-            held = (lease[0], lease[2]) if snapshot.state == "busy" else (None, None)
-            return "saved", None, 0, held
-        except psycopg.Error as exc:
-            self._forget(run_id)
-            raise self._failure(exc, run_id, writing=True) from exc
-        return saved
+            except psycopg.OperationalError as exc:
+                # The connection failed: the commit may have happened before it did. The
+                # stamp, unique to this save, says whether it did.
+                committed = self._committed(snapshot, stamp)
+                if committed:
+                    held = (lease[0], lease[2]) if snapshot.state == "busy" else (None, None)
+                    return "saved", None, 0, held
+                if again and committed is False and isinstance(exc, StaleConnection):
+                    again = False  # it did not commit: the server ended an idle connection
+                    continue
+                self._forget(run_id)
+                raise self._failure(exc, run_id, writing=True) from exc
+            except psycopg.Error as exc:
+                self._forget(run_id)
+                raise self._failure(exc, run_id, writing=True) from exc
+            return saved
 
     def _save(
         self,
@@ -238,29 +255,53 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
         stamp: str,
         lease: tuple[str | None, float, float],
     ) -> tuple[str, int | None, int, tuple[str | None, float | None]]:
-        """One call of the save function: its outcome, the stored version, seq and lease."""
-        arguments = sql.save_arguments(
+        """The save statement, or if it wrote nothing the save function, which says why.
+
+        Returns:
+            The outcome (``saved``, ``busy``, ``conflict``, ``invalid`` or ``stale``), the
+            stored version and seq (those of a refusal), and the stored lease.
+        """
+        changes = new_items(snapshot, written)
+        known_seq = one_statement.follows(snapshot, events)
+        known_stamp = None if written is None else written.stamp
+        fast = one_statement.arguments(
             snapshot,
             events,
-            new_items(snapshot, written),
+            changes,
             expected_version=expected_version,
-            known_seq=_follows(snapshot, events),
-            known_stamp=None if written is None else written.stamp,
+            known_seq=known_seq,
+            known_stamp=known_stamp,
             stamp=stamp,
             lease=lease,
         )
         with self._pool.connection() as conn:
+            save = one_statement.statement(expected_version, changes)
+            row = self._pool.cursor(conn).execute(save, fast, prepare=True).fetchone()
+            if row is not None:
+                return "saved", snapshot.version, snapshot.seq, (row[0], row[1])
+            # Refused (or raced): the function checks again under the row's lock and says
+            # why, or saves if the stored run now is the one this save continues.
+            arguments = sql.save_arguments(
+                snapshot,
+                events,
+                changes,
+                expected_version=expected_version,
+                known_seq=known_seq,
+                known_stamp=known_stamp,
+                stamp=stamp,
+                lease=lease,
+            )
             row = conn.execute(sql.SAVE, arguments).fetchone()
         if row is None:  # pragma: no cover - the function always returns one row
             raise psycopg.ProgrammingError("agentfsm_save returned no row")
         return str(row[0]), row[1], int(row[2]), (row[3], row[4])
 
-    def _committed(self, snapshot: Snapshot, stamp: str) -> bool:
-        """Whether the save of ``snapshot`` stamped ``stamp`` is stored (False if unknown)."""
+    def _committed(self, snapshot: Snapshot, stamp: str) -> bool | None:
+        """Whether the save of ``snapshot`` stamped ``stamp`` is stored (None: unknown)."""
         try:
             rows = self._read(sql.SELECT_STAMP, snapshot.run_id)
         except StoreError:
-            return False
+            return None
         return bool(rows) and tuple(rows[0]) == (snapshot.version, stamp)
 
     def _refuse(
@@ -279,11 +320,22 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
 
     def _read(self, statement: str, *parameters: str | int) -> list[tuple[Any, ...]]:
         try:
-            with self._pool.connection() as conn:
-                return conn.execute(statement, parameters).fetchall()
+            return self._again(lambda conn: conn.execute(statement, parameters).fetchall())
         except psycopg.Error as exc:
             run_id = str(parameters[0]) if parameters else None
             raise self._failure(exc, run_id, writing=False) from exc
+
+    def _again(self, call: Callable[[Connection], _T]) -> _T:
+        """``call`` on a pooled connection; once more on another if that one was found lost.
+
+        Only for a call that may be made twice (a read, a delete, a lease renewal).
+        """
+        try:
+            with self._pool.connection() as conn:
+                return call(conn)
+        except StaleConnection:
+            with self._pool.connection() as conn:
+                return call(conn)
 
     def load(self, run_id: str) -> Snapshot | None:
         """The run's latest snapshot, or None.
@@ -341,11 +393,9 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
         Raises:
             StoreWriteError: The database failed the write.
         """
+        arguments = {"until": expires_at, "run": run_id, "owner": owner}
         try:
-            with self._pool.connection() as conn:
-                rows = conn.execute(
-                    sql.RENEW, {"until": expires_at, "run": run_id, "owner": owner}
-                ).fetchall()
+            rows = self._again(lambda conn: conn.execute(sql.RENEW, arguments).fetchall())
         except psycopg.Error as exc:
             raise self._failure(exc, run_id, writing=True) from exc
         return lease_of(run_id, rows)
@@ -353,10 +403,14 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
     def delete(self, run_id: str) -> None:
         """Remove the run and its events, in one transaction; no error if it is not stored."""
         run_arguments(run_id)
-        try:
-            with self._pool.connection() as conn, conn.transaction():
+
+        def delete(conn: Connection) -> None:
+            with conn.transaction():
                 for statement in sql.DELETE_RUN:
                     conn.execute(statement, (run_id,))
+
+        try:
+            self._again(delete)
         except psycopg.Error as exc:
             raise self._failure(exc, run_id, writing=True) from exc
         finally:
@@ -425,8 +479,9 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
     def _rows_after(self, run_id: str, after_seq: int) -> list[tuple[Any, ...]]:
         """The run's event rows after ``after_seq``; a lost connection is raised as it is."""
         try:
-            with self._pool.connection() as conn:
-                return conn.execute(sql.EVENTS, (run_id, after_seq)).fetchall()
+            return self._again(
+                lambda conn: conn.execute(sql.EVENTS, (run_id, after_seq)).fetchall()
+            )
         except psycopg.OperationalError:
             raise  # (the watch reconnects)
         except psycopg.Error as exc:
@@ -473,33 +528,3 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
                 return
             self._closed = True
         self._pool.close()
-
-
-def _refusal(
-    outcome: str,
-    snapshot: Snapshot,
-    events: Sequence[Event],
-    expected_version: int | None,
-    stored: tuple[int | None, int],
-    leased: tuple[str | None, float | None],
-) -> None:
-    """Raise what the save function's ``outcome`` other than ``saved`` stands for."""
-    owner, expires_at = leased
-    if outcome == "busy" and owner is not None and expires_at is not None:
-        raise RunBusyError(snapshot.run_id, owner, expires_at)
-    if outcome == "conflict":
-        raise SnapshotConflictError(snapshot.run_id, expected_version, stored[0])
-    check_save(snapshot, events, expected_version, stored[1])  # ("invalid": it raises)
-
-
-def _lease_arguments(hold: Hold | None) -> tuple[str | None, float, float]:
-    """The save function's lease arguments: the holder (or None), now, and a new expiry."""
-    if hold is None:
-        return None, time.time(), 0.0
-    now = hold.clock()
-    return hold.owner, now, now + hold.duration
-
-
-def _follows(snapshot: Snapshot, events: Sequence[Event]) -> int:
-    """The seq the stored run must have for this save to continue it."""
-    return events[0].seq - 1 if events else snapshot.seq

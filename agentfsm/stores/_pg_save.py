@@ -1,0 +1,198 @@
+"""A `PostgresStore` save in one prepared statement: the path every successful save takes.
+
+A save is one of `SAVES`, one SQL statement (data-modifying CTEs), sent prepared, in one
+round trip and one transaction (the connection is in autocommit): it updates the run's row
+only if the stored version is ``expected``, its seq is the one the events follow, its stamp
+the one the save's new items continue (if any), and no other owner's lease is live; or, for
+a new run (``expected`` NULL), inserts it unless another writer did (``ON CONFLICT DO
+NOTHING``). Only then does it append the events and item rows and send the notification. It
+returns the run's new lease as one row, or no row when it wrote nothing: the store then
+calls the ``agentfsm_save`` function (`agentfsm.stores._postgres_sql.SAVE`), which says why
+under the row's lock (or saves, if the run moved on to a state this save now continues).
+
+Why not the function every time: it costs the server about 2.5x the statement (PL/pgSQL
+runs each of its statements through the executor anew), and its arguments are arrays, which
+psycopg dumps element by element in Python; this statement's events and items are one JSON
+text each (`agentfsm.stores._items` already made each element's JSON), split by the server.
+Under ``READ COMMITTED`` a concurrent writer of the same row is waited for and the version
+checked again on the row it left, so of two saves expecting one version one is refused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from psycopg.types.numeric import Float8, Int8
+
+from agentfsm.errors import RunBusyError, SnapshotConflictError
+from agentfsm.states.events import Event
+from agentfsm.stores._items import NewItems, core_json, event_json
+from agentfsm.stores._postgres_sql import notice
+from agentfsm.stores.base import check_save
+from agentfsm.stores.leases import Hold
+from agentfsm.stores.snapshot import Snapshot
+
+_UPDATE = """WITH saved AS (
+    UPDATE agentfsm_runs r SET schema_version = %(schema_version)s, version = %(version)s,
+        seq = %(seq)s, state = %(state)s::text, turn = %(turn)s, stamp = %(stamp)s::text,
+        snapshot = %(snapshot)s::text,
+        lease_owner = CASE WHEN %(state)s::text <> 'busy' THEN NULL
+            WHEN %(holder)s::text IS NULL THEN r.lease_owner ELSE %(holder)s::text END,
+        lease_expires = CASE WHEN %(state)s::text <> 'busy' THEN NULL
+            WHEN %(holder)s::text IS NULL THEN r.lease_expires ELSE %(until)s END
+    WHERE r.run_id = %(run)s::text AND r.version = %(expected)s::bigint
+        AND r.seq = %(known_seq)s AND (%(known_stamp)s::text IS NULL OR r.stamp = %(known_stamp)s)
+        AND NOT (r.lease_owner IS NOT NULL AND r.lease_expires > %(now)s
+            AND r.lease_owner IS DISTINCT FROM %(holder)s::text)
+    RETURNING r.lease_owner, r.lease_expires
+)"""
+"""An existing run's row, if the save continues it (no row otherwise)."""
+
+_CREATE = """WITH saved AS (
+    INSERT INTO agentfsm_runs (run_id, schema_version, version, seq, state, turn, stamp,
+        snapshot, lease_owner, lease_expires)
+    SELECT %(run)s::text, %(schema_version)s, %(version)s, %(seq)s, %(state)s::text,
+        %(turn)s, %(stamp)s::text, %(snapshot)s::text,
+        CASE WHEN %(state)s::text = 'busy' THEN %(holder)s::text END,
+        CASE WHEN %(state)s::text = 'busy' AND %(holder)s::text IS NOT NULL THEN %(until)s END
+    WHERE %(known_seq)s = 0
+    ON CONFLICT (run_id) DO NOTHING
+    RETURNING lease_owner, lease_expires
+)"""
+"""A new run's row, unless another writer created the run first (no row then)."""
+
+_APPEND = """, appended AS (
+    INSERT INTO agentfsm_events (run_id, seq, event)
+    SELECT %(run)s::text, %(known_seq)s + e.n, e.v::text
+    FROM json_array_elements(%(events)s::json) WITH ORDINALITY AS e(v, n)
+    WHERE EXISTS (SELECT FROM saved)
+), items AS (
+    SELECT 'm'::text AS kind, %(m_start)s::integer - 1 + i.n AS idx, i.v::text AS item
+    FROM json_array_elements(%(messages)s::json) WITH ORDINALITY AS i(v, n)
+    UNION ALL
+    SELECT 't', %(t_start)s::integer - 1 + i.n, i.v::text
+    FROM json_array_elements(%(trace)s::json) WITH ORDINALITY AS i(v, n)
+), added AS (
+    INSERT INTO agentfsm_items (run_id, kind, idx, item)
+    SELECT %(run)s::text, kind, idx, item FROM items WHERE EXISTS (SELECT FROM saved)"""
+"""The events and the new item rows, if the run's row was written."""
+
+_REWRITE = """
+    ON CONFLICT (run_id, kind, idx) DO UPDATE SET item = excluded.item
+), trimmed_m AS (
+    DELETE FROM agentfsm_items d
+    WHERE %(m_rewrite)s AND EXISTS (SELECT FROM saved) AND d.run_id = %(run)s::text
+        AND d.kind = 'm' AND d.idx >= %(m_start)s::integer + json_array_length(%(messages)s::json)
+), trimmed_t AS (
+    DELETE FROM agentfsm_items d
+    WHERE %(t_rewrite)s AND EXISTS (SELECT FROM saved) AND d.run_id = %(run)s::text
+        AND d.kind = 't' AND d.idx >= %(t_start)s::integer + json_array_length(%(trace)s::json)"""
+"""For a save that rewrites a kind's items: its rows are upserted and those beyond its new
+length deleted (rather than all deleted and inserted again: two sub-statements of one
+statement must not touch one row); a kind not rewritten is not scanned (its flag, a
+parameter, is a one-time filter of the plan)."""
+
+_RESULT = """
+)
+SELECT s.lease_owner, s.lease_expires,
+    CASE WHEN %(notice)s::text IS NOT NULL THEN pg_notify('agentfsm_events', %(notice)s) END
+FROM saved s"""
+
+SAVES = {
+    (create, rewrite): (_CREATE if create else _UPDATE)
+    + _APPEND
+    + (_REWRITE if rewrite else "")
+    + _RESULT
+    for create in (False, True)
+    for rewrite in (False, True)
+}
+"""The save, by (whether it creates the run, whether it rewrites a kind's items): one row
+(the stored lease's owner and expiry) if it wrote, none if it did not. Four statements, so
+that each plan holds only what its saves do (a plan's every node is set up at each run)."""
+
+
+def statement(expected_version: int | None, changes: Sequence[NewItems]) -> str:
+    """The one of `SAVES` a save expecting ``expected_version`` and writing ``changes`` is."""
+    return SAVES[expected_version is None, any(change.rewrite for change in changes)]
+
+
+def json_list(texts: Sequence[str]) -> str:
+    """A JSON array of the JSON texts ``texts`` (each element's own text kept as it is)."""
+    return f"[{','.join(texts)}]"
+
+
+def arguments(
+    snapshot: Snapshot,
+    events: Sequence[Event],
+    changes: Sequence[NewItems],
+    *,
+    expected_version: int | None,
+    known_seq: int,
+    known_stamp: str | None,
+    stamp: str,
+    lease: tuple[str | None, float, float],
+) -> dict[str, object]:
+    """The parameters of `SAVES` (`agentfsm.stores._postgres_sql.save_arguments`', by name).
+
+    Integers are dumped as ``bigint`` always (psycopg picks the smallest type that holds a
+    value otherwise, and each set of types is a prepared statement of its own).
+    """
+    run_id = snapshot.run_id
+    by_kind = {change.kind: change for change in changes}
+    messages, trace = by_kind.get("m"), by_kind.get("t")
+    holder, now, until = lease
+    return {
+        "run": run_id,
+        "expected": None if expected_version is None else Int8(expected_version),
+        "known_seq": Int8(known_seq),
+        "known_stamp": known_stamp,
+        "schema_version": Int8(snapshot.schema_version),
+        "version": Int8(snapshot.version),
+        "seq": Int8(snapshot.seq),
+        "state": snapshot.state,
+        "turn": Int8(snapshot.turn),
+        "stamp": stamp,
+        "snapshot": core_json(snapshot),
+        "events": json_list([event_json(event) for event in events]),
+        "messages": json_list(messages.rows if messages else ()),
+        "m_start": Int8(messages.start if messages else 0),
+        "m_rewrite": bool(messages and messages.rewrite),
+        "trace": json_list(trace.rows if trace else ()),
+        "t_start": Int8(trace.start if trace else 0),
+        "t_rewrite": bool(trace and trace.rewrite),
+        "notice": notice(run_id, events[-1].seq) if events else None,
+        "holder": holder,
+        "now": Float8(now),
+        "until": Float8(until),
+    }
+
+
+def refusal(
+    outcome: str,
+    snapshot: Snapshot,
+    events: Sequence[Event],
+    expected_version: int | None,
+    stored: tuple[int | None, int],
+    leased: tuple[str | None, float | None],
+) -> None:
+    """Raise what the save function's ``outcome`` other than ``saved`` stands for."""
+    owner, expires_at = leased
+    if outcome == "busy" and owner is not None and expires_at is not None:
+        raise RunBusyError(snapshot.run_id, owner, expires_at)
+    if outcome == "conflict":
+        raise SnapshotConflictError(snapshot.run_id, expected_version, stored[0])
+    check_save(snapshot, events, expected_version, stored[1])  # ("invalid": it raises)
+
+
+def lease_arguments(hold: Hold | None) -> tuple[str | None, float, float]:
+    """The save function's lease arguments: the holder (or None), now, and a new expiry."""
+    if hold is None:
+        return None, time.time(), 0.0
+    now = hold.clock()
+    return hold.owner, now, now + hold.duration
+
+
+def follows(snapshot: Snapshot, events: Sequence[Event]) -> int:
+    """The seq the stored run must have for this save to continue it."""
+    return events[0].seq - 1 if events else snapshot.seq

@@ -1,0 +1,156 @@
+"""A PostgresStore save: one round trip, and what that asks of the pool and the statement."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from agentfsm.errors import SnapshotConflictError, StoreError, StoreWriteError
+from agentfsm.states import Message
+from agentfsm.stores import _pg_pool, _pg_save
+from agentfsm.stores.postgres import PostgresStore
+from agentfsm.stores.snapshot import Snapshot
+from agentfsm.testing.store_conformance import make_events, make_snapshot
+
+
+@contextmanager
+def round_trips(store: PostgresStore, tmp_path: Path) -> Iterator[list[int]]:
+    """Count the round trips of the store's one pooled connection (libpq's protocol trace)."""
+    (conn,) = store._pool._idle
+    counted: list[int] = []
+    with (tmp_path / "trace").open("w") as trace:
+        conn.pgconn.trace(trace.fileno())
+        try:
+            yield counted
+        finally:
+            conn.pgconn.untrace()
+    # each round trip ends with the server's ReadyForQuery
+    lines = (tmp_path / "trace").read_text().splitlines()
+    counted.append(sum("\tB\t" in line and "ReadyForQuery" in line for line in lines))
+
+
+def grown(snapshot: Snapshot, *messages: Message) -> Snapshot:
+    return snapshot.model_copy(
+        update={
+            "messages": (*snapshot.messages, *messages),
+            "seq": snapshot.seq + 1,
+            "version": snapshot.version + 1,
+        }
+    )
+
+
+def test_a_save_is_one_round_trip(postgres_url: str, tmp_path: Path) -> None:
+    with PostgresStore(postgres_url, max_size=1) as store:
+        first = make_snapshot("r1", 1, 1, messages=2)
+        store.save(first, make_events("r1", 1, 1), expected_version=None)
+        second = grown(first, Message.user("two"))
+        store.save(second, make_events("r1", 2, 1), expected_version=1)  # (prepared now)
+        with round_trips(store, tmp_path) as counted:
+            third = grown(second, Message.user("three"))
+            store.save(third, make_events("r1", 3, 1), expected_version=2)
+            fourth = grown(third, Message.assistant("four"))
+            store.save(fourth, make_events("r1", 4, 1), expected_version=3)
+        assert counted == [2]  # no check of the pooled connection, no second statement
+        assert store.load("r1") == fourth
+        assert store.events("r1") == make_events("r1", 1, 4)
+
+
+def test_a_shrunk_conversation_is_rewritten(postgres_url: str) -> None:
+    with PostgresStore(postgres_url) as store:
+        first = make_snapshot("r", 1, 1, messages=6)
+        store.save(first, make_events("r", 1, 1), expected_version=None)
+        reset = first.model_copy(update={"messages": first.messages[:1], "seq": 2, "version": 2})
+        store.save(reset, make_events("r", 2, 1), expected_version=1)
+        assert store.load("r") == reset
+        again = grown(reset, Message.user("new start"), Message.assistant("ok"))
+        store.save(again, make_events("r", 3, 1), expected_version=2)
+        assert store.load("r") == again
+    with PostgresStore(postgres_url) as other:  # (what is stored, not what the store recalls)
+        assert other.load("r") == again
+        assert other.events("r") == make_events("r", 1, 3)
+
+
+def cut_and_wait(url: str) -> None:
+    """End every other connection to the database, waiting until each backend is gone."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
+def test_a_connection_ended_before_its_end_could_be_seen_is_replaced(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check finds nothing on the socket (the server's farewell not there yet): the call
+    # fails on it, and is made again on a new connection, as it did not take effect.
+    with PostgresStore(postgres_url, max_size=2) as store:
+        store.save(make_snapshot("r1", 1, 1), make_events("r1", 1, 1), expected_version=None)
+        monkeypatch.setattr(_pg_pool, "_readable", lambda fd: False)
+        cut_and_wait(postgres_url)
+        store.save(make_snapshot("r1", 2, 2), make_events("r1", 2, 1), expected_version=1)
+        cut_and_wait(postgres_url)
+        assert store.load("r1") == make_snapshot("r1", 2, 2)
+        cut_and_wait(postgres_url)
+        store.delete("r1")
+        assert store.list_runs() == []
+        # a dropped connection's cursor is dropped with it
+        assert set(store._pool._cursors) <= set(store._pool._idle)
+
+
+def test_a_save_the_statement_did_not_write_is_decided_by_the_save_function(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a race between the statement and another writer looks like to the store: the
+    # statement wrote nothing; the function, under the row's lock, saves or says why.
+    nothing = "SELECT NULL::text, NULL::float8 WHERE %(run)s::text IS NULL"
+    monkeypatch.setattr(_pg_save, "statement", lambda *arguments: nothing)
+    with PostgresStore(postgres_url) as store:
+        first = make_snapshot("r1", 1, 1, messages=2)
+        store.save(first, make_events("r1", 1, 1), expected_version=None)
+        second = grown(first, Message.user("two"))
+        store.save(second, make_events("r1", 2, 1), expected_version=1)
+        with pytest.raises(SnapshotConflictError):  # (another writer's version 2)
+            store.save(
+                grown(first, Message.user("late")), make_events("r1", 2, 1), expected_version=1
+            )
+        monkeypatch.undo()
+        assert store.load("r1") == second
+        assert store.events("r1") == make_events("r1", 1, 2)
+
+
+def test_a_save_on_a_lost_connection_is_made_again_only_if_it_is_known_not_stored(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Made again only if the stamp was read and is not the save's: a save whose outcome
+    # cannot be checked is an error (made again, it could be refused as a conflict with
+    # itself).
+    with PostgresStore(postgres_url) as store:
+        store.save(make_snapshot("r1", 1, 1), make_events("r1", 1, 1), expected_version=None)
+        real, calls = store._save, []
+
+        def lost(*arguments: object) -> object:
+            calls.append(arguments)
+            if len(calls) == 1:
+                raise _pg_pool.StaleConnection("server closed the connection unexpectedly")
+            return real(*arguments)  # type: ignore[arg-type]
+
+        def unreachable(*arguments: object) -> list[tuple[object, ...]]:
+            raise StoreError("cannot use the run store: no connection")
+
+        monkeypatch.setattr(store, "_save", lost)
+        monkeypatch.setattr(store, "_read", unreachable)
+        with pytest.raises(StoreWriteError, match="server closed the connection"):
+            store.save(make_snapshot("r1", 2, 2), make_events("r1", 2, 1), expected_version=1)
+        assert len(calls) == 1
+        monkeypatch.undo()
+        calls.clear()
+        monkeypatch.setattr(store, "_save", lost)  # the stamp read: not stored, so again
+        store.save(make_snapshot("r1", 2, 2), make_events("r1", 2, 1), expected_version=1)
+        assert len(calls) == 2
+        monkeypatch.undo()
+        assert store.load("r1") == make_snapshot("r1", 2, 2)
