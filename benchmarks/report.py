@@ -244,6 +244,25 @@ def temporal_table(temporal: dict[str, Any]) -> list[str]:
     return lines
 
 
+def mcp_table(mcp: dict[str, Any]) -> list[str]:
+    """The Markdown table of a 9-call MCP turn, from bench_mcp_sessions."""
+    kept, each = mcp["kept"], mcp["per_operation"]
+    lines = [
+        "| MCP client | processes started | wall s | x kept | the counter answered |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for name, row in (("one kept session per server", kept), ("a session per operation", each)):
+        counts = ", ".join(
+            answer.removeprefix('{"result": ').rstrip("}") for answer in row["answers"]
+        )
+        lines.append(
+            f"| {name} | {', '.join(map(str, row['processes_started']))} | "
+            f"{row['wall_seconds_median']:.2f} | "
+            f"{row['wall_seconds_median'] / kept['wall_seconds_median']:.1f} | {counts} |"
+        )
+    return lines
+
+
 def verify_table(verify: dict[str, Any]) -> list[str]:
     """The Markdown table of `agentfsm verify`'s seconds, from bench_verify."""
     lines = ["| case | wall s | CPU s | configurations |", "|---|---:|---:|---:|"]
@@ -351,6 +370,16 @@ def render(results: dict[str, Any], appendix: dict[str, str]) -> str:
         "",
         *temporal_table(results["temporal"]),
         "",
+        "## MCP: a 9-call turn against a stdio server",
+        "",
+        "bench_mcp_sessions.py: one Agent turn of 4 rounds (3 + 2 + 2 + 2 calls) of the "
+        "stateful counter server of `tests/mcp/counter.py` over stdio, its listing included; "
+        "medians of 5 turns, interleaved. The baseline is what agentfsm did before "
+        "2026-12-06, a session (a server process) per operation, made by hooks that close "
+        "the session after the listing and after each call.",
+        "",
+        *mcp_table(results["mcp"]),
+        "",
         "## agentfsm verify",
         "",
         "bench_verify.py: the exhaustive verifier of the shipped machines (as `agentfsm verify "
@@ -385,6 +414,7 @@ def main() -> None:
         "leases": run_json("bench_leases.py", *quick),
         "temporal": run_json("bench_temporal.py", *quick),
         "verify": run_json("bench_verify.py", *quick),
+        "mcp": run_json("bench_mcp_sessions.py"),
     }
     appendix = {
         script: run_text(script)

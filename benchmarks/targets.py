@@ -88,9 +88,47 @@ def check_targets(results: dict[str, Any]) -> list[Target]:
             resume <= 1000,
         ),
         durable_run_target(results["persist"]),
+        *round_saves_targets(results["persist"]),
         *postgres_targets(results),
         *lease_targets(results.get("leases")),
         *verify_targets(results.get("verify")),
+        *mcp_targets(results.get("mcp")),
+    ]
+
+
+ROUND_SAVES = 45
+"""Saves of the persist run, tools not idempotent (10 rounds of 3 calls): N+1 commits a round."""
+
+
+def round_saves_targets(persist: dict[str, Any]) -> list[Target]:
+    """≤ 45 saves for the 10-iteration run of non-idempotent calls, each durable store."""
+    saves = persist.get("saves_per_run", {})
+    return [
+        Target(
+            f"≤ {ROUND_SAVES} saves for the {persist['iterations']}-iteration run of three "
+            f"non-idempotent calls per iteration ({store})",
+            f"{saves[store]} saves per run",
+            saves[store] <= ROUND_SAVES,
+        )
+        for store in (DEFAULT_TOOLS_STORE, "PostgresStore")
+        if store in saves
+    ]
+
+
+def mcp_targets(mcp: dict[str, Any] | None) -> list[Target]:
+    """A 9-call MCP turn over stdio starts one server process (one session kept)."""
+    if mcp is None:
+        return []
+    kept, each = mcp["kept"], mcp["per_operation"]
+    return [
+        Target(
+            "a 9-call turn against a stdio MCP server starts one server process",
+            f"{', '.join(map(str, kept['processes_started']))} process(es), "
+            f"{kept['wall_seconds_median']:.2f} s (a session per operation: "
+            f"{', '.join(map(str, each['processes_started']))}, "
+            f"{each['wall_seconds_median']:.2f} s)",
+            kept["processes_started"] == [1],
+        )
     ]
 
 
