@@ -275,7 +275,10 @@ class ChildRuns(TurnDriver):
     async def _advance(self, child: Agent, call_id: str, task: str) -> None:
         """Move the child on from where it is: start it, or take up its wait or pause."""
         if child._restored:
+            busy = child.state == RunState.BUSY
             await child.astart()  # a stored busy child goes on from its last stored step
+            if busy:  # (to rest: what it rests in, a pause asked of it too, is the call's)
+                return
         state = child.state
         if state == RunState.CREATED:  # started with its task in one step (one save, on a store)
             await child.astart(task)
@@ -406,9 +409,10 @@ class ChildRuns(TurnDriver):
         that it is never stored at rest over a busy child (I14).
 
         Returns:
-            Whether the request may be taken now (not if the child cannot pause: a call of
-            its was running when its process stopped; the child is taken up, and the pause
-            is taken at the next boundary).
+            Whether the request may be taken now. Not if the child cannot pause (a call of
+            its, or of a run below it, was running when its process stopped): the pause is
+            asked of the child too, and this run's call takes the child up next, before any
+            boundary; the child pauses at its own next boundary, and this run with it.
         """
         if not self._round or self._loop_machine().state != LoopState.DELEGATING:
             return True
@@ -416,11 +420,15 @@ class ChildRuns(TurnDriver):
         if child is None or child.state != RunState.BUSY or child is self._active_child:
             return True
         if self._cancel_requested or self._data.cancel_requested:
+            child._pause_requested = False  # (one asked of it before: the cancel wins)
             await child.acancel()
             return True
+        if child._pause_requested:  # asked of it already: it cannot pause before its call
+            return False
         try:
             await child.apause()
         except GuardFailedError:
+            child._pause_requested = True  # taken at its next boundary once taken up (I14)
             return False
         return True
 
