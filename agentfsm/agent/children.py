@@ -25,7 +25,8 @@ the id its parent derives), and a child already at rest is never run again.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -395,11 +396,13 @@ class ChildRuns(TurnDriver):
         Raises:
             GuardFailedError: The child cannot pause (a call of its was running when its
                 process stopped); nothing is paused.
+            StoreError: The store refused the child's save (`_refused_by_store`).
         """
         if self._round and self._loop_machine().state == LoopState.DELEGATING:
-            child = self._open_child()
-            if child is not None and child.state == RunState.BUSY:
-                await child.apause()
+            with self._refused_by_store():
+                child = self._open_child()
+                if child is not None and child.state == RunState.BUSY:
+                    await child.apause()
 
     async def _stop_stranded_child(self) -> bool:
         """Before a run taken up mid-round takes a cancel or pause: its busy child first.
@@ -413,24 +416,43 @@ class ChildRuns(TurnDriver):
             its, or of a run below it, was running when its process stopped): the pause is
             asked of the child too, and this run's call takes the child up next, before any
             boundary; the child pauses at its own next boundary, and this run with it.
+
+        Raises:
+            StoreError: The store refused the child's save (`_refused_by_store`).
         """
         if not self._round or self._loop_machine().state != LoopState.DELEGATING:
             return True
-        child = self._open_child()
-        if child is None or child.state != RunState.BUSY or child is self._active_child:
-            return True
-        if self._cancel_requested or self._data.cancel_requested:
-            child._pause_requested = False  # (one asked of it before: the cancel wins)
-            await child.acancel()
-            return True
-        if child._pause_requested:  # asked of it already: it cannot pause before its call
-            return False
-        try:
-            await child.apause()
-        except GuardFailedError:
-            child._pause_requested = True  # taken at its next boundary once taken up (I14)
-            return False
+        with self._refused_by_store():
+            child = self._open_child()
+            if child is None or child.state != RunState.BUSY or child is self._active_child:
+                return True
+            if self._cancel_requested or self._data.cancel_requested:
+                child._pause_requested = False  # (one asked of it before: the cancel wins)
+                await child.acancel()
+                return True
+            if child._pause_requested:  # asked of it already: it cannot pause before its call
+                return False
+            try:
+                await child.apause()
+            except GuardFailedError:
+                child._pause_requested = True  # taken at its next boundary, taken up (I14)
+                return False
         return True
+
+    @contextmanager
+    def _refused_by_store(self) -> Iterator[None]:
+        """Around bringing a stranded child to rest: a `StoreError` is no failure of this run.
+
+        As for a child its call takes up (`_delegate`, docs/contract.md §2): the child is what
+        the store holds (its own step saw to it), and so is this run, not failed over its busy
+        child (I12, I14; simulation seed 441); the error reaches the caller.
+        """
+        try:
+            yield
+        except StoreError:
+            self._children = _NO_CHILDREN  # (taken up again from the store)
+            self._store_failed = True
+            raise
 
     def _close_turn(self, why: str) -> None:
         """Close the turn; a child left waiting or paused in it is closed at the step's end."""

@@ -7,7 +7,9 @@ takes the request, at its next step boundary:
   not the round's first call (a stop asked between two calls is no boundary before it);
 - a child run left busy that cannot pause at once (a call of its was running) is taken up,
   with the pause, by its parent's call: it pauses at its next boundary, and its parent with
-  it, never stored at rest over it (simulation seed 5, 200 steps).
+  it, never stored at rest over it (simulation seed 5, 200 steps);
+- a store that refuses the save bringing that child to rest fails no run: the parent is
+  what the store holds, and the error reaches the caller (simulation seed 441, 200 steps).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 
 from agentfsm import Agent, MemoryStore, replay, tool
 from agentfsm.agent import agent_tool, child_run_id
+from agentfsm.errors import StoreWriteError
 from agentfsm.llm.base import ModelResponse
 from agentfsm.llm.scripted import ScriptedModel
 from agentfsm.states import Message
@@ -176,3 +179,73 @@ def test_a_parent_paused_while_taken_up_pauses_with_the_busy_child_it_takes_up()
     assert (outcome.state, outcome.reply) == ("completed", "All done.")
     assert [m.content for m in again.messages if m.role == "tool"] == ["noted", "Tidied."]
     assert_tree_valid(store, TOP)
+
+
+class _Refusing(_Shared):
+    """`_Shared`, whose next save of ``refused`` fails (`StoreWriteError`: nothing written)."""
+
+    refused: str | None = None
+
+    def save(
+        self, snapshot: Snapshot, events: Sequence[Any], *, expected_version: int | None
+    ) -> None:
+        if snapshot.run_id == self.refused:
+            self.refused = None
+            raise StoreWriteError(snapshot.run_id, "runs.db", "disk I/O error")
+        super().save(snapshot, events, expected_version=expected_version)
+
+
+@pytest.mark.parametrize("when", ["while taken up", "at once"])
+def test_a_refused_save_of_the_child_a_pause_brings_to_rest_fails_no_run(when: str) -> None:
+    """Simulation seed 441: the store's error is no failure of the parent (§2, I12, I14)."""
+    store, now = MemoryStore(), [1_700_000_000.0]
+    seen: list[object] = []
+
+    def process(shared: _Shared, owner: str) -> Agent:
+        def crashing(messages: Sequence[Message], tools: Sequence[JSONObject]) -> ModelResponse:
+            if owner == "one":
+                shared.dead = True  # the process dies during the child's model call
+                raise _Crash
+            return answer("Tidied.")
+
+        def child() -> Agent:
+            return Agent(ScriptedModel(fallback=crashing), clock=lambda: now[0],
+                         lease=LeasePolicy(owner=owner))  # fmt: skip
+
+        helper = agent_tool(child, name="helper", description="Helps.")
+        return Agent(_twice("note", "All done.", second="helper"), [_note(), helper],
+                     store=shared, run_id=TOP, clock=lambda: now[0],
+                     lease=LeasePolicy(owner=owner), listeners=[seen.append])  # fmt: skip
+
+    with pytest.raises(_Crash):
+        process(_Shared(store), "one").start("Tidy")
+    now[0] += 100.0  # process one's leases have expired
+    shared = _Refusing(store)
+    again = process(shared, "two")
+    shared.refused = CHILD  # the save that pauses the child fails
+
+    def pause() -> None:
+        if when == "at once":
+            again.pause()
+        else:
+            asyncio.run(_take_up_then(again, shared, "pause"))
+
+    with pytest.raises(StoreWriteError):
+        pause()
+
+    assert shared.broken == []  # never stored at rest over its busy child (I14)
+    assert [getattr(store.load(run), "state", None) for run in (TOP, CHILD)] == ["busy"] * 2
+    assert again.state == "busy"  # what the store holds (I12), to take up again
+    assert_tree_valid(store, TOP)
+    outcome = again.start()
+    assert (outcome.state, outcome.reply) == ("completed", "All done.")
+    assert_tree_valid(store, TOP)
+
+
+def _note() -> Any:
+    @tool
+    def note(task: str) -> str:
+        """Note it."""
+        return "noted"
+
+    return note
