@@ -25,7 +25,8 @@ the id its parent derives), and a child already at rest is never run again.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -275,7 +276,10 @@ class ChildRuns(TurnDriver):
     async def _advance(self, child: Agent, call_id: str, task: str) -> None:
         """Move the child on from where it is: start it, or take up its wait or pause."""
         if child._restored:
+            busy = child.state == RunState.BUSY
             await child.astart()  # a stored busy child goes on from its last stored step
+            if busy:  # (to rest: what it rests in, a pause asked of it too, is the call's)
+                return
         state = child.state
         if state == RunState.CREATED:  # started with its task in one step (one save, on a store)
             await child.astart(task)
@@ -392,11 +396,13 @@ class ChildRuns(TurnDriver):
         Raises:
             GuardFailedError: The child cannot pause (a call of its was running when its
                 process stopped); nothing is paused.
+            StoreError: The store refused the child's save (`_refused_by_store`).
         """
         if self._round and self._loop_machine().state == LoopState.DELEGATING:
-            child = self._open_child()
-            if child is not None and child.state == RunState.BUSY:
-                await child.apause()
+            with self._refused_by_store():
+                child = self._open_child()
+                if child is not None and child.state == RunState.BUSY:
+                    await child.apause()
 
     async def _stop_stranded_child(self) -> bool:
         """Before a run taken up mid-round takes a cancel or pause: its busy child first.
@@ -406,23 +412,47 @@ class ChildRuns(TurnDriver):
         that it is never stored at rest over a busy child (I14).
 
         Returns:
-            Whether the request may be taken now (not if the child cannot pause: a call of
-            its was running when its process stopped; the child is taken up, and the pause
-            is taken at the next boundary).
+            Whether the request may be taken now. Not if the child cannot pause (a call of
+            its, or of a run below it, was running when its process stopped): the pause is
+            asked of the child too, and this run's call takes the child up next, before any
+            boundary; the child pauses at its own next boundary, and this run with it.
+
+        Raises:
+            StoreError: The store refused the child's save (`_refused_by_store`).
         """
         if not self._round or self._loop_machine().state != LoopState.DELEGATING:
             return True
-        child = self._open_child()
-        if child is None or child.state != RunState.BUSY or child is self._active_child:
-            return True
-        if self._cancel_requested or self._data.cancel_requested:
-            await child.acancel()
-            return True
-        try:
-            await child.apause()
-        except GuardFailedError:
-            return False
+        with self._refused_by_store():
+            child = self._open_child()
+            if child is None or child.state != RunState.BUSY or child is self._active_child:
+                return True
+            if self._cancel_requested or self._data.cancel_requested:
+                child._pause_requested = False  # (one asked of it before: the cancel wins)
+                await child.acancel()
+                return True
+            if child._pause_requested:  # asked of it already: it cannot pause before its call
+                return False
+            try:
+                await child.apause()
+            except GuardFailedError:
+                child._pause_requested = True  # taken at its next boundary, taken up (I14)
+                return False
         return True
+
+    @contextmanager
+    def _refused_by_store(self) -> Iterator[None]:
+        """Around bringing a stranded child to rest: a `StoreError` is no failure of this run.
+
+        As for a child its call takes up (`_delegate`, docs/contract.md §2): the child is what
+        the store holds (its own step saw to it), and so is this run, not failed over its busy
+        child (I12, I14; simulation seed 441); the error reaches the caller.
+        """
+        try:
+            yield
+        except StoreError:
+            self._children = _NO_CHILDREN  # (taken up again from the store)
+            self._store_failed = True
+            raise
 
     def _close_turn(self, why: str) -> None:
         """Close the turn; a child left waiting or paused in it is closed at the step's end."""

@@ -42,7 +42,7 @@ started before a crash without its result being stored (at-most-once, I11)."""
 
 # The members the hot path compares with or records, read once (a member read costs a lookup
 # in Python 3.11).
-_EXHAUSTED = LoopState.EXHAUSTED
+_EXHAUSTED, _DELEGATING = LoopState.EXHAUSTED, LoopState.DELEGATING
 _TOOL_STARTED, _TOOL_RESULT = RecordKind.TOOL_STARTED, RecordKind.TOOL_RESULT
 _ROUND_CLOSED = RecordKind.ROUND_CLOSED
 
@@ -182,8 +182,9 @@ class ToolRounds(TypedAnswers):
             await self._tell()  # (else the first call's start stores and tells it)
         data = self._data
         settling = bool(self._started)  # (only a round resumed after a crash has some)
-        if (settling or self._stop_requested()) and await self._stopped_before_round(settling):
-            return
+        stop: Callable[[], bool | Awaitable[bool]] | None = self._stop_between_calls
+        if self._settles(settling) and (stop := await self._stop_for_round(settling)) is None:
+            return  # a request taken at the boundary before the round
         context = context_of(
             data.run_id, data.turn, data.iteration, "", self.user_id, None, self._call_deps
         )
@@ -205,7 +206,7 @@ class ToolRounds(TypedAnswers):
             else None,
             on_start=self._on_start,
             on_answer=self._on_answer,
-            stop=self._stop_between_calls,
+            stop=stop,
             resumes=self._resumes() if self._inputs else None,
             on_input=self._on_input,
             delegates=self._delegates,
@@ -231,24 +232,63 @@ class ToolRounds(TypedAnswers):
         elif self._sources:
             await self._relist_changed()
 
-    async def _stopped_before_round(self, settling: bool) -> bool:
+    def _settles(self, settling: bool) -> bool:
+        """Whether the boundary before a round's first call has more to do than tell.
+
+        It has if the round settles calls a crash left started, if a cancel or pause was
+        asked for, or if the round goes on at a sub-agent's call (its child may be busy).
+        """
+        return settling or self._stop_requested() or self._data.loop_state == _DELEGATING
+
+    async def _stop_for_round(self, settling: bool) -> Callable[[], bool | Awaitable[bool]] | None:
         """At the boundary before a round's first call: take a cancel or pause asked for.
 
         A round resumed after a crash first settles its calls started with no stored answer
         (a call started is no step boundary, I10): a call answered "outcome unknown" is
         answered before the request is taken; an idempotent call runs again first, and the
         request is taken at the boundary after it. A child it left busy (its process stopped
-        while the child worked) comes to rest before it (I14).
+        while the child worked) comes to rest before it (I14); a child that cannot pause now
+        is taken up by its call first, with the pause (`_stop_stranded_child`).
+
+        Returns:
+            None if the request was taken (the round stops); else the round's ``stop``
+            between two calls (`_settling_stop` for a round that settles).
         """
-        rerun = False
+        first: tuple[str, ...] = ()
         if settling:
             self._data.at_boundary = False
-            rerun = self._settle_unknown()
-        if rerun or not self._stop_requested():
-            return False
-        if self._delegates is not None and not await self._stop_stranded_child():
-            return False
-        return self._stop_at_boundary()
+            first = self._settle_unknown()
+        if (
+            not first
+            and self._stop_requested()
+            and (self._delegates is None or await self._stop_stranded_child())
+            and self._stop_at_boundary()
+        ):
+            return None
+        if first or self._data.loop_state == _DELEGATING:
+            return self._settling_stop(first)
+        return self._stop_between_calls
+
+    def _settling_stop(self, first: tuple[str, ...]) -> Callable[[], Awaitable[bool]]:
+        """`_stop_between_calls` for a round taken up after a crash, as it settles.
+
+        A request asked for meanwhile is never taken right before a call of ``first`` (a call
+        started before the crash and run again: no step boundary, I10), nor before the call
+        of a child left busy that has not come to rest first (I14): that child is cancelled
+        or paused first, or, if it cannot pause, taken up by its call with the pause.
+        """
+
+        async def stop() -> bool:
+            asked = self._stop_between_calls()
+            if not (asked if isinstance(asked, bool) else await asked):
+                return False
+            answered = {result.call_id for result, _ in self._answers}
+            upcoming = next((call.id for call in self._round if call.id not in answered), None)
+            if upcoming in first:
+                return False  # it runs first: the boundary after it takes the request
+            return self._delegates is None or await self._stop_stranded_child()
+
+        return stop
 
     def _delegated_decisions(
         self, calls: tuple[ToolCall, ...]
@@ -309,22 +349,22 @@ class ToolRounds(TypedAnswers):
             told,
         )
 
-    def _settle_unknown(self) -> bool:
+    def _settle_unknown(self) -> tuple[str, ...]:
         """Resuming a round: a call that started with no stored answer ran, or may have.
 
         An idempotent tool's call runs again; any other gets an error tool message saying
         its outcome is unknown, and never runs twice (I11).
 
         Returns:
-            Whether a call runs again (its log holds a ``tool_started`` with no answer yet).
+            The calls that run again (each with a ``tool_started`` and no answer in the log).
         """
-        rerun = False
+        rerun: tuple[str, ...] = ()
         for call_id in tuple(self._started):
             call = next((c for c in self._round if c.id == call_id), None)
             found = None if call is None else self.tools.registry.find(call.name)
             if call is not None and found is not None and found.idempotent:
                 self._started = tuple(i for i in self._started if i != call_id)
-                rerun = True
+                rerun = (*rerun, call_id)
                 continue
             name = call.name if call is not None else "unknown"
             info = ToolErrorInfo(

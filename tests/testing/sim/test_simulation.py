@@ -51,6 +51,11 @@ and 216 found defects that sim-defects fixed, 80 a check too strict for an Agent
 the store (unsure) after an outage; 285 a stale process that cancelled a child after its own
 save was refused, 24 a middle run failed by a pause its busy child refused (last-defects fixed
 both)."""
+LONG_SEEDS = (5, 441, 492)
+"""Seeds that hold over a MemoryStore in 200 steps (the CLI's default) and found a defect
+there (sim-fix fixed them): 5 a parent taken up, paused meanwhile, that rested over the busy
+child it had not taken up yet; 441 a parent failed by the store's refusal of its child's
+pause; 492 a tree that needs 442 steps to come to rest at the end (the end allowed 400)."""
 SQLITE_SEEDS = (0, 1, 2)
 """Seeds that hold over SQLite in 100 steps (the same traces as over memory)."""
 POSTGRES_SEEDS = (5, 6)
@@ -69,6 +74,12 @@ def test_the_simulation_holds_over_a_memory_store(sim_seed: int, sim_steps: int)
     report = Simulation(sim_seed, MemoryStore(), steps=sim_steps).run()
     report.raise_if_violated(rerun=_rerun(sim_seed, sim_steps, "memory"))
     assert report.checks >= sim_steps
+
+
+@pytest.mark.parametrize("seed", LONG_SEEDS)
+def test_the_seeds_that_found_a_defect_in_200_steps_hold(seed: int) -> None:
+    report = Simulation(seed, MemoryStore(), steps=200).run()
+    report.raise_if_violated(rerun=_rerun(seed, 200, "memory"))
 
 
 @pytest.mark.agentfsm_seeds(SQLITE_SEEDS, nightly=range(100, 300))
