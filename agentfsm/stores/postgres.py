@@ -262,18 +262,14 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             stored version and seq (those of a refusal), and the stored lease.
         """
         changes = new_items(snapshot, written)
-        known_seq = one_statement.follows(snapshot, events)
-        known_stamp = None if written is None else written.stamp
-        fast = one_statement.arguments(
-            snapshot,
-            events,
-            changes,
-            expected_version=expected_version,
-            known_seq=known_seq,
-            known_stamp=known_stamp,
-            stamp=stamp,
-            lease=lease,
-        )
+        given: dict[str, Any] = {  # (the same for the statement and the function)
+            "expected_version": expected_version,
+            "known_seq": one_statement.follows(snapshot, events),
+            "known_stamp": None if written is None else written.stamp,
+            "stamp": stamp,
+            "lease": lease,
+        }
+        fast = one_statement.arguments(snapshot, events, changes, **given)
         with self._pool.connection() as conn:
             save = one_statement.statement(expected_version, changes)
             row = self._pool.cursor(conn).execute(save, fast, prepare=True).fetchone()
@@ -281,16 +277,7 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
                 return "saved", snapshot.version, snapshot.seq, (row[0], row[1])
             # Refused (or raced): the function checks again under the row's lock and says
             # why, or saves if the stored run now is the one this save continues.
-            arguments = sql.save_arguments(
-                snapshot,
-                events,
-                changes,
-                expected_version=expected_version,
-                known_seq=known_seq,
-                known_stamp=known_stamp,
-                stamp=stamp,
-                lease=lease,
-            )
+            arguments = sql.save_arguments(snapshot, events, changes, **given)
             row = conn.execute(sql.SAVE, arguments).fetchone()
         if row is None:  # pragma: no cover - the function always returns one row
             raise psycopg.ProgrammingError("agentfsm_save returned no row")

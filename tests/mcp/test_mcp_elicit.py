@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from mcp import types
 
 from agentfsm import Agent, ScriptedModel
@@ -31,6 +29,7 @@ from agentfsm.tools.mcp import MCPServer, load_tools_sync
 from agentfsm.verify import check_log
 from tests.mcp.asking import desk
 from tests.mcp.servers import declared, raw
+from tests.mcp.test_mcp_transports import serving
 
 SCRIPT = str(Path(__file__).with_name("asking.py"))
 ALLOW = {"order": "allow"}
@@ -42,35 +41,13 @@ def ordering() -> ScriptedModel:
 
 
 @contextlib.contextmanager
-def serving() -> Iterator[str]:
-    """The desk served over Streamable HTTP by uvicorn on 127.0.0.1, an ephemeral port."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(desk().streamable_http_app(), log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            if not thread.is_alive():  # pragma: no cover - only when the server fails to start
-                raise RuntimeError("the MCP HTTP server did not start")
-            threading.Event().wait(0.01)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-
-
-@contextlib.contextmanager
 def target_of(transport: str) -> Iterator[Target]:
     if transport == "in-process":
         yield desk()
     elif transport == "stdio":
         yield [sys.executable, SCRIPT]
     else:
-        with serving() as url:
+        with serving(desk()) as url:
             yield url
 
 
