@@ -69,11 +69,15 @@ session could not call, with the reason: the tool is listed but not offered."""
 
 
 def mark_uncallable(
-    prefix: str, client: mcp.Client, listed: Sequence[mcp_types.Tool]
+    prefix: str,
+    client: mcp.Client,
+    listed: Sequence[mcp_types.Tool],
+    warned: set[tuple[str, str]],
 ) -> list[mcp_types.Tool]:
     """The listing, each tool that needs a task the session cannot run marked not offered.
 
-    Each such tool is logged as a warning, with its name and why.
+    Each such tool is logged as a warning, with its name and why, once per server object
+    (``warned``, its (name, why) pairs so far): an Agent lists its servers at every turn.
     """
     why = _no_tasks(client) if any(needs_task(remote) for remote in listed) else None
     if why is None:
@@ -81,13 +85,15 @@ def mark_uncallable(
     marked: list[mcp_types.Tool] = []
     for remote in listed:
         if needs_task(remote):
-            logger.warning(
-                "MCP server %r: its tool %r is not offered: it runs only as a task "
-                "(execution.taskSupport 'required'), and %s",
-                prefix,
-                remote.name,
-                why,
-            )
+            if (remote.name, why) not in warned:
+                warned.add((remote.name, why))
+                logger.warning(
+                    "MCP server %r: its tool %r is not offered: it runs only as a task "
+                    "(execution.taskSupport 'required'), and %s",
+                    prefix,
+                    remote.name,
+                    why,
+                )
             remote = remote.model_copy(update={"meta": {**(remote.meta or {}), NOT_OFFERED: why}})
         marked.append(remote)
     return marked

@@ -129,6 +129,7 @@ class MCPServer:
         "_changed",
         "_scopes",
         "_session",
+        "_warned",
         "allow",
         "deny",
         "policies",
@@ -187,6 +188,7 @@ class MCPServer:
         """How the protocol revision is chosen (``"auto"``, ``"legacy"`` or a 2026 one)."""
         self._changed = False
         self._scopes = 0
+        self._warned: set[tuple[str, str]] = set()  # (a tool not offered: said once)
         self._asking = Elicitations(prefix)
         self._session = Session(
             prefix, self._client, isinstance(self.target, mcp.StdioServerParameters)
@@ -324,7 +326,7 @@ class MCPServer:
                     raise MCPServerError(
                         self.prefix, f"its tool list did not end after {_MAX_PAGES} pages"
                     )
-                listed = mark_uncallable(self.prefix, client, listed)
+                listed = mark_uncallable(self.prefix, client, listed, self._warned)
         except BaseException as exc:
             if not answered(exc):
                 await self._session.drop()
