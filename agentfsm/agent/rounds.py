@@ -487,9 +487,19 @@ class ToolRounds(TypedAnswers):
         self._note(_ROUND_CLOSED, {})
 
     def _close_turn(self, why: str) -> None:
-        """After cancel or expire: end the loop and answer what was left unanswered (I7)."""
+        """After cancel or expire: end the loop and answer what was left unanswered (I7).
+
+        A call whose tool source waits for the user's answer in this process (an MCP server
+        asking mid-call) is given up there too: the server is answered ``cancel``.
+        """
         if self._loop is not None and not self._loop.is_final:
             self._loop.send("abort", reason=why)
+        if self._inputs and self._sources:
+            for call_id, request in self._inputs.items():
+                for source in self._sources if "answer" not in request else ():
+                    abandon = getattr(source, "abandon", None)  # (an optional method)
+                    if abandon is not None:
+                        abandon(f"{self._data.run_id}:{call_id}")
         self._answer_unanswered(why)
         self._flush_deferred()
 

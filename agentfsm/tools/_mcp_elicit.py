@@ -38,6 +38,10 @@ WAIT = 3600.0
 """Seconds a question asked in the middle of a call waits for the user in this process; then
 the server is told ``cancel`` (and a later answer is handled as after a restart)."""
 
+GIVE_UP = 5.0
+"""Seconds a call given up while its server asked is left to end after the server is
+answered ``cancel`` (the server's tool gets to see the answer), before it is cancelled."""
+
 Replay = tuple[JSONObject, str]
 """A question asked before its session was lost (the persisted request) and the answer."""
 
@@ -203,6 +207,22 @@ class Elicitations:
         getter.cancel()
         self._forget(pending)
         return pending.task.result()
+
+    async def abandon(self, key: str) -> bool:
+        """The run gave up the call ``key`` while it waited for the user (cancel, expiry).
+
+        The server is answered ``cancel``, and its call is left `GIVE_UP` seconds to end on
+        its own (its answer is not wanted) before it is cancelled. Returns whether such a
+        call was pending here.
+        """
+        pending = self._calls.pop(key, None)
+        if pending is None:
+            return False
+        if pending.answer is not None and not pending.answer.done():
+            pending.answer.set_result(mcp_types.ElicitResult(action="cancel"))
+        if pending.task is not None:
+            asyncio.get_running_loop().call_later(GIVE_UP, pending.task.cancel)
+        return True
 
     def _forget(self, pending: Pending) -> None:
         if self._calls.get(pending.key) is pending:

@@ -222,6 +222,14 @@ class MCPServer:
         """`aclose`, for synchronous code."""
         on_host_sync(self._session.drop())
 
+    def abandon(self, key: str) -> bool:
+        """A run gave up its call ``key`` (its idempotency key) waiting for the user here.
+
+        The server waiting mid-call is answered ``cancel`` and the call cancelled (an Agent
+        does this when it cancels or expires such a run). False if no such call waits here.
+        """
+        return on_host_sync(self._asking.abandon(key))
+
     async def __aenter__(self) -> MCPServer:
         self._scopes += 1
         return self

@@ -25,19 +25,22 @@ class Quantity(BaseModel):
     count: int
 
 
-def desk(calls: list[str] | None = None) -> MCPServer:
+def desk(calls: list[str] | None = None, answers: list[str] | None = None) -> MCPServer:
     """A server whose tools ask the user mid-call and answer with what they got.
 
     ``order`` (not idempotent) asks for a form; ``quote`` (idempotent) asks the same form;
     ``sign_in`` asks the user to visit a URL; ``hurry`` stops waiting for the answer after a
     tenth of a second, and ``insist`` then asks another question. Each call's name is
-    appended to ``calls``.
+    appended to ``calls``, and the action of each answer to ``order``'s question to
+    ``answers``.
     """
     server = MCPServer("desk")
     calls = [] if calls is None else calls
 
     async def ask(what: str, ctx: Context) -> str:
         answer = await ctx.elicit(f"How many {what}?", Quantity)
+        if answers is not None:
+            answers.append(answer.action)
         if answer.action == "accept":
             return f"accept: {answer.data.count} {what}"
         return answer.action

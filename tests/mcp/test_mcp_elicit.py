@@ -177,6 +177,27 @@ def test_a_question_nobody_answers_in_time_is_cancelled_at_the_server() -> None:
     agent.shutdown()
 
 
+def test_a_run_cancelled_while_the_server_asks_answers_the_server_cancel() -> None:
+    answers: list[str] = []
+    server = MCPServer("d", desk(answers=answers), trusted=True, policies=ALLOW, protocol="legacy")
+    agent = Agent(ordering(), mcp_servers=[server])
+    agent.start()
+    agent.submit("order pens")
+    assert server._asking.waiting == 1
+
+    ended = agent.cancel()  # (an expiry closes the turn the same way)
+
+    assert (ended.state, ended.reason) == ("failed", "cancelled")
+    for _ in range(200):  # (the server's handler runs on the sessions' loop)
+        if answers:
+            break
+        threading.Event().wait(0.01)
+    assert answers == ["cancel"]  # told at once, not after the hour
+    assert server._asking.waiting == 0
+    assert server.abandon("nothing:here") is False
+    agent.shutdown()
+
+
 @pytest.mark.parametrize(
     ("request_", "text", "expected"),
     [
