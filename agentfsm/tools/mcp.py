@@ -71,11 +71,12 @@ from agentfsm.tools._mcp_options import (
     protocol_of,
     target_of,
 )
+from agentfsm.tools._mcp_owning import SessionOwner
 from agentfsm.tools._mcp_results import Answer, answered, failure, output
 from agentfsm.tools._mcp_tasks import call_as_task, mark_uncallable, needs_task, offerable
 from agentfsm.tools.content import ToolContent
 from agentfsm.tools.context import ToolContext
-from agentfsm.tools.mcp_sessions import Session, on_host, on_host_sync
+from agentfsm.tools.mcp_sessions import Session, on_host
 from agentfsm.tools.policy import ToolPolicy
 from agentfsm.tools.registry import AnyTool
 from agentfsm.tools.sources import InputRequest
@@ -97,7 +98,7 @@ gives a server 2 s to exit before it kills it)."""
 _RESULT: TypeAdapter[Answer] = TypeAdapter(Answer)
 
 
-class MCPServer:
+class MCPServer(SessionOwner):
     """One MCP server whose tools an application offers to its model.
 
     Args:
@@ -125,10 +126,7 @@ class MCPServer:
     """
 
     __slots__ = (
-        "_asking",
         "_changed",
-        "_scopes",
-        "_session",
         "_warned",
         "allow",
         "deny",
@@ -193,60 +191,6 @@ class MCPServer:
         self._session = Session(
             prefix, self._client, isinstance(self.target, mcp.StdioServerParameters)
         )
-
-    @property
-    def sessions_opened(self) -> int:
-        """How many sessions were opened so far (for a stdio server: processes started)."""
-        return self._session.opened
-
-    @property
-    def is_open(self) -> bool:
-        """Whether a session is kept open now."""
-        return self._session.is_open
-
-    async def release(self) -> None:
-        """An owner is done with the session: close it, unless a ``with`` scope holds it.
-
-        An `Agent` given the server (``mcp_servers=``) calls it when its run shuts down; a
-        server used inside ``with server:`` / ``async with server:`` stays open until the
-        scope ends, for the other runs that share it.
-        """
-        if not self._scopes:
-            await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the kept session, if any (the next operation would open a new one)."""
-        await on_host(self._session.drop())
-
-    def close(self) -> None:
-        """`aclose`, for synchronous code."""
-        on_host_sync(self._session.drop())
-
-    def abandon(self, key: str) -> bool:
-        """A run gave up its call ``key`` (its idempotency key) waiting for the user here.
-
-        The server waiting mid-call is answered ``cancel`` and the call cancelled (an Agent
-        does this when it cancels or expires such a run). False if no such call waits here.
-        """
-        return on_host_sync(self._asking.abandon(key))
-
-    async def __aenter__(self) -> MCPServer:
-        self._scopes += 1
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._scopes -= 1
-        if not self._scopes:
-            await self.aclose()
-
-    def __enter__(self) -> MCPServer:
-        self._scopes += 1
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._scopes -= 1
-        if not self._scopes:
-            self.close()
 
     def _client(self, errlog: Any = None) -> mcp.Client:
         # No response cache: a listing must be the server's current one. A server may ask
