@@ -495,10 +495,11 @@ class ToolRounds(TypedAnswers):
         if self._loop is not None and not self._loop.is_final:
             self._loop.send("abort", reason=why)
         if self._inputs and self._sources:
-            for call_id, request in self._inputs.items():
-                for source in self._sources if "answer" not in request else ():
-                    abandon = getattr(source, "abandon", None)  # (an optional method)
-                    if abandon is not None:
+            asking = [call_id for call_id, wait in self._inputs.items() if "answer" not in wait]
+            for source in self._sources:
+                abandon = getattr(source, "abandon", None)  # (an optional method)
+                if abandon is not None:
+                    for call_id in asking:
                         abandon(f"{self._data.run_id}:{call_id}")
         self._answer_unanswered(why)
         self._flush_deferred()
