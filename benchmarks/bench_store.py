@@ -12,7 +12,8 @@ small row and its ``COMMIT`` in one round trip (an autocommit connection of the 
 Unix socket, ``fsync`` and ``synchronous_commit`` on), interleaved with the `PostgresStore`
 saves on the same server, repetition by repetition: the row ``save / floor`` is the median of
 each repetition's ratio. Round trips per save are counted in libpq's protocol trace of the
-store's one connection (each ends with the server's ``ReadyForQuery``).
+store's one connection (each ends with the server's ``ReadyForQuery``), and the client's CPU
+time per operation (this process's, the thread's wait for the server excluded) beside each.
 
 Run: ``.venv/bin/python benchmarks/bench_store.py [--json PATH] [--quick]``.
 """
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,13 @@ def time_floor(connection: psycopg.Connection[Any], repetition: int) -> float:
     return (time.perf_counter() - start) / SAVES * 1e6
 
 
+def client_cpu(timer: Callable[[], float]) -> tuple[float, float]:
+    """``timer()``'s µs per operation, and this process's CPU µs per operation meanwhile."""
+    start = time.process_time()
+    micros = timer()
+    return micros, (time.process_time() - start) / SAVES * 1e6
+
+
 def round_trips_per_save(server: TemporaryPostgres, saves: int = 20) -> float:
     """The round trips of one `PostgresStore` save, counted in libpq's protocol trace.
 
@@ -132,7 +141,7 @@ def round_trips_per_save(server: TemporaryPostgres, saves: int = 20) -> float:
 
 def measure_floor(server: TemporaryPostgres, repeats: int = REPEATS) -> dict[str, float]:
     """A `PostgresStore` save against the server's floor, interleaved; round trips per save."""
-    floor_us, save_us, ratios = [], [], []
+    floor_us, save_us, ratios, floor_cpu, save_cpu = [], [], [], [], []
     with (
         PostgresStore(server.new_database()) as store,
         psycopg.connect(server.new_database(), autocommit=True) as connection,
@@ -140,10 +149,13 @@ def measure_floor(server: TemporaryPostgres, repeats: int = REPEATS) -> dict[str
         connection.execute("CREATE TABLE floor (k bigserial PRIMARY KEY, v text NOT NULL)")
         for repetition in range(repeats):
             first_floor = repetition % 2 == 0  # (which goes first alternates)
-            floor = time_floor(connection, repetition) if first_floor else 0.0
-            save = time_saves(store, 1000 + repetition)
+            floor_timer = partial(time_floor, connection, repetition)
+            floor, cpu = client_cpu(floor_timer) if first_floor else (0.0, 0.0)
+            save, cpu_of_save = client_cpu(partial(time_saves, store, 1000 + repetition))
             if not first_floor:
-                floor = time_floor(connection, repetition)
+                floor, cpu = client_cpu(floor_timer)
+            floor_cpu.append(cpu)
+            save_cpu.append(cpu_of_save)
             floor_us.append(floor)
             save_us.append(save)
             ratios.append(save / floor)
@@ -152,6 +164,8 @@ def measure_floor(server: TemporaryPostgres, repeats: int = REPEATS) -> dict[str
         "save_us": statistics.median(save_us),
         "ratio": statistics.median(ratios),
         "round_trips_per_save": round_trips_per_save(server),
+        "floor_client_cpu_us": statistics.median(floor_cpu),
+        "save_client_cpu_us": statistics.median(save_cpu),
     }
 
 
@@ -186,7 +200,9 @@ def main() -> None:
         f"PostgreSQL floor (INSERT one row + COMMIT, one round trip, fsync on): "
         f"{floor['floor_us']:.1f} µs; a PostgresStore save {floor['save_us']:.1f} µs: "
         f"{floor['ratio']:.2f}x the floor (paired median of {repeats}); "
-        f"{floor['round_trips_per_save']:g} round trip(s) per save"
+        f"{floor['round_trips_per_save']:g} round trip(s) per save; client CPU "
+        f"{floor['floor_client_cpu_us']:.1f} µs per INSERT, {floor['save_client_cpu_us']:.1f} "
+        "µs per save"
     )
     if options.json:
         options.json.write_text(json.dumps({"operations": results, "postgres_floor": floor}))

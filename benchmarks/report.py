@@ -173,16 +173,22 @@ def store_table(store: dict[str, dict[str, float]]) -> list[str]:
 
 def floor_lines(floor: dict[str, float]) -> list[str]:
     """PostgreSQL's floor beside a PostgresStore save, from bench_store."""
+    cpu = (
+        f"{floor['floor_client_cpu_us']:.0f} / {floor['save_client_cpu_us']:.0f} µs"
+        if "save_client_cpu_us" in floor
+        else ""
+    )
     return [
         "PostgreSQL's floor on the same server: one `INSERT` of one small row and its "
         "`COMMIT`, in one round trip over an autocommit connection of the same kind (fsync "
         "and synchronous_commit on), interleaved with the saves; the ratio is paired by "
         "repetition.",
         "",
-        "| INSERT + COMMIT (floor) | PostgresStore save | save / floor | round trips / save |",
-        "|---:|---:|---:|---:|",
+        "| INSERT + COMMIT (floor) | PostgresStore save | save / floor | round trips / save "
+        "| client CPU: floor / save |",
+        "|---:|---:|---:|---:|---:|",
         f"| {floor['floor_us']:,.1f} µs | {floor['save_us']:,.1f} µs | {floor['ratio']:.2f}x "
-        f"| {floor['round_trips_per_save']:g} |",
+        f"| {floor['round_trips_per_save']:g} | {cpu} |",
     ]
 
 

@@ -34,7 +34,6 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 Connection = psycopg.Connection[tuple[Any, ...]]
-Cursor = psycopg.Cursor[tuple[Any, ...]]
 
 MIN_CONNECT_TIMEOUT = 2
 """libpq's least ``connect_timeout``, in seconds (a smaller one is taken as 2)."""
@@ -87,10 +86,12 @@ class Connections:
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._check = check
-        self._slots = threading.BoundedSemaphore(max_size)
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)  # (a call waits on it when all are in use)
+        self._in_use = 0
+        self._waiting = 0
         self._idle: list[Connection] = []
-        self._cursors: dict[Connection, Cursor] = {}  # (dropped with their connection)
+        self._prepared: dict[Connection, set[bytes]] = {}  # (dropped with their connection)
         self._closed = False
         try:
             for _ in range(min_size):
@@ -107,7 +108,10 @@ class Connections:
         """
         try:
             return psycopg.connect(
-                self._conninfo, autocommit=True, connect_timeout=self._connect_timeout
+                self._conninfo,
+                autocommit=True,
+                connect_timeout=self._connect_timeout,
+                client_encoding="utf8",  # (what `agentfsm.stores._pg_exec` sends)
             )
         except psycopg.OperationalError as exc:
             raise ServerUnreachable(str(exc).strip()) from None
@@ -121,59 +125,82 @@ class Connections:
             ServerUnreachable: No idle connection was alive and a new one cannot be opened.
             StaleConnection: The (checked, idle) connection was lost during the call.
         """
-        if not self._slots.acquire(timeout=self._timeout):
-            raise AllConnectionsBusy(
-                f"all {self._max_size} connections stayed in use for {self._timeout} s"
-            )
+        conn, checked = self._take()
         try:
-            conn, checked = self._take()
-            try:
-                yield conn
-            except psycopg.OperationalError as exc:
-                if checked and conn.broken and not isinstance(exc, StaleConnection):
-                    raise StaleConnection(str(exc).strip()) from exc
-                raise
-            finally:
-                self._give_back(conn)
+            yield conn
+        except psycopg.OperationalError as exc:
+            if checked and conn.broken and not isinstance(exc, StaleConnection):
+                raise StaleConnection(str(exc).strip()) from exc
+            raise
         finally:
-            self._slots.release()
+            self._give_back(conn)
 
-    def cursor(self, conn: Connection) -> Cursor:
-        """The one cursor of ``conn`` for the store's hot path, made on first use, then reused.
+    def prepared(self, conn: Connection) -> set[bytes]:
+        """The names of the statements prepared on ``conn`` (`agentfsm.stores._pg_exec`).
 
-        A cursor of its own per call (``conn.execute``) costs a save about a fifth of its
-        client time (a cursor, its transformer and a copy of the adapters each time); a
-        connection is used by one call at a time, so its cursor is too.
+        A connection is used by one call at a time, so its set is too; it is forgotten when
+        the connection is dropped.
         """
-        cursor = self._cursors.get(conn)
-        if cursor is None:
-            cursor = self._cursors[conn] = conn.cursor()
-        return cursor
+        names = self._prepared.get(conn)
+        if names is None:
+            names = self._prepared[conn] = set()
+        return names
 
     def _drop(self, conn: Connection) -> None:
-        """Close ``conn`` (taken out of the pool) and forget its cursor."""
-        self._cursors.pop(conn, None)
+        """Close ``conn`` (taken out of the pool) and forget its prepared statements."""
+        self._prepared.pop(conn, None)
         conn.close()
 
     def _take(self) -> tuple[Connection, bool]:
-        """A connection, and whether it is an idle one that was checked."""
-        while True:
+        """A connection, and whether it is an idle one that was checked; counted in use."""
+        with self._lock:
+            if self._in_use >= self._max_size:
+                self._wait_for_one()
+            if self._closed:
+                raise psycopg.OperationalError("the store is closed")
+            self._in_use += 1
+            conn = self._idle.pop() if self._idle else None
+        try:
+            while conn is not None:
+                if not self._check:
+                    return conn, False
+                if _alive(conn):
+                    return conn, True
+                self._drop(conn)
+                with self._lock:
+                    if self._closed:
+                        raise psycopg.OperationalError("the store is closed")
+                    conn = self._idle.pop() if self._idle else None
+            return self.connect(), False
+        except BaseException:
             with self._lock:
-                if self._closed:
-                    raise psycopg.OperationalError("the store is closed")
-                conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                return self.connect(), False
-            if not self._check:
-                return conn, False
-            if _alive(conn):
-                return conn, True
-            self._drop(conn)
+                self._release()
+            raise
+
+    def _wait_for_one(self) -> None:
+        """Wait (holding the lock) until a call gives its connection back, or time out."""
+        self._waiting += 1
+        try:
+            if not self._freed.wait_for(
+                lambda: self._in_use < self._max_size or self._closed, self._timeout
+            ):
+                raise AllConnectionsBusy(
+                    f"all {self._max_size} connections stayed in use for {self._timeout} s"
+                )
+        finally:
+            self._waiting -= 1
+
+    def _release(self) -> None:
+        """One call fewer in use (the lock is held): a waiting call may go on."""
+        self._in_use -= 1
+        if self._waiting:
+            self._freed.notify()
 
     def _give_back(self, conn: Connection) -> None:
         broken = conn.closed or conn.broken
         dropped: list[Connection] = []
         with self._lock:
+            self._release()
             if not broken and not self._closed and _idle(conn):
                 self._idle.append(conn)
                 return
@@ -186,17 +213,21 @@ class Connections:
             self._drop(other)
 
     def close(self) -> None:
-        """Close every idle connection; one in use is closed when it is given back."""
+        """Close every idle connection; one in use is closed when it is given back.
+
+        A call waiting for a connection fails at once (the store is closed).
+        """
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            self._freed.notify_all()
         for conn in idle:
             self._drop(conn)
 
 
 def _idle(conn: Connection) -> bool:
     """Whether ``conn`` is in no transaction (a call always ends its own)."""
-    return conn.info.transaction_status == TransactionStatus.IDLE
+    return conn.pgconn.transaction_status == TransactionStatus.IDLE
 
 
 def _alive(conn: Connection) -> bool:

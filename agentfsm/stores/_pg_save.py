@@ -1,14 +1,15 @@
 """A `PostgresStore` save in one prepared statement: the path every successful save takes.
 
-A save is one of `SAVES`, one SQL statement (data-modifying CTEs), sent prepared, in one
-round trip and one transaction (the connection is in autocommit): it updates the run's row
-only if the stored version is ``expected``, its seq is the one the events follow, its stamp
-the one the save's new items continue (if any), and no other owner's lease is live; or, for
-a new run (``expected`` NULL), inserts it unless another writer did (``ON CONFLICT DO
-NOTHING``). Only then does it append the events and item rows and send the notification. It
-returns the run's new lease as one row, or no row when it wrote nothing: the store then
-calls the ``agentfsm_save`` function (`agentfsm.stores._postgres_sql.SAVE`), which says why
-under the row's lock (or saves, if the run moved on to a state this save now continues).
+A save is one of `SAVES`, one SQL statement (data-modifying CTEs), sent prepared
+(`agentfsm.stores._pg_exec`), in one round trip and one transaction (the connection is in
+autocommit): it updates the run's row only if the stored version is ``expected``, its seq
+is the one the events follow, its stamp the one the save's new items continue (if any), and
+no other owner's lease is live; or, for a new run (``expected`` NULL), inserts it unless
+another writer did (``ON CONFLICT DO NOTHING``). Only then does it append the events and
+item rows and send the notification. It returns the run's new lease as one row, or no row
+when it wrote nothing: the store then calls the ``agentfsm_save`` function
+(`agentfsm.stores._postgres_sql.SAVE`), which says why under the row's lock (or saves, if
+the run moved on to a state this save now continues).
 
 Why not the function every time: it costs the server about 2.5x the statement (PL/pgSQL
 runs each of its statements through the executor anew), and its arguments are arrays, which
@@ -20,18 +21,24 @@ checked again on the row it left, so of two saves expecting one version one is r
 
 from __future__ import annotations
 
+import itertools
+import os
+import secrets
 import time
 from collections.abc import Sequence
-
-from psycopg.types.numeric import Float8, Int8
+from typing import TYPE_CHECKING
 
 from agentfsm.errors import RunBusyError, SnapshotConflictError
 from agentfsm.states.events import Event
 from agentfsm.stores._items import NewItems, core_json, event_json
+from agentfsm.stores._pg_exec import BOOL, FLOAT8, INT8, Statement, boolean, double, integer
 from agentfsm.stores._postgres_sql import notice
 from agentfsm.stores.base import check_save
 from agentfsm.stores.leases import Hold
 from agentfsm.stores.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from psycopg.pq.abc import PGresult
 
 _UPDATE = """WITH saved AS (
     UPDATE agentfsm_runs r SET schema_version = %(schema_version)s, version = %(version)s,
@@ -62,12 +69,15 @@ _CREATE = """WITH saved AS (
 )"""
 """A new run's row, unless another writer created the run first (no row then)."""
 
-_APPEND = """, appended AS (
+_EVENTS = """, appended AS (
     INSERT INTO agentfsm_events (run_id, seq, event)
     SELECT %(run)s::text, %(known_seq)s + e.n, e.v::text
     FROM json_array_elements(%(events)s::json) WITH ORDINALITY AS e(v, n)
     WHERE EXISTS (SELECT FROM saved)
-), items AS (
+)"""
+"""The events, if the run's row was written."""
+
+_ITEMS = """, items AS (
     SELECT 'm'::text AS kind, %(m_start)s::integer - 1 + i.n AS idx, i.v::text AS item
     FROM json_array_elements(%(messages)s::json) WITH ORDINALITY AS i(v, n)
     UNION ALL
@@ -76,7 +86,7 @@ _APPEND = """, appended AS (
 ), added AS (
     INSERT INTO agentfsm_items (run_id, kind, idx, item)
     SELECT %(run)s::text, kind, idx, item FROM items WHERE EXISTS (SELECT FROM saved)"""
-"""The events and the new item rows, if the run's row was written."""
+"""The new item rows, if the run's row was written (a save with none leaves it out)."""
 
 _REWRITE = """
     ON CONFLICT (run_id, kind, idx) DO UPDATE SET item = excluded.item
@@ -94,27 +104,58 @@ statement must not touch one row); a kind not rewritten is not scanned (its flag
 parameter, is a one-time filter of the plan)."""
 
 _RESULT = """
-)
 SELECT s.lease_owner, s.lease_expires,
     CASE WHEN %(notice)s::text IS NOT NULL THEN pg_notify('agentfsm_events', %(notice)s) END
 FROM saved s"""
 
-SAVES = {
-    (create, rewrite): (_CREATE if create else _UPDATE)
-    + _APPEND
-    + (_REWRITE if rewrite else "")
-    + _RESULT
-    for create in (False, True)
-    for rewrite in (False, True)
+_INTEGERS = ("expected", "known_seq", "schema_version", "version", "seq", "turn")
+_TYPES = {
+    **dict.fromkeys((*_INTEGERS, "m_start", "t_start"), INT8),
+    **dict.fromkeys(("m_rewrite", "t_rewrite"), BOOL),
+    **dict.fromkeys(("now", "until"), FLOAT8),
 }
-"""The save, by (whether it creates the run, whether it rewrites a kind's items): one row
-(the stored lease's owner and expiry) if it wrote, none if it did not. Four statements, so
-that each plan holds only what its saves do (a plan's every node is set up at each run)."""
+"""The parameters' types (the rest are text): integers are ``bigint`` whatever their size."""
+
+SHAPES = ("events", "items", "rewrite")
+"""What a save writes beside the run's row and events: no item rows, new ones, or a kind's
+items rewritten (upserted, and those past its new length deleted)."""
+
+SAVES = {
+    (create, shape): Statement(
+        f"agentfsm_save_{'create' if create else 'update'}_{shape}",
+        (_CREATE if create else _UPDATE)
+        + _EVENTS
+        + ("" if shape == "events" else _ITEMS + (_REWRITE if shape == "rewrite" else "") + "\n)")
+        + _RESULT,
+        _TYPES,
+    )
+    for create in (False, True)
+    for shape in SHAPES
+}
+"""The save, by (whether it creates the run, its `SHAPES`): one row (the stored lease's
+owner and expiry) if it wrote, none if it did not. Six statements, so that each plan holds
+only what its saves do (a plan's every node is set up at each execution: the items'
+sub-statements cost a save with no new item about 4% of its time)."""
 
 
-def statement(expected_version: int | None, changes: Sequence[NewItems]) -> str:
+def statement(expected_version: int | None, changes: Sequence[NewItems]) -> Statement:
     """The one of `SAVES` a save expecting ``expected_version`` and writing ``changes`` is."""
-    return SAVES[expected_version is None, any(change.rewrite for change in changes)]
+    if any(change.rewrite for change in changes):
+        shape = "rewrite"
+    else:
+        shape = "items" if any(change.rows for change in changes) else "events"
+    return SAVES[expected_version is None, shape]
+
+
+def lease_row(result: PGresult) -> tuple[str | None, float | None] | None:
+    """The stored lease's owner and expiry a save's ``result`` gives; None: it wrote nothing."""
+    if result.ntuples == 0:
+        return None
+    owner, expires = result.get_value(0, 0), result.get_value(0, 1)
+    return (
+        None if owner is None else bytes(owner).decode(),
+        None if expires is None else float(bytes(expires)),
+    )
 
 
 def json_list(texts: Sequence[str]) -> str:
@@ -132,11 +173,10 @@ def arguments(
     known_stamp: str | None,
     stamp: str,
     lease: tuple[str | None, float, float],
-) -> dict[str, object]:
-    """The parameters of `SAVES` (`agentfsm.stores._postgres_sql.save_arguments`', by name).
+) -> dict[str, str | None]:
+    """The parameters of `SAVES`, each as its text (`agentfsm.stores._pg_exec`), by name.
 
-    Integers are dumped as ``bigint`` always (psycopg picks the smallest type that holds a
-    value otherwise, and each set of types is a prepared statement of its own).
+    They are `agentfsm.stores._postgres_sql.save_arguments`' (the save function's).
     """
     run_id = snapshot.run_id
     by_kind = {change.kind: change for change in changes}
@@ -144,27 +184,27 @@ def arguments(
     holder, now, until = lease
     return {
         "run": run_id,
-        "expected": None if expected_version is None else Int8(expected_version),
-        "known_seq": Int8(known_seq),
+        "expected": None if expected_version is None else integer(expected_version),
+        "known_seq": integer(known_seq),
         "known_stamp": known_stamp,
-        "schema_version": Int8(snapshot.schema_version),
-        "version": Int8(snapshot.version),
-        "seq": Int8(snapshot.seq),
+        "schema_version": integer(snapshot.schema_version),
+        "version": integer(snapshot.version),
+        "seq": integer(snapshot.seq),
         "state": snapshot.state,
-        "turn": Int8(snapshot.turn),
+        "turn": integer(snapshot.turn),
         "stamp": stamp,
         "snapshot": core_json(snapshot),
         "events": json_list([event_json(event) for event in events]),
         "messages": json_list(messages.rows if messages else ()),
-        "m_start": Int8(messages.start if messages else 0),
-        "m_rewrite": bool(messages and messages.rewrite),
+        "m_start": integer(messages.start if messages else 0),
+        "m_rewrite": boolean(bool(messages and messages.rewrite)),
         "trace": json_list(trace.rows if trace else ()),
-        "t_start": Int8(trace.start if trace else 0),
-        "t_rewrite": bool(trace and trace.rewrite),
+        "t_start": integer(trace.start if trace else 0),
+        "t_rewrite": boolean(bool(trace and trace.rewrite)),
         "notice": notice(run_id, events[-1].seq) if events else None,
         "holder": holder,
-        "now": Float8(now),
-        "until": Float8(until),
+        "now": double(now),
+        "until": double(until),
     }
 
 
@@ -183,6 +223,31 @@ def refusal(
     if outcome == "conflict":
         raise SnapshotConflictError(snapshot.run_id, expected_version, stored[0])
     check_save(snapshot, events, expected_version, stored[1])  # ("invalid": it raises)
+
+
+class _Stamps:
+    """Each save's stamp: this process's random prefix and a count (see `new_stamp`)."""
+
+    prefix = secrets.token_hex(8)
+    count = itertools.count()
+
+    @classmethod
+    def reseed(cls) -> None:
+        """A forked child's own prefix (else parent and child would stamp alike)."""
+        cls.prefix, cls.count = secrets.token_hex(8), itertools.count()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which has no fork)
+    os.register_at_fork(after_in_child=_Stamps.reseed)
+
+
+def new_stamp() -> str:
+    """A text no other save of any process writes: how a save recognises its own commit.
+
+    64 random bits per process (drawn again in a forked child) and a count: a ``uuid4``
+    per save drew 128 bits from the kernel each time, for the same purpose.
+    """
+    return f"{_Stamps.prefix}-{next(_Stamps.count):x}"
 
 
 def lease_arguments(hold: Hold | None) -> tuple[str | None, float, float]:

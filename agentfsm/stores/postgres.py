@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -60,6 +59,7 @@ from agentfsm.stores import _pg_watch as watching
 from agentfsm.stores import _postgres_sql as sql
 from agentfsm.stores._credentials import redact, scrub
 from agentfsm.stores._items import RecentWrites, Written, assemble, new_items
+from agentfsm.stores._pg_exec import run
 from agentfsm.stores._pg_pool import (
     MIN_CONNECT_TIMEOUT,
     AllConnectionsBusy,
@@ -189,7 +189,7 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             written = self._written.get(run_id)
         if written is not None and written.version != expected_version:
             written = None  # what this store wrote is not what the save continues
-        stamp = uuid.uuid4().hex
+        stamp = one_statement.new_stamp()
         hold = self._holds.get(run_id)
         lease = one_statement.lease_arguments(hold)
         outcome, actual, stored_seq, leased = self._write(
@@ -270,11 +270,11 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             "lease": lease,
         }
         fast = one_statement.arguments(snapshot, events, changes, **given)
+        save = one_statement.statement(expected_version, changes)
         with self._pool.connection() as conn:
-            save = one_statement.statement(expected_version, changes)
-            row = self._pool.cursor(conn).execute(save, fast, prepare=True).fetchone()
-            if row is not None:
-                return "saved", snapshot.version, snapshot.seq, (row[0], row[1])
+            stored = one_statement.lease_row(run(conn, save, fast, self._pool.prepared(conn)))
+            if stored is not None:
+                return "saved", snapshot.version, snapshot.seq, stored
             # Refused (or raced): the function checks again under the row's lock and says
             # why, or saves if the stored run now is the one this save continues.
             arguments = sql.save_arguments(snapshot, events, changes, **given)
