@@ -22,6 +22,7 @@ watchers hear of it when (and only if) it commits.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 
@@ -315,6 +316,7 @@ def save_arguments(
     )
 
 
+@functools.lru_cache(maxsize=1024)  # (each save of a run notifies under its key)
 def run_key(run_id: str) -> str:
     """A short, fixed-length key of ``run_id`` for notifications (whose payload is bounded)."""
     return hashlib.sha256(run_id.encode()).hexdigest()[:32]
