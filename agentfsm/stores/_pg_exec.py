@@ -29,12 +29,12 @@ from psycopg.pq import ExecStatus
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
-TEXT, INT8, FLOAT8, BOOL = 25, 20, 701, 16
+TEXT, INT4, INT8, FLOAT8, BOOL = 25, 23, 20, 701, 16
 """The PostgreSQL type OIDs a statement's parameters may have (text unless declared)."""
 
 
 def integer(value: int) -> str:
-    """An ``int8`` parameter's text."""
+    """An ``int4`` or ``int8`` parameter's text."""
     return str(value)
 
 
@@ -58,7 +58,8 @@ class Statement:
         name: Its name on each connection (unique among the store's statements).
         sql: The statement, with psycopg's named placeholders (``%(name)s``; one name may
             appear several times).
-        types: The type OID of each parameter that is not text (`INT8`, `FLOAT8`, `BOOL`).
+        types: The type OID of each parameter that is not text (`INT4`, `INT8`, `FLOAT8`,
+            `BOOL`).
     """
 
     def __init__(self, name: str, sql: str, types: Mapping[str, int]) -> None:

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 from agentfsm.errors import RunBusyError, SnapshotConflictError
 from agentfsm.states.events import Event
 from agentfsm.stores._items import NewItems, core_json, event_json
-from agentfsm.stores._pg_exec import BOOL, FLOAT8, INT8, Statement, boolean, double, integer
-from agentfsm.stores._postgres_sql import notice
+from agentfsm.stores._pg_exec import BOOL, FLOAT8, INT4, INT8, Statement, boolean, double, integer
+from agentfsm.stores._postgres_sql import WATCHED_ALL, WATCHED_RUN, notice, watch_key
 from agentfsm.stores.base import check_save
 from agentfsm.stores.leases import Hold
 from agentfsm.stores.snapshot import Snapshot
@@ -103,16 +103,23 @@ length deleted (rather than all deleted and inserted again: two sub-statements o
 statement must not touch one row); a kind not rewritten is not scanned (its flag, a
 parameter, is a one-time filter of the plan)."""
 
-_RESULT = """
+_RESULT = f"""
 SELECT s.lease_owner, s.lease_expires,
-    CASE WHEN %(notice)s::text IS NOT NULL THEN pg_notify('agentfsm_events', %(notice)s) END
+    CASE WHEN %(notice)s::text IS NOT NULL
+        AND NOT (pg_try_advisory_xact_lock({WATCHED_RUN}, %(watch_key)s)
+            AND pg_try_advisory_xact_lock_shared({WATCHED_ALL}, 0))
+    THEN pg_notify('agentfsm_events', %(notice)s) END
 FROM saved s"""
+"""The stored lease, and the notification if someone watches the run (if the save could not
+take the locks `agentfsm.stores._postgres_sql.WATCHED_RUN` and ``WATCHED_ALL`` say; when it
+could, it holds them until its commit, so a watch starting meanwhile waits for it)."""
 
 _INTEGERS = ("expected", "known_seq", "schema_version", "version", "seq", "turn")
 _TYPES = {
     **dict.fromkeys((*_INTEGERS, "m_start", "t_start"), INT8),
     **dict.fromkeys(("m_rewrite", "t_rewrite"), BOOL),
     **dict.fromkeys(("now", "until"), FLOAT8),
+    "watch_key": INT4,
 }
 """The parameters' types (the rest are text): integers are ``bigint`` whatever their size."""
 
@@ -202,6 +209,7 @@ def arguments(
         "t_start": integer(trace.start if trace else 0),
         "t_rewrite": boolean(bool(trace and trace.rewrite)),
         "notice": notice(run_id, events[-1].seq) if events else None,
+        "watch_key": integer(watch_key(run_id)),
         "holder": holder,
         "now": double(now),
         "until": double(until),

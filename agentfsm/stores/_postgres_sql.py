@@ -16,8 +16,10 @@ Schema version 2 (the ``agentfsm_schema`` table holds the version):
 - ``agentfsm_save(…)``: a whole save as one function call; the store calls it for a save
   the one-statement save (`agentfsm.stores._pg_save`) refused, to learn why.
 
-A save sends ``pg_notify('agentfsm_events', '<run key>:<seq>')`` in its transaction, so
-watchers hear of it when (and only if) it commits.
+A save of a watched run sends ``pg_notify('agentfsm_events', '<run key>:<seq>')`` in its
+transaction, so watchers hear of it when (and only if) it commits; a save nobody watches
+sends none (see `WATCHED_RUN`): a transaction that notifies holds a lock of the whole
+server from its commit until its WAL is flushed, so notifying saves commit one at a time.
 """
 
 from __future__ import annotations
@@ -40,6 +42,22 @@ TABLES = frozenset({"agentfsm_schema", "agentfsm_runs", "agentfsm_items", "agent
 """agentfsm's tables; any other table in the schema is another application's."""
 
 MIGRATION_LOCK = 0x61676E74_66736D  # pg_advisory_xact_lock key: "agntfsm"
+
+WATCHED_RUN = 0x61667731  # "afw1"
+"""The class (first key) of the advisory lock a watch of one run holds, shared, for as long
+as it watches; the second key is the run's `watch_key`. A save of a run with events tries
+that lock, exclusive, for its own transaction: it gets it only if nobody watches the run,
+and then sends no notification. A watch that starts while such a save is in flight waits
+for its commit (its lock), and reads after that: so no save it should hear of goes
+unheard. Two runs whose keys collide only make one's saves notify when the other is
+watched (a watch ignores notifications of other runs)."""
+
+WATCHED_ALL = 0x61667732  # "afw2"
+"""The class of the advisory lock (second key 0) held, exclusive, by a `PostgresStore.listen`
+connection: a save takes it shared (saves never wait for one another on it), and a save
+that cannot notifies. A second listener queues for the lock on a connection of its own; a
+queued request makes the saves' attempts fail too, so saves notify until the last listener
+is gone."""
 """Serialises concurrent first openings of one database (only one migrates)."""
 
 SAVE_FUNCTION_1 = """CREATE FUNCTION agentfsm_save(
@@ -264,6 +282,15 @@ DELETE_RUN = (
     "DELETE FROM agentfsm_runs WHERE run_id = %s",
 )
 LISTEN = f"LISTEN {CHANNEL}"
+WATCH_RUN = f"SELECT pg_advisory_lock_shared({WATCHED_RUN}, %s)"
+"""Taken by a watch (on its listening connection) before it LISTENs: see `WATCHED_RUN`."""
+WATCH_ALL = f"SELECT pg_advisory_lock({WATCHED_ALL}, 0)"
+"""Requested by a listener's holding connection: granted, or queued (`WATCHED_ALL`)."""
+WATCH_ALL_QUEUED = (
+    "SELECT EXISTS (SELECT FROM pg_locks WHERE pid = %s AND locktype = 'advisory' "
+    f"AND classid = {WATCHED_ALL}::bigint::oid AND objid = 0)"
+)
+"""Whether the backend ``pid`` holds or waits for the lock of `WATCH_ALL`."""
 
 Row = tuple[object, ...]
 
@@ -320,6 +347,11 @@ def save_arguments(
 def run_key(run_id: str) -> str:
     """A short, fixed-length key of ``run_id`` for notifications (whose payload is bounded)."""
     return hashlib.sha256(run_id.encode()).hexdigest()[:32]
+
+
+def watch_key(run_id: str) -> int:
+    """The second key (a signed 32-bit integer) of the advisory lock watching ``run_id``."""
+    return int(run_key(run_id)[:8], 16) - 2**31
 
 
 def notice(run_id: str, seq: int) -> str:

@@ -413,8 +413,9 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
     ) -> Iterator[Event]:
         """The run's events after ``after_seq`` as they are stored, by any process.
 
-        It LISTENs on its own connection first, then reads what is stored, then reads again
-        at each notification of the run: an event committed at any moment is yielded
+        It takes the run's watch lock and LISTENs on its own connection first (a save of a
+        run nobody watches sends no notification), then reads what is stored, then reads
+        again at each notification of the run: an event committed at any moment is yielded
         exactly once, in order. When its connection is lost (the server restarted), it
         reconnects by itself, at once and then after 0.1 s, 0.2 s… (at most
         ``RECONNECT_DELAY`` s apart), LISTENs again and reads on after the last event it
@@ -437,7 +438,7 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
         checks.seconds("reconnect_timeout", reconnect_timeout)
         key = sql.run_key(run_id)
         try:
-            listener = watching.listener(self._conninfo, self.connect_timeout)
+            listener = watching.listener(self._conninfo, self.connect_timeout, run_id)
         except psycopg.Error as exc:
             raise self._failure(exc, run_id, writing=False) from None
         last = after_seq
@@ -478,7 +479,7 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
         self, run_id: str, lost: psycopg.Error, give_up: float, reconnect_timeout: float
     ) -> psycopg.Connection[tuple[Any, ...]]:
         try:
-            return watching.reconnect(self._conninfo, self.connect_timeout, give_up, lost)
+            return watching.reconnect(self._conninfo, self.connect_timeout, run_id, give_up, lost)
         except psycopg.OperationalError as exc:
             raise StoreError(
                 f"the watch of run {run_id!r} in {self.url!r} lost its connection and could "
@@ -490,23 +491,17 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
         """A new asynchronous connection, already LISTENing to every save of the store.
 
         Each committed save that stores events sends one notification on it (its payload
-        is `agentfsm.stores._postgres_sql.notice`), in commit order. Close it when done.
+        is `agentfsm.stores._postgres_sql.notice`), in commit order, as long as it is open
+        (a second connection of its own makes every save notify: a save of a run nobody
+        watches or listens to sends none). Close it when done.
 
         Raises:
             StoreError: The database cannot be reached (the password masked).
         """
         try:
-            conn = await psycopg.AsyncConnection.connect(
-                self._conninfo, autocommit=True, connect_timeout=self.connect_timeout
-            )
+            return await watching.listening(self._conninfo, self.connect_timeout)
         except psycopg.Error as exc:
             raise self._failure(exc, None, writing=False) from None
-        try:
-            await conn.execute(sql.LISTEN)
-        except psycopg.Error as exc:  # pragma: no cover - the connection just opened
-            await conn.close()
-            raise self._failure(exc, None, writing=False) from None
-        return conn
 
     def close(self) -> None:
         """Close the pool's connections; closing twice is harmless."""

@@ -45,7 +45,7 @@ def test_closing_the_store_fails_a_call_waiting_for_a_connection_at_once(
     def load() -> None:
         try:
             store.load("r")
-        except BaseException as exc:  # noqa: BLE001 - what the waiting call ends with
+        except BaseException as exc:
             errors.append(exc)
 
     with store._pool.connection():
@@ -57,7 +57,8 @@ def test_closing_the_store_fails_a_call_waiting_for_a_connection_at_once(
         store.close()
         waiter.join(BOUND / 2)
         assert not waiter.is_alive()  # it ended while the connection was still held
-    assert len(errors) == 1 and isinstance(errors[0], StoreError)
+    assert len(errors) == 1
+    assert isinstance(errors[0], StoreError)
     assert "closed" in str(errors[0])
 
 
@@ -77,7 +78,7 @@ def test_more_threads_than_connections_each_save_their_runs(
                     snapshot = make_snapshot(run_id, n, n)
                     events = make_events(run_id, n, 1)
                     store.save(snapshot, events, expected_version=n - 1 or None)
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 failures.append(exc)
 
         workers = [threading.Thread(target=work, args=(f"r{n}",)) for n in range(threads)]
@@ -86,7 +87,8 @@ def test_more_threads_than_connections_each_save_their_runs(
         for worker in workers:
             worker.join(BOUND)
         assert failures == []
-        assert store._pool._in_use == 0 and store._pool._waiting == 0
+        assert store._pool._in_use == 0
+        assert store._pool._waiting == 0
         assert 1 <= len(store._pool._idle) <= 2
         for n in range(threads):
             assert store.load(f"r{n}") == make_snapshot(f"r{n}", saves, saves)
