@@ -1,7 +1,7 @@
 """`NotifyFeed`: the live view's `ChangeFeed` for PostgreSQL, woken by LISTEN/NOTIFY.
 
-Every save of a `PostgresStore` that stores events sends a notification in its own
-transaction, so it is heard when (and only if) it commits. The feed keeps one connection
+While a `PostgresStore.listen` connection is open, every save that stores events sends a
+notification in its own transaction, so it is heard when (and only if) it commits. The feed keeps one connection
 LISTENing for the whole app (opened on the first wait, in the server's event loop) and
 wakes every waiting stream on each notification; a stream then reads the runs' marks
 again, so a run driven by another process shows up at once, with no polling.

@@ -26,9 +26,10 @@ them on psycopg's synchronous API, the one the Agent calls today.
   call once the server is back succeeds, as dead pooled connections are checked (without a
   round trip) and dropped, and a call on one whose end was not seen yet is made again on a
   new connection if it did not take effect (`agentfsm.stores._pg_pool`).
-- **Watching.** `PostgresStore.watch` LISTENs before it reads, so it misses nothing; when
-  its connection is lost (a server restart) it reconnects by itself and goes on after the
-  last event it yielded.
+- **Watching.** `PostgresStore.watch` takes its run's watch lock and LISTENs before it
+  reads, so it misses nothing (a save of a run nobody watches sends no notification:
+  `agentfsm.stores._postgres_sql.WATCHED_RUN`); when its connection is lost (a server
+  restart) it reconnects by itself and goes on after the last event it yielded.
 - **Leases** (`LeasingStore`): a busy run's lease is two columns of its row, taken, renewed
   or cleared by the save function in the save's transaction (see `agentfsm.stores.leases`).
 """
