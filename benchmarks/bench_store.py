@@ -21,10 +21,12 @@ Run: ``.venv/bin/python benchmarks/bench_store.py [--json PATH] [--quick]``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -169,6 +171,53 @@ def measure_floor(server: TemporaryPostgres, repeats: int = REPEATS) -> dict[str
     }
 
 
+THREADS = 8
+"""Threads saving their own runs at once, in `measure_concurrent`."""
+
+
+def concurrent_saves(store: PostgresStore, repetition: int, saves: int = 100) -> float:
+    """Saves per second of `THREADS` threads, each saving a run of its own ``saves`` times."""
+    batches = [transitions(f"many-{repetition}-{n}", saves) for n in range(THREADS)]
+
+    def work(batch: list[tuple[Snapshot, Event]]) -> None:
+        for snapshot, event in batch:
+            store.save(snapshot, [event], expected_version=snapshot.version - 1 or None)
+
+    threads = [threading.Thread(target=work, args=(batch,)) for batch in batches]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return THREADS * saves / (time.perf_counter() - start)
+
+
+def measure_concurrent(server: TemporaryPostgres, repeats: int = REPEATS) -> dict[str, float]:
+    """Saves per second of `THREADS` threads, while nobody listens and while a listener does.
+
+    A save that notifies holds a lock of the whole server from its commit until its WAL is
+    flushed; a listener (`PostgresStore.listen`) makes every save notify.
+    """
+    quiet, listened = [], []
+    with PostgresStore(server.new_database(), min_size=THREADS, max_size=THREADS) as store:
+
+        async def listening(repetition: int) -> float:
+            conn = await store.listen()
+            try:
+                return await asyncio.to_thread(concurrent_saves, store, repetition)
+            finally:
+                await conn.close()
+
+        for repetition in range(repeats):
+            quiet.append(concurrent_saves(store, 2 * repetition))
+            listened.append(asyncio.run(listening(2 * repetition + 1)))
+    return {
+        "threads": THREADS,
+        "unwatched_per_s": statistics.median(quiet),
+        "listened_per_s": statistics.median(listened),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the results here as JSON")
@@ -191,6 +240,7 @@ def main() -> None:
             for store in stores.values():
                 store.close()
         floor = measure_floor(server, repeats)
+        floor.update(measure_concurrent(server, repeats))
     for title, numbers in results.items():
         memory = numbers["MemoryStore"]
         print(f"{title} (median of {repeats}):")
@@ -203,6 +253,11 @@ def main() -> None:
         f"{floor['round_trips_per_save']:g} round trip(s) per save; client CPU "
         f"{floor['floor_client_cpu_us']:.1f} µs per INSERT, {floor['save_client_cpu_us']:.1f} "
         "µs per save"
+    )
+    print(
+        f"{floor['threads']:g} threads saving their own runs: "
+        f"{floor['unwatched_per_s']:,.0f} saves/s with nobody watching, "
+        f"{floor['listened_per_s']:,.0f} while a listener makes every save notify"
     )
     if options.json:
         options.json.write_text(json.dumps({"operations": results, "postgres_floor": floor}))

@@ -189,6 +189,21 @@ def floor_lines(floor: dict[str, float]) -> list[str]:
         "|---:|---:|---:|---:|---:|",
         f"| {floor['floor_us']:,.1f} µs | {floor['save_us']:,.1f} µs | {floor['ratio']:.2f}x "
         f"| {floor['round_trips_per_save']:g} | {cpu} |",
+        *concurrent_lines(floor),
+    ]
+
+
+def concurrent_lines(floor: dict[str, float]) -> list[str]:
+    """Saves per second of several threads at once, unwatched and with a listener."""
+    if "listened_per_s" not in floor:
+        return []
+    return [
+        "",
+        f"{floor['threads']:g} threads each saving a run of its own on one store, at once: "
+        f"**{floor['unwatched_per_s']:,.0f} saves/s** while nobody watches, "
+        f"{floor['listened_per_s']:,.0f} while a `listen()` connection makes every save "
+        "notify (a notifying transaction holds a server-wide lock from its commit until "
+        "its WAL is flushed).",
     ]
 
 
