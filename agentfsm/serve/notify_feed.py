@@ -1,10 +1,10 @@
 """`NotifyFeed`: the live view's `ChangeFeed` for PostgreSQL, woken by LISTEN/NOTIFY.
 
 While a `PostgresStore.listen` connection is open, every save that stores events sends a
-notification in its own transaction, so it is heard when (and only if) it commits. The feed keeps one connection
-LISTENing for the whole app (opened on the first wait, in the server's event loop) and
-wakes every waiting stream on each notification; a stream then reads the runs' marks
-again, so a run driven by another process shows up at once, with no polling.
+notification in its own transaction, so it is heard when (and only if) it commits. The feed
+keeps one connection LISTENing for the whole app (opened on the first wait, in the server's
+event loop) and wakes every waiting stream on each notification; a stream then reads the
+runs' marks again, so a run driven by another process shows up at once, with no polling.
 
 Nothing is missed between a read and the wait: the feed listens *before* it reads the
 marks, and a stream waits only for notifications that arrive after that read began. A save
