@@ -34,6 +34,8 @@ from agentfsm.tools.registry import ToolRegistry
 
 WAITS = (RunState.REQUIRES_ACTION, RunState.INPUT_REQUIRED)
 """The states whose deadline a durable timer watches."""
+FIRST_TASK_STARTED = 3
+"""The history length when a run's first workflow task starts (started, scheduled, started)."""
 
 
 def build_agent(template: AgentTemplate, start: RunStart, store: WorkflowStore) -> Agent:
@@ -97,12 +99,14 @@ class RunWorkflow:
         self._store = WorkflowStore(start.run_id, carried, start.settings)
         self._agent = build_agent(template, start, self._store)
         self._changes = self._seen = 0
+        self._began = False  # (set by `run`'s first step)
 
     # -- the run ------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, start: RunStart) -> Outcome:
         """Keep the run until it is shut down (continuing as new when the history is long)."""
+        self._began = True
         await self._store.flush()
         agent = self._agent
         while agent.state != RunState.SHUTDOWN:
@@ -162,6 +166,7 @@ class RunWorkflow:
             raise to_failure(error) from None
 
     async def _call(self, method: Callable[..., Awaitable[TurnOutcome]], *args: Any) -> Outcome:
+        await self._after_run_began()
         try:
             outcome = await method(*args)
         except Exception as error:  # the Agent settled the run first (I12): fail the update
@@ -171,6 +176,27 @@ class RunWorkflow:
             self._changes += 1
         await self._store.flush()  # the client reads the store once this returns
         return outcome_json(outcome)
+
+    async def _after_run_began(self) -> None:
+        """Let `run` take its first step first if this update came after the first task.
+
+        The start's save, queued by ``__init__``, is carried by whoever sends to the store
+        first: `run`'s flush (a local activity), or an update's model call or flush. An update
+        in the run's first workflow task (given with the start by `TemporalRuns.start_with`,
+        or sent before a worker took the task) has its handler run before `run` by the SDK:
+        the handler carries the save, live and in every replay. A later update reaches a run
+        whose `run` has already scheduled the write, but a replay may deliver it in one
+        activation with the start all the same: if a query was answered while that write was
+        in flight, the first task completed with no command, and a replay takes it for a
+        workflow task heartbeat and merges it with the next task. The handler then ran
+        first and took the save, `run` scheduled nothing, and every replay failed ("Missing
+        associated machine for LocalActivity(1)"): the run was stuck for good. So a handler
+        that runs before `run` in an activation past the first task waits for `run`'s first
+        step, as it happened live.
+        """
+        if self._began or workflow.info().get_current_history_length() <= FIRST_TASK_STARTED:
+            return
+        await workflow.wait_condition(lambda: self._began)
 
     @workflow.update(name="submit")
     async def submit(self, text: str) -> Outcome:

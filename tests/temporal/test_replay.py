@@ -5,7 +5,8 @@ questions, cancels, failures, pause and shutdown). Each must replay on the curre
 code: a change that would make a running workflow take other decisions fails here, before
 it reaches workers with runs in flight. Fresh histories of every differential script are
 replayed too. Rerecord (after a deliberate, versioned change) with
-``AGENTFSM_RECORD_HISTORIES=1 pytest tests/temporal/test_replay.py``.
+``AGENTFSM_RECORD_HISTORIES=1 pytest tests/temporal/test_replay.py``; that leaves
+``query-during-first-write.json`` (a rare task shape, kept by hand) as it is.
 """
 
 from __future__ import annotations
@@ -79,4 +80,32 @@ def test_a_run_begun_by_a_worker_ignoring_local_model_calls_replays(local: bool)
     payload["payloads"][0]["data"] = base64.b64encode(json.dumps(start).encode()).decode()
     history = WorkflowHistory.from_json("replay-tool_round", recorded)
     result = asyncio.run(replayer(AGENTS).replay_workflow(history))
+    assert result.replay_failure is None
+
+
+def test_a_run_whose_first_task_a_replay_merges_with_the_next_replays() -> None:
+    """A query answered while the start's store write was in flight (the flake it fixes).
+
+    Recorded on a worker with the cache off, where the calls of
+    ``test_updates_queries_and_refusals_leave_no_history`` hung on it in 5 of 140 loops:
+    the first workflow task answered the query (the run's first call) and completed with
+    no command, the write still running; its marker came in the next task, with the
+    ``submit`` update. A replay takes the first task for a heartbeat and delivers
+    the start and the update in one activation, where the SDK runs the update handler
+    first. The workflow code before the fix then let the handler carry the start's save,
+    scheduled no store write, and failed every replay with "Missing associated machine for
+    LocalActivity(1)"; the run hung.
+    """
+    path = HISTORIES / "query-during-first-write.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    kinds = [str(event.WhichOneof("attributes")) for event in history.events[:9]]
+    assert [kind.removesuffix("_event_attributes") for kind in kinds[3:]] == [
+        "workflow_task_completed",  # the first task: no command
+        "workflow_task_scheduled",
+        "workflow_task_started",
+        "workflow_task_completed",
+        "marker_recorded",  # the start's store write (local activity 1)...
+        "workflow_execution_update_accepted",  # ...in the task of the first update
+    ]
+    result = asyncio.run(replayer(AGENTS).replay_workflow(history, raise_on_replay_failure=False))
     assert result.replay_failure is None
