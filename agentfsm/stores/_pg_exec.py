@@ -81,8 +81,14 @@ class Statement:
 
         Raises:
             KeyError: ``arguments`` has no value for one of them.
+            psycopg.DataError: One holds a NUL character, which no PostgreSQL text can
+                (libpq would end the value there: a run id with a NUL would lose its end).
         """
-        return [None if v is None else v.encode() for v in map(arguments.__getitem__, self.names)]
+        values = [arguments[name] for name in self.names]
+        for value in values:
+            if value is not None and "\x00" in value:
+                raise psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+        return [None if value is None else value.encode() for value in values]
 
     def __repr__(self) -> str:
         return f"Statement({self.name.decode()!r})"

@@ -117,6 +117,19 @@ def test_text_is_sent_as_utf8_whatever_the_url_asks(postgres_url: str) -> None:
         assert other.events("ü-run ✓") == events
 
 
+def test_a_run_id_with_a_nul_is_refused_and_nothing_is_stored(postgres_url: str) -> None:
+    # libpq ends a text parameter at its first NUL: sent as it is, the run "a\x00b" would
+    # have been saved as the run "a".
+    with PostgresStore(postgres_url) as store:
+        with pytest.raises(StoreWriteError, match=r"cannot contain NUL"):
+            store.save(
+                make_snapshot("a\x00b", 1, 1), make_events("a\x00b", 1, 1), expected_version=None
+            )
+        assert store.list_runs() == []
+        store.save(make_snapshot("a", 1, 1), make_events("a", 1, 1), expected_version=None)
+        assert store.load("a") == make_snapshot("a", 1, 1)
+
+
 def test_a_shrunk_conversation_is_rewritten(postgres_url: str) -> None:
     with PostgresStore(postgres_url) as store:
         first = make_snapshot("r", 1, 1, messages=6)
