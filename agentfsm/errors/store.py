@@ -97,25 +97,34 @@ class RunNotFoundError(StoreError, LookupError):
 
 
 class StoreWriteError(StoreError):
-    """The database failed a save (disk full, I/O error, locked too long).
+    """The database failed a save (disk full, I/O error, locked too long, no answer).
 
-    The transaction was rolled back: the previous snapshot and events still load. The
-    database's own exception is the ``__cause__``.
+    Usually the transaction was rolled back: the previous snapshot and events still load.
+    When the store cannot know (``outcome_known`` False: a server that did not answer may
+    still commit the save when it wakes), the message says so: read the run again before
+    going on (an Agent does, at its next call into the run). The database's own exception
+    is the ``__cause__``.
 
     Attributes:
         run_id: The run that was saved.
         path: The store's file.
         detail: What the database reported.
+        outcome_known: False when the save may have been stored all the same.
     """
 
-    def __init__(self, run_id: str, path: str, detail: str) -> None:
+    def __init__(self, run_id: str, path: str, detail: str, *, outcome_known: bool = True) -> None:
         self.run_id = run_id
         self.path = path
         self.detail = detail
-        super().__init__(
-            f"cannot save run {run_id!r} to {path!r}: {detail}; the transaction was rolled "
-            "back and the previous snapshot is intact"
-        )
+        self.outcome_known = outcome_known
+        if outcome_known:
+            what = "the transaction was rolled back and the previous snapshot is intact"
+        else:
+            what = (
+                "whether it was stored is unknown (the server may still commit it): read "
+                "the run again before going on"
+            )
+        super().__init__(f"cannot save run {run_id!r} to {path!r}: {detail}; {what}")
 
 
 class StoreCorruptError(StoreError):

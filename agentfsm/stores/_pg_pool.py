@@ -33,6 +33,8 @@ from typing import Any
 import psycopg
 from psycopg.pq import TransactionStatus
 
+from agentfsm.stores._pg_watchdog import ServerSilent, Watchdog
+
 Connection = psycopg.Connection[tuple[Any, ...]]
 
 MIN_CONNECT_TIMEOUT = 2
@@ -66,6 +68,9 @@ class Connections:
         timeout: Seconds a call waits for a free connection before `AllConnectionsBusy`.
         connect_timeout: Seconds one connection attempt may take (whole, at least 2).
         check: Check an idle connection before handing it out (see `_alive`).
+        call_timeout: Seconds a call may wait for the server before its connection is shut
+            and it fails with `ServerSilent` (None: no bound); see
+            `agentfsm.stores._pg_watchdog`.
 
     Raises:
         ServerUnreachable: One of the first ``min_size`` connections cannot be opened.
@@ -80,8 +85,11 @@ class Connections:
         timeout: float,
         connect_timeout: int,
         check: bool,
+        call_timeout: float | None = None,
     ) -> None:
         self._conninfo = conninfo
+        self._watchdog = None if call_timeout is None else Watchdog(call_timeout)
+        self._bound = call_timeout or 0.0
         self._max_size = max_size
         self._timeout = timeout
         self._connect_timeout = connect_timeout
@@ -124,16 +132,36 @@ class Connections:
             AllConnectionsBusy: No connection was free within ``timeout`` s.
             ServerUnreachable: No idle connection was alive and a new one cannot be opened.
             StaleConnection: The (checked, idle) connection was lost during the call.
+            ServerSilent: The server did not answer within ``call_timeout``.
         """
         conn, checked = self._take()
+        watchdog = self._watchdog
+        if watchdog is not None:
+            watchdog.begin(conn)
         try:
             yield conn
         except psycopg.OperationalError as exc:
+            if watchdog is not None:
+                watchdog, shut = None, self._end(conn)
+                if shut:
+                    raise ServerSilent(
+                        f"the server did not answer within {self._bound:g} s (call_timeout)"
+                    ) from exc
             if checked and conn.broken and not isinstance(exc, StaleConnection):
                 raise StaleConnection(str(exc).strip()) from exc
             raise
         finally:
+            if watchdog is not None:
+                self._end(conn)
             self._give_back(conn)
+
+    def _end(self, conn: Connection) -> bool:
+        """The watchdog's end of the call on ``conn``; whether it shut (and so closed) it."""
+        assert self._watchdog is not None
+        if not self._watchdog.end(conn):
+            return False
+        conn.close()  # (its socket is shut: it is dropped, not given back)
+        return True
 
     def prepared(self, conn: Connection) -> set[bytes]:
         """The names of the statements prepared on ``conn`` (`agentfsm.stores._pg_exec`).
@@ -221,6 +249,8 @@ class Connections:
             self._closed = True
             idle, self._idle = self._idle, []
             self._freed.notify_all()
+        if self._watchdog is not None:
+            self._watchdog.stop()
         for conn in idle:
             self._drop(conn)
 

@@ -69,6 +69,7 @@ from agentfsm.stores._pg_pool import (
     ServerUnreachable,
     StaleConnection,
 )
+from agentfsm.stores._pg_watchdog import ServerSilent
 from agentfsm.stores.base import (
     ClosesOnExit,
     RunSummary,
@@ -81,6 +82,9 @@ from agentfsm.stores.leases import Holds, HoldsHere, Lease, lease_of
 from agentfsm.stores.snapshot import READABLE_SCHEMA_VERSIONS, Snapshot
 
 _T = TypeVar("_T")
+
+DEFAULT_CALL_TIMEOUT = 60.0
+"""Seconds a `PostgresStore` call waits for the server's answer, by default."""
 
 
 class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
@@ -110,6 +114,13 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             not take effect, so that after the server restarts or drops connections no call
             fails; with False a lost connection fails one call (with nothing written) and
             the pool's idle connections are dropped with it.
+        call_timeout: Seconds a call may wait for the server's answer (None: no bound). A
+            server that accepts a connection but never answers (a stopped or wedged
+            backend, a frozen machine) then fails the call with a `StoreError` instead of
+            blocking it for ever: its connection is closed, and a save's
+            `StoreWriteError` says whether it may still be stored (``outcome_known``).
+            The server's own ``statement_timeout`` bounds slow statements; this bounds a
+            server that does not run at all.
 
     Raises:
         StoreError: The database cannot be reached, or (``create=False``) is empty.
@@ -127,6 +138,7 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
         timeout: float = 30.0,
         connect_timeout: int = 5,
         check_connections: bool = True,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         self.url = redact(url)
         """Where the runs are, its password masked."""
@@ -137,6 +149,7 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
             )
         checks.seconds("timeout", timeout)
         checks.whole("connect_timeout", connect_timeout, minimum=MIN_CONNECT_TIMEOUT)
+        checks.seconds("call_timeout", call_timeout, optional=True)
         self._conninfo = url
         self.connect_timeout = connect_timeout
         """Seconds one attempt to open a connection may take."""
@@ -155,6 +168,7 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
                 timeout=timeout,
                 connect_timeout=connect_timeout,
                 check=check_connections,
+                call_timeout=call_timeout,
             )
         except psycopg.Error as exc:
             # not chained: a driver's message about a malformed URL may quote it whole
@@ -165,14 +179,16 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
 
-    def _failure(self, exc: psycopg.Error, run_id: str | None, writing: bool) -> StoreError:
+    def _failure(
+        self, exc: psycopg.Error, run_id: str | None, writing: bool, *, known: bool = True
+    ) -> StoreError:
         detail = scrub(str(exc).strip(), self._conninfo)
         if isinstance(exc, ServerUnreachable):
             detail = f"cannot reach the database ({detail})"
         if (exc.sqlstate or "").startswith("XX"):  # data or index corrupted, internal error
             return StoreCorruptError(self.url, f"the database reports damage ({detail})", run_id)
         if writing and run_id is not None:
-            return StoreWriteError(run_id, self.url, detail)
+            return StoreWriteError(run_id, self.url, detail, outcome_known=known)
         return StoreError(f"cannot use the run store {self.url!r}: {detail}")
 
     def save(
@@ -241,7 +257,10 @@ class PostgresStore(HoldsHere, ThreadedAsync, ClosesOnExit):
                     again = False  # it did not commit: the server ended an idle connection
                     continue
                 self._forget(run_id)
-                raise self._failure(exc, run_id, writing=True) from exc
+                # Not committed yet is not never: a server that did not answer may still
+                # run what it received; one that could not be asked is not known either.
+                known = committed is False and not isinstance(exc, ServerSilent)
+                raise self._failure(exc, run_id, writing=True, known=known) from exc
             except psycopg.Error as exc:
                 self._forget(run_id)
                 raise self._failure(exc, run_id, writing=True) from exc
