@@ -25,6 +25,9 @@ RECONNECT_TIMEOUT = 300.0
 RECONNECT_DELAY = 2.0
 """The longest pause, in seconds, between two of a watch's attempts to reconnect."""
 
+LOCK_TIMEOUT = 60
+"""Seconds a watch waits for its run's watch lock (behind a save in flight) before failing."""
+
 Connection = psycopg.Connection[tuple[Any, ...]]
 
 
@@ -32,13 +35,15 @@ def listener(conninfo: str, connect_timeout: int, run_id: str) -> Connection:
     """A new connection watching ``run_id``: its saves notify, and it LISTENs to them.
 
     It takes the run's watch lock first, which waits for a save of the run in flight that
-    does not notify (a few ms): once it has the lock, every save of the run notifies.
+    does not notify (a few ms): once it has the lock, every save of the run notifies. A
+    save held up longer (in a server that stopped running) fails it after `LOCK_TIMEOUT`.
 
     Raises:
         psycopg.Error: It cannot be opened (one attempt, ``connect_timeout`` s at most).
     """
     conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=connect_timeout)
     try:
+        conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{LOCK_TIMEOUT}s",))
         conn.execute(sql.WATCH_RUN, (sql.watch_key(run_id),))
         conn.execute(sql.LISTEN)
     except BaseException:

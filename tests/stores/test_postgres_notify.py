@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 
+from agentfsm.errors import StoreError
 from agentfsm.states.events import Event
-from agentfsm.stores import _pg_exec, _pg_save
+from agentfsm.stores import _pg_exec, _pg_save, _pg_watch
 from agentfsm.stores import _postgres_sql as sql
 from agentfsm.stores._items import new_items
 from agentfsm.stores.postgres import PostgresStore
@@ -164,3 +166,23 @@ def test_while_a_listener_is_open_every_save_notifies_and_a_second_one_takes_ove
     assert notices(heard) == [sql.notice("a", 1), sql.notice("b", 1), sql.notice("a", 2)]
     save(store, "b", 2)  # both closed: nobody listens
     assert notices(heard) == []
+
+
+def test_a_watch_held_up_by_a_save_that_never_commits_fails_after_the_lock_timeout(
+    store: PostgresStore, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A save in flight in a server that stopped running holds its run's lock for good: the
+    # watch fails (StoreError) instead of waiting for ever to start.
+    monkeypatch.setattr(_pg_watch, "LOCK_TIMEOUT", 1)
+    with psycopg.connect(postgres_url, autocommit=True) as stuck:
+        stuck.execute("BEGIN")
+        stuck.execute(
+            "SELECT pg_advisory_xact_lock(%s, %s)", (sql.WATCHED_RUN, sql.watch_key("r"))
+        )
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="lock timeout"):
+            next(store.watch("r", timeout=BOUND))
+        assert time.monotonic() - started < BOUND
+        stuck.execute("ROLLBACK")
+    save(store, "r", 1)  # and once the lock is free, a watch starts and reads
+    assert next(store.watch("r", timeout=BOUND)) == make_events("r", 1, 1)[0]
