@@ -51,6 +51,12 @@ TOOLS = [
         input_schema=TOPIC,
         execution=types.ToolExecution(task_support="optional"),
     ),
+    types.Tool(
+        name="clarify",
+        description="Research a topic that needs the user's clarification (asked as a task).",
+        input_schema=TOPIC,
+        execution=REQUIRED,
+    ),
 ]
 TERMINAL = ("completed", "failed", "cancelled")
 
@@ -65,11 +71,14 @@ class Job:
     due: float
     created: str
     cancelled: bool = False
+    clarified: str | None = None
 
     @property
     def status(self) -> str:
         if self.cancelled:
             return "cancelled"
+        if self.tool == "clarify" and self.clarified is None:
+            return "input_required"
         if time.monotonic() < self.due:
             return "working"
         return "failed" if self.tool == "doomed" else "completed"
@@ -91,6 +100,8 @@ class Job:
     def answer(self) -> dict[str, Any]:
         if self.tool == "doomed":
             text, error = f"the archive about {self.topic} is gone", True
+        elif self.tool == "clarify":
+            text, error = f"findings on {self.topic} ({self.clarified})", False
         else:
             text, error = f"findings on {self.topic}", False
         return {"content": [{"type": "text", "text": text}], "isError": error}
@@ -130,6 +141,17 @@ class Desk:
 
     async def result(self, ctx: Any, params: types.GetTaskPayloadRequestParams) -> dict[str, Any]:
         found = self.job(params)
+        if found.status == "input_required":  # asked while tasks/result waits (the spec's way)
+            asked = await ctx.session.elicit_form(
+                f"Which {found.topic} do you mean?",
+                {
+                    "type": "object",
+                    "properties": {"sense": {"type": "string"}},
+                    "required": ["sense"],
+                },
+                related_request_id=ctx.request_id,
+            )
+            found.clarified = str((asked.content or {}).get("sense", asked.action))
         while found.status not in TERMINAL:
             await anyio.sleep(0.01)
         if found.status == "cancelled":
@@ -170,7 +192,10 @@ class Desk:
 def tasking(
     seen: list[str] | None = None, *, capable: bool = True, poll_ms: int = 10
 ) -> Server[Any]:
-    """The server: ``research`` and ``doomed`` need a task, ``echo`` may have one.
+    """The server: ``research``, ``doomed`` and ``clarify`` need a task, ``echo`` may have one.
+
+    A ``clarify`` task is ``input_required`` until the user answers the question its
+    ``tasks/result`` asks (an ``elicitation/create`` of the server while that request waits).
 
     Every method it receives is appended to ``seen`` (``tasks/cancel`` with the task's id).
     Without ``capable`` it does not declare the ``tasks`` capability.

@@ -32,7 +32,7 @@ from tests.mcp.tasking import TOOLS, tasking
 from tests.mcp.test_mcp_transports import CONTEXT, call, serving
 
 TASKING = str(Path(__file__).with_name("tasking.py"))
-ALLOW = {"research": "allow", "doomed": "allow", "echo": "allow"}
+ALLOW = {"research": "allow", "doomed": "allow", "echo": "allow", "clarify": "allow"}
 
 
 @contextlib.contextmanager
@@ -118,10 +118,10 @@ def test_a_server_without_the_tasks_capability_does_not_get_its_task_tools_offer
 
     assert [tool.name for tool in tools] == ["lab__echo"]
     # what a run records: every tool, the task tools marked (a restored run leaves them out)
-    assert [entry["name"] for entry in recorded] == ["research", "doomed", "echo"]
+    assert [entry["name"] for entry in recorded] == ["research", "doomed", "echo", "clarify"]
     assert [t.name for t in server.tools_of(recorded)] == ["lab__echo"]
     warned = [r.getMessage() for r in caplog.records if r.name == "agentfsm.tools.mcp"]
-    for name in ("'research'", "'doomed'"):
+    for name in ("'research'", "'doomed'", "'clarify'"):
         said = [line for line in warned if name in line]
         assert len(said) == 1, warned  # two listings, one warning each
         assert "does not declare task-augmented tools/call" in said[0]
@@ -146,6 +146,31 @@ def test_an_agent_calls_a_task_tool_end_to_end() -> None:
     assert "findings on owls" in next(m.content for m in agent.messages if m.role == "tool")
     assert check_log(list(store.events("r"))).ok
     assert "tasks/result" in seen
+
+
+def test_a_task_that_needs_the_users_answer_asks_it_as_the_runs_own_question() -> None:
+    # The task goes input_required; its tasks/result asks (elicitation/create) while it
+    # waits, which becomes the run's input_required wait, as a plain call's question does.
+    with task_server() as (url, seen):
+        model = ScriptedModel().tool_call("lab__clarify", topic="python").text("Researched.")
+        server = MCPServer("lab", url, policies=ALLOW, timeout=10)
+        store = MemoryStore()
+        agent = Agent(model, store=store, mcp_servers=[server], run_id="r")
+        agent.start()
+        asked = agent.submit("Research python")
+        assert (asked.state, asked.question) == ("input_required", "Which python do you mean?")
+        assert agent.input_request is not None
+        assert agent.input_request["schema"]["required"] == ["sense"]
+        again = agent.provide_input('{"sense": 3}')  # not a string: not sent, asked again
+        assert again.state == "input_required"
+        done = agent.provide_input("the language")
+        agent.shutdown()
+
+    assert (done.state, done.reply) == ("completed", "Researched.")
+    tool = next(m.content for m in agent.messages if m.role == "tool")
+    assert "findings on python (the language)" in tool
+    assert check_log(list(store.events("r"))).ok
+    assert seen.count("tasks/result") == 1
 
 
 def test_cancelling_the_run_while_its_task_runs_cancels_the_task() -> None:
