@@ -13,7 +13,9 @@ store; ``agentfsm serve-a2a --agent module:factory --store PATH`` runs it under 
   ``"approve"``, ``"deny"`` or a `Decision` as JSON (``resolve_action``).
 - Each transition is a status update, its state projected by `agentfsm.states.projections`
   and its ``metadata["agentfsm"]`` naming the machine, event, source, target and seq. The
-  final reply is an artifact (``reply``); ``requires_action`` and ``input_required`` are
+  final reply is an artifact (``reply``), and a tool's content for the user only (a
+  ``user_content`` record) an artifact ``user_content`` when it comes (text parts and raw
+  media parts with their media type); ``requires_action`` and ``input_required`` are
   ``input-required`` with a data part ``{"pending": [...], "question": ...}`` listing the
   pending calls.
 - Cancelling a task cancels the run's turn: at once while it waits, at the next step
@@ -68,7 +70,7 @@ from agentfsm.serve.a2a_json import IntegerMetadata
 from agentfsm.serve.a2a_report import TASK_STATES, Report, agent_message, hidden
 from agentfsm.serve.a2a_tasks import SQLiteTaskStore, task_store_path
 from agentfsm.states.events import Event
-from agentfsm.states.names import RUN_WAITING, MachineName, RunState
+from agentfsm.states.names import RUN_WAITING, MachineName, RecordKind, RunState
 from agentfsm.stores.base import RunStore
 from agentfsm.stores.memory import MemoryStore
 from agentfsm.stores.sqlite import SQLiteStore
@@ -299,8 +301,12 @@ async def _relay(agent: Agent, step: _Step, report: Report) -> TurnOutcome:
         call = asyncio.ensure_future(step())
         try:
             async for event in _drain(call, events):
-                if isinstance(event, Event) and event.machine != MachineName.CONVERSATION:
+                if not isinstance(event, Event):
+                    continue
+                if event.machine != MachineName.CONVERSATION:
                     await report.transition(event)
+                elif event.event == RecordKind.USER_CONTENT:
+                    await report.user_content(event)
         except asyncio.CancelledError:
             # The request was cancelled (tasks/cancel, or the server stopping): so is the
             # turn, at its next step boundary (docs/contract.md §1), and the lock is held until

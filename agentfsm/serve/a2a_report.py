@@ -14,12 +14,14 @@ that id (`hidden`).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import uuid
 
-from a2a.helpers.proto_helpers import new_data_part, new_text_part
+from a2a.helpers.proto_helpers import new_data_part, new_raw_part, new_text_part, new_url_part
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Role, TaskState
+from a2a.types import Message, Part, Role, TaskState
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import TurnOutcome
@@ -29,7 +31,7 @@ from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.names import MachineName, RunState
 from agentfsm.states.projections import A2A_INTERRUPTED, A2A_TERMINAL, A2AState, project
 
-__all__ = ["LOGGER", "TASK_STATES", "Report", "agent_message", "hidden", "shown"]
+__all__ = ["LOGGER", "TASK_STATES", "Report", "agent_message", "hidden", "shown", "user_parts"]
 
 LOGGER = logging.getLogger("agentfsm.serve.a2a")
 """Where the A2A server logs what it does not tell its callers (with the id it told them)."""
@@ -76,6 +78,30 @@ def _pending(agent: Agent) -> JSONObject:
     return {"state": agent.state, "pending": calls, "question": agent.question}
 
 
+def user_parts(content: object) -> list[Part]:
+    """A ``user_content`` record's parts as A2A parts: text as text, media as raw bytes.
+
+    A media part carries its media type (and its bytes, decoded from the record's base64) or
+    its URI; a part of neither kind, or whose base64 does not decode, is left out.
+    """
+    parts: list[Part] = []
+    for item in content if isinstance(content, list) else ():
+        if not isinstance(item, dict):
+            continue
+        media_type = item.get("mime_type") if isinstance(item.get("mime_type"), str) else None
+        if item.get("type") == "text" and isinstance(item.get("text"), str):
+            parts.append(new_text_part(item["text"]))
+        elif isinstance(item.get("data"), str):
+            try:
+                raw = base64.b64decode(item["data"], validate=True)
+            except binascii.Error:
+                continue
+            parts.append(new_raw_part(raw, media_type=media_type))
+        elif isinstance(item.get("uri"), str):
+            parts.append(new_url_part(item["uri"], media_type=media_type))
+    return parts
+
+
 class Report:
     """Turns a run's transitions into the task's status updates and its closing events."""
 
@@ -98,6 +124,20 @@ class Report:
                 "target": event.target,
             }
         }
+
+    async def user_content(self, event: Event) -> None:
+        """Give the caller a ``user_content`` record as an artifact named ``user_content``.
+
+        The record is a tool's content for the user only (never the model's); its parts are
+        `user_parts`, its metadata the call's id and the tool's name.
+        """
+        parts = user_parts(event.data.get("content"))
+        if parts:
+            await self.updater.add_artifact(
+                parts,
+                name="user_content",
+                metadata={"call_id": event.data.get("call_id"), "tool": event.data.get("name")},
+            )
 
     async def transition(self, event: Event) -> None:
         """Report one transition, unless it ends this stretch of the task (see `close`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 import threading
 from collections.abc import Coroutine, Iterator
@@ -18,6 +19,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse
 from agentfsm import Agent, ScriptedModel, SQLiteStore, tool
 from agentfsm.serve.a2a import a2a_app
 from agentfsm.stores.base import RunStore
+from agentfsm.tools.content import ContentPart, ToolContent
 
 T = TypeVar("T")
 
@@ -48,6 +50,27 @@ async def slow() -> str:
     return "done"
 
 
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f8cf000000030101005f1a8c5d0000000049454e44ae426082"
+    )
+).decode()
+"""A 1x1 PNG, base64."""
+
+
+@tool
+def chart(city: str) -> ToolContent:
+    """Draw the weather of a city (the drawing is for the user, the summary for the model)."""
+    return ToolContent(
+        f"drew {city}",
+        for_user=(
+            ContentPart.of_text(f"Weather in {city}"),
+            ContentPart.media("image", "image/png", PNG),
+        ),
+    )
+
+
 def script_for(run_id: str) -> ScriptedModel:
     return SCRIPTS.setdefault(run_id, ScriptedModel())
 
@@ -61,7 +84,7 @@ def factory(run_id: str, store: RunStore) -> Agent:
     hooks = {"before_llm": broken_hook} if run_id.startswith("hooked-") else None
     return Agent(
         script_for(run_id),
-        [weather, transfer, slow],
+        [weather, transfer, slow, chart],
         run_id=run_id,
         store=store,
         hooks=hooks,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import uuid
 from pathlib import Path
@@ -26,6 +27,7 @@ from agentfsm import MemoryStore, SQLiteStore
 from agentfsm.serve.a2a import RunExecutor, a2a_app
 from tests.serve.a2a_support import (
     BLOCK,
+    PNG,
     SCRIPTS,
     Served,
     client,
@@ -65,7 +67,12 @@ def stored(server: Served, run_id: str) -> tuple[str, str | None, int]:
 
 def test_the_agent_card_lists_each_tool_as_a_skill(server: Served) -> None:
     card = httpx.get(f"{server.url}/.well-known/agent-card.json").json()
-    assert sorted(skill["id"] for skill in card["skills"]) == ["slow", "transfer", "weather"]
+    assert sorted(skill["id"] for skill in card["skills"]) == [
+        "chart",
+        "slow",
+        "transfer",
+        "weather",
+    ]
     assert card["capabilities"]["streaming"] is True
     bindings = {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]}
     assert bindings == {"JSONRPC": server.url, "HTTP+JSON": server.url}
@@ -120,6 +127,30 @@ def test_streaming_reports_every_transition_then_the_artifact_then_the_end(
     assert updates[-1].status.state == COMPLETED
     assert updates[-1].metadata["agentfsm"]["event"] == "complete"
     assert get_text_parts(responses[-2].artifact_update.artifact.parts) == ["Sunny."]
+
+
+def test_a_tools_content_for_the_user_reaches_the_caller_as_an_artifact(
+    server: Served, run_id: str
+) -> None:
+    # Never the model's (its tool message has the summary only): the caller gets it, text as
+    # text and the image as raw bytes with its media type, before the reply.
+    script_for(run_id).tool_call("chart", city="Oslo").text("Here is Oslo.")
+
+    async def talk() -> list[StreamResponse]:
+        a2a = await client(server.url, streaming=True)
+        return await collect(a2a, text_message("Draw Oslo", context_id=run_id))
+
+    responses = run(talk())
+    artifacts = [r.artifact_update.artifact for r in responses if r.HasField("artifact_update")]
+    assert [a.name for a in artifacts] == ["user_content", "reply"]
+    shown = artifacts[0]
+    assert shown.metadata["tool"] == "chart"
+    assert get_text_parts(shown.parts) == ["Weather in Oslo"]
+    (image,) = [part for part in shown.parts if part.HasField("raw")]
+    assert (image.media_type, image.raw) == ("image/png", base64.b64decode(PNG))
+    assert get_text_parts(artifacts[1].parts) == ["Here is Oslo."]
+    messages = server.store.load(run_id).messages  # type: ignore[union-attr]
+    assert [m.content for m in messages if m.role == "tool"] == ["drew Oslo"]
 
 
 def test_an_approval_round_trip(server: Served, run_id: str) -> None:
