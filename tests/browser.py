@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 CHROMIUM = os.environ.get("AGENTFSM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -59,3 +59,21 @@ def chromium(*extra: str) -> Iterator[Browser]:
             yield browser
         finally:
             browser.close()
+
+
+def watch_policy(page: Page) -> list[str]:
+    """The Content-Security-Policy violations ``page`` meets, on every page it loads.
+
+    Each is ``"DIRECTIVE BLOCKED_URI"``; a page of the view should cause none.
+    """
+    violations: list[str] = []
+
+    def violated(report: str) -> None:
+        violations.append(report)
+
+    page.expose_function("__agentfsmViolation", violated)
+    page.add_init_script(
+        """document.addEventListener("securitypolicyviolation", (event) =>
+          window.__agentfsmViolation(event.violatedDirective + " " + event.blockedURI));"""
+    )
+    return violations

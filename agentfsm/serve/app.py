@@ -17,7 +17,8 @@ Every run id a store accepts is reachable: ``{run_id}`` may hold ``/``, and each
 also takes the id as ``?id=`` (``/api/run?id=``, ``/api/stream/run?id=``,
 ``/api/run/actions?id=``), which is what the pages use, since a browser rewrites a path
 segment ``.`` or ``..`` before sending it. `agentfsm.serve.guard` decides which requests
-reach these routes (a token, the Host, where an action comes from).
+reach these routes (a token, the Host, where an action comes from); every response carries
+the security headers of `agentfsm.serve.headers` (a Content-Security-Policy among them).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from agentfsm.errors import ActionError
 from agentfsm.serve.actions import AgentFactory, RunDriver, parse_action, perform
 from agentfsm.serve.feed import DEFAULT_INTERVAL, ChangeFeed, PollingFeed
 from agentfsm.serve.guard import Guard
+from agentfsm.serve.headers import SecurityHeaders
 from agentfsm.serve.stores import open_read_only, open_to_read, sqlite_path
 from agentfsm.serve.views import RUN_STATES, RunRows, diagram_svg, event_view, run_view
 from agentfsm.states.events import Event
@@ -342,6 +344,7 @@ def create_app(
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     guard = Middleware(Guard, token=token, hosts=hosts)
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard])
+    headers = Middleware(SecurityHeaders)  # outermost: a refusal carries them too
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[headers, guard])
     app.state.view = view
     return app

@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 from agentfsm import open_store
 from agentfsm.serve import create_app
 from agentfsm.stores.postgres import PostgresStore
-from tests.browser import chromium
+from tests.browser import chromium, watch_policy
 from tests.serve.conftest import serving
 from tests.serve.travel import travel_agent
 
@@ -37,9 +37,10 @@ def page(browser: Browser) -> Iterator[Page]:
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    violations = watch_policy(page)  # the pages work under the view's CSP
     yield page
     page.close()
-    assert errors == []
+    assert (errors, violations) == ([], [])
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

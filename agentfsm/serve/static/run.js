@@ -85,13 +85,17 @@ function showActions(view) {
   }
 }
 
+// A record of content for the user shows that content (content.js); any other event, its data
+// as JSON, cut short.
 function eventRow(event) {
   const move = event.transition ? event.source + (event.source === event.target ? " ↺" : " → " + event.target) : "";
-  const data = JSON.stringify(event.data);
-  return el("tr", {"data-seq": String(event.seq), class: event.transition ? "" : "record"},
+  const shown = !event.transition && event.event === "user_content";
+  const data = shown ? null : JSON.stringify(event.data);
+  return el("tr", {"data-seq": String(event.seq), "data-event": event.event, class: shown ? "record shown" : event.transition ? "" : "record"},
     el("td", {text: String(event.seq)}), el("td", {text: when(event.at)}),
     el("td", {text: event.machine}), el("td", {text: event.event}), el("td", {text: move}),
-    el("td", {class: "data", title: data, text: data.length > 120 ? data.slice(0, 119) + "…" : data}));
+    shown ? userContent(event.data)
+      : el("td", {class: "data", title: data, text: data.length > 120 ? data.slice(0, 119) + "…" : data}));
 }
 
 // No such run (yet): say so, offer nothing, and show the page is waiting, not live.
