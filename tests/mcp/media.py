@@ -10,10 +10,15 @@ from __future__ import annotations
 import base64
 import struct
 import sys
-import zlib
+from pathlib import Path
 
 from mcp import types
 from mcp.server.mcpserver import MCPServer
+
+if not __package__:  # run as a script (``python tests/mcp/media.py``): `tests` from the root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.images import png
 
 READ_ONLY = types.ToolAnnotations(read_only_hint=True)
 
@@ -24,18 +29,7 @@ def _png(width: int = 40, height: int = 30) -> bytes:
         b"\x00" + bytes(((x * 7 + y * 13) ^ (x * y)) % 256 for x in range(width * 3))
         for y in range(height)
     )
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
+    return png(width, height, rows)
 
 
 def _wav(samples: int = 400) -> bytes:

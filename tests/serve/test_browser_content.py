@@ -9,8 +9,6 @@ Content-Security-Policy in force and nothing of the page itself violating it.
 from __future__ import annotations
 
 import base64
-import struct
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,24 +21,13 @@ from agentfsm.states.content import ContentPart
 from agentfsm.tools import tool
 from agentfsm.tools.content import ToolContent
 from tests.browser import chromium, watch_policy
+from tests.images import png
 from tests.serve.conftest import serving
 
 
 def _png(width: int, height: int) -> bytes:
     """A real PNG: ``width`` x ``height`` pixels of violet."""
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        whole = kind + body
-        return struct.pack(">I", len(body)) + whole + struct.pack(">I", zlib.crc32(whole))
-
-    rows = b"".join(b"\x00" + b"\x8b\x5c\xf6" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
+    return png(width, height, b"".join(b"\x00" + b"\x8b\x5c\xf6" * width for _ in range(height)))
 
 
 def _b64(data: bytes) -> str:
