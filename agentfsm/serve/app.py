@@ -40,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from agentfsm import _checks
 from agentfsm.errors import ActionError
@@ -344,7 +345,19 @@ def create_app(
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     guard = Middleware(Guard, token=token, hosts=hosts)
-    headers = Middleware(SecurityHeaders)  # outermost: a refusal carries them too
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[headers, guard])
+    app = _HeadedApp(routes=routes, lifespan=lifespan, middleware=[guard])
     app.state.view = view
     return app
+
+
+class _HeadedApp(Starlette):
+    """The view's Starlette app, with `SecurityHeaders` outside everything else.
+
+    A user middleware sits inside Starlette's own error handler, whose 500 page would then
+    go out without the headers; this one wraps the whole stack, that page and a refusal of
+    the `Guard` included.
+    """
+
+    def build_middleware_stack(self) -> ASGIApp:
+        """Starlette's stack (its error handler outermost), inside `SecurityHeaders`."""
+        return SecurityHeaders(super().build_middleware_stack())

@@ -76,3 +76,21 @@ def test_an_event_stream_carries_them_too(store_path: Path) -> None:
         _assert_hardened(answer)
         first = next(answer.iter_lines())
         assert first == "event: run"
+
+
+def test_a_server_error_page_carries_them_too(store_path: Path) -> None:
+    # Starlette's own 500 page comes from outside any user middleware: the view's headers
+    # wrap the whole stack, that page included.
+    app = create_app(store_path, token=TOKEN, allowed_hosts=["testserver"])
+
+    async def broken(request: object) -> None:
+        raise RuntimeError("a bug in a handler")
+
+    app.router.routes = [  # a bug in the runs API, say
+        type(route)(route.path, broken) if getattr(route, "path", "") == "/api/runs" else route
+        for route in app.router.routes
+    ]
+    with TestClient(app, raise_server_exceptions=False) as client:
+        answer = client.get("/api/runs", headers=AUTH)
+    assert answer.status_code == 500
+    _assert_hardened(answer)
