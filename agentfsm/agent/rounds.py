@@ -22,7 +22,7 @@ from agentfsm.states.content import ContentPart
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.messages import Message, ToolCall, message_json
 from agentfsm.states.names import LoopState, RecordKind, RunState
-from agentfsm.tools.context import context_of
+from agentfsm.tools.context import call_key, context_of
 from agentfsm.tools.policy import Decision
 from agentfsm.tools.results import (
     RoundResult,
@@ -500,7 +500,7 @@ class ToolRounds(TypedAnswers):
                 abandon = getattr(source, "abandon", None)  # (an optional method)
                 if abandon is not None:
                     for call_id in asking:
-                        abandon(f"{self._data.run_id}:{call_id}")
+                        abandon(call_key(self._data.run_id, call_id))
         self._answer_unanswered(why)
         self._flush_deferred()
 

@@ -15,17 +15,18 @@ that id (`hidden`).
 from __future__ import annotations
 
 import base64
-import binascii
 import logging
 import uuid
 
-from a2a.helpers.proto_helpers import new_data_part, new_raw_part, new_text_part, new_url_part
+from a2a.helpers.proto_helpers import new_data_part, new_raw_part, new_text_part
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Role, TaskState
+from pydantic import ValidationError
 
 from agentfsm.agent.core import Agent
 from agentfsm.agent.vocabulary import TurnOutcome
 from agentfsm.errors import AgentFSMError
+from agentfsm.states.content import ContentPart
 from agentfsm.states.events import Event
 from agentfsm.states.json import JSONObject, JSONValue
 from agentfsm.states.names import MachineName, RunState
@@ -81,24 +82,20 @@ def _pending(agent: Agent) -> JSONObject:
 def user_parts(content: object) -> list[Part]:
     """A ``user_content`` record's parts as A2A parts: text as text, media as raw bytes.
 
-    A media part carries its media type (and its bytes, decoded from the record's base64) or
-    its URI; a part of neither kind, or whose base64 does not decode, is left out.
+    Each item is read as the `ContentPart` it was recorded from; one that is not is left
+    out. A media part's bytes carry its media type.
     """
     parts: list[Part] = []
     for item in content if isinstance(content, list) else ():
-        if not isinstance(item, dict):
+        try:
+            part = ContentPart.model_validate(item)
+        except ValidationError:
             continue
-        media_type = item.get("mime_type") if isinstance(item.get("mime_type"), str) else None
-        if item.get("type") == "text" and isinstance(item.get("text"), str):
-            parts.append(new_text_part(item["text"]))
-        elif isinstance(item.get("data"), str):
-            try:
-                raw = base64.b64decode(item["data"], validate=True)
-            except binascii.Error:
-                continue
-            parts.append(new_raw_part(raw, media_type=media_type))
-        elif isinstance(item.get("uri"), str):
-            parts.append(new_url_part(item["uri"], media_type=media_type))
+        if part.type == "text":
+            parts.append(new_text_part(part.text or ""))
+        else:  # (media: its base64 was checked by the model)
+            raw = base64.b64decode(part.data or "")
+            parts.append(new_raw_part(raw, media_type=part.mime_type))
     return parts
 
 

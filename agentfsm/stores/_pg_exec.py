@@ -71,7 +71,6 @@ class Statement:
             return f"${names.index(match.group(1)) + 1}"
 
         self.name = name.encode()
-        self.sql = sql
         self.query = _PLACEHOLDER.sub(number, sql).encode()
         self.names = tuple(names)
         self.types = [types.get(name, TEXT) for name in names]

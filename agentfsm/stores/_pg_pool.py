@@ -89,7 +89,6 @@ class Connections:
     ) -> None:
         self._conninfo = conninfo
         self._watchdog = None if call_timeout is None else Watchdog(call_timeout)
-        self._bound = call_timeout or 0.0
         self._max_size = max_size
         self._timeout = timeout
         self._connect_timeout = connect_timeout
@@ -135,33 +134,31 @@ class Connections:
             ServerSilent: The server did not answer within ``call_timeout``.
         """
         conn, checked = self._take()
-        watchdog = self._watchdog
-        if watchdog is not None:
-            watchdog.begin(conn)
+        if self._watchdog is not None:
+            self._watchdog.begin(conn)
         try:
             yield conn
         except psycopg.OperationalError as exc:
-            if watchdog is not None:
-                watchdog, shut = None, self._end(conn)
-                if shut:
-                    raise ServerSilent(
-                        f"the server did not answer within {self._bound:g} s (call_timeout)"
-                    ) from exc
+            silent = self._end(conn)
+            if silent is not None:
+                raise silent from exc
             if checked and conn.broken and not isinstance(exc, StaleConnection):
                 raise StaleConnection(str(exc).strip()) from exc
             raise
         finally:
-            if watchdog is not None:
-                self._end(conn)
+            self._end(conn)
             self._give_back(conn)
 
-    def _end(self, conn: Connection) -> bool:
-        """The watchdog's end of the call on ``conn``; whether it shut (and so closed) it."""
-        assert self._watchdog is not None
-        if not self._watchdog.end(conn):
-            return False
-        conn.close()  # (its socket is shut: it is dropped, not given back)
-        return True
+    def _end(self, conn: Connection) -> ServerSilent | None:
+        """End the watchdog's watch of the call on ``conn``: the error, if it shut ``conn``.
+
+        A connection it shut is closed here (it is dropped, not given back).
+        """
+        watchdog = self._watchdog
+        if watchdog is None or not watchdog.end(conn):
+            return None
+        conn.close()
+        return ServerSilent(watchdog.bound)
 
     def prepared(self, conn: Connection) -> set[bytes]:
         """The names of the statements prepared on ``conn`` (`agentfsm.stores._pg_exec`).

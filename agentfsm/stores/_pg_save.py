@@ -114,9 +114,20 @@ FROM saved s"""
 take the locks `agentfsm.stores._postgres_sql.WATCHED_RUN` and ``WATCHED_ALL`` say; when it
 could, it holds them until its commit, so a watch starting meanwhile waits for it)."""
 
-_INTEGERS = ("expected", "known_seq", "schema_version", "version", "seq", "turn")
 _TYPES = {
-    **dict.fromkeys((*_INTEGERS, "m_start", "t_start"), INT8),
+    **dict.fromkeys(
+        (
+            "expected",
+            "known_seq",
+            "schema_version",
+            "version",
+            "seq",
+            "turn",
+            "m_start",
+            "t_start",
+        ),
+        INT8,
+    ),
     **dict.fromkeys(("m_rewrite", "t_rewrite"), BOOL),
     **dict.fromkeys(("now", "until"), FLOAT8),
     "watch_key": INT4,

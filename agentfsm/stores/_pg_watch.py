@@ -28,6 +28,9 @@ RECONNECT_DELAY = 2.0
 LOCK_TIMEOUT = 60
 """Seconds a watch waits for its run's watch lock (behind a save in flight) before failing."""
 
+QUEUE_TIMEOUT = 10.0
+"""Seconds `listening` waits for its lock request to be granted or queued by the server."""
+
 Connection = psycopg.Connection[tuple[Any, ...]]
 
 
@@ -157,10 +160,6 @@ async def listening(conninfo: str, connect_timeout: int) -> Listening:
         await conn.close()
         raise
     return conn
-
-
-QUEUE_TIMEOUT = 10.0
-"""Seconds `listening` waits for its lock request to be granted or queued by the server."""
 
 
 async def _queued(conn: psycopg.AsyncConnection[tuple[Any, ...]], pid: int) -> bool:

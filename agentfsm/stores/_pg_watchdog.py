@@ -28,7 +28,14 @@ Connection = psycopg.Connection[tuple[Any, ...]]
 
 
 class ServerSilent(psycopg.OperationalError):
-    """The server did not answer a call within its bound: the call's connection was shut."""
+    """The server did not answer a call within its bound: the call's connection was shut.
+
+    Args:
+        bound: The bound, in seconds (``call_timeout``).
+    """
+
+    def __init__(self, bound: float) -> None:
+        super().__init__(f"the server did not answer within {bound:g} s (call_timeout)")
 
 
 class Watchdog:
@@ -57,9 +64,12 @@ class Watchdog:
             self._start()
 
     def end(self, conn: Connection) -> bool:
-        """The call on ``conn`` ended; whether the watchdog shut its connection meanwhile."""
+        """The call on ``conn`` ended; whether the watchdog shut its connection meanwhile.
+
+        (Once: a second end of the same call says False.)
+        """
         with self._lock:
-            del self._due[conn]
+            self._due.pop(conn, None)
             if conn in self._shut:
                 self._shut.discard(conn)
                 return True

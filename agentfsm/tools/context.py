@@ -15,6 +15,11 @@ D = TypeVar("D", default=object)
 ``ToolContext``'s are ``object``)."""
 
 
+def call_key(run_id: str, call_id: str) -> str:
+    """``"<run_id>:<call_id>"``: one tool call's key, whatever attempt or process makes it."""
+    return f"{run_id}:{call_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext(Generic[D]):
     """The run, turn and call a tool body is executing for, and the application's objects.
@@ -59,7 +64,7 @@ class ToolContext(Generic[D]):
         Pass it to external services that deduplicate requests, so that a retried or
         resumed call has its effect at most once.
         """
-        return f"{self.run_id}:{self.call_id}"
+        return call_key(self.run_id, self.call_id)
 
     def __post_init__(self) -> None:
         _checks.text("run_id", self.run_id, empty=True)

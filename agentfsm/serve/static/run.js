@@ -95,7 +95,7 @@ function eventRow(event) {
     el("td", {text: String(event.seq)}), el("td", {text: when(event.at)}),
     el("td", {text: event.machine}), el("td", {text: event.event}), el("td", {text: move}),
     shown ? userContent(event.data)
-      : el("td", {class: "data", title: data, text: data.length > 120 ? data.slice(0, 119) + "…" : data}));
+      : el("td", {class: "data", title: data, text: shorten(data, 120)}));
 }
 
 // No such run (yet): say so, offer nothing, and show the page is waiting, not live.
